@@ -1,0 +1,110 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Config } from './config.js';
+import type { Deps } from './deps.js';
+import { errorHandler } from './http/errors.js';
+import { readBody } from './http/body.js';
+import { mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
+import { createLogger } from './http/logger.js';
+import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.js';
+import { openEventStore } from './ports/events/index.js';
+import { MemoryBuffer } from './ports/buffer/memory.js';
+import type { IngestionBuffer } from './ports/buffer/port.js';
+import { Authenticator } from './auth/authenticate.js';
+import { IdTokenVerifier } from './auth/oidc.js';
+import { OrgStore } from './orgs/store.js';
+import { ProjectStore } from './projects/store.js';
+import { UsageStore } from './usage/store.js';
+import { allRoutes } from './routes.js';
+import { startWorkers, type Worker } from './workers.js';
+
+const require = createRequire(import.meta.url);
+export const VERSION: string = require('../../../package.json').version;
+
+/** Test and embedding overrides: where the embedded stores live, a ready buffer. */
+export interface DepsOverrides {
+  sqliteFile?: string;
+  duckdbFile?: string;
+  buffer?: IngestionBuffer;
+}
+
+/** Opens the three ports (migrating both stores) and the shared stores. */
+export async function buildDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
+  if (!config.superadminKey) throw new Error('superadminKey must be resolved before building the service');
+  const log = createLogger(config.logLevel);
+  const db = openMetadataStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile });
+  await migrateMetadataStore(db);
+  const events = openEventStore({ clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile });
+  await events.migrate();
+  const buffer = overrides.buffer ?? (await openBuffer(config));
+  const orgs = new OrgStore(db);
+  const verifier = config.oidc ? new IdTokenVerifier(config.oidc) : undefined;
+  return {
+    config, version: VERSION, log, db, events, buffer, orgs,
+    projects: new ProjectStore(db),
+    usage: new UsageStore(db),
+    auth: new Authenticator(config.superadminKey, verifier, orgs),
+  };
+}
+
+async function openBuffer(config: Config): Promise<IngestionBuffer> {
+  if (config.natsUrl) throw new Error('NATS_URL is set but the JetStream buffer is not built yet');
+  return new MemoryBuffer();
+}
+
+export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa {
+  const app = new Koa({ proxy: false });
+  const router = new Router();
+  mountRoutes(router, routes, (ctx, kind) => deps.auth.authenticate(ctx, kind));
+  const openapi = openApiDocument(routes, deps.version);
+  router.get('/openapi.json', (ctx) => { ctx.body = openapi; });
+  app.use(errorHandler(deps.log));
+  app.use(readBody());
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  return app;
+}
+
+export interface RunningService {
+  url: string;
+  server: http.Server;
+  deps: Deps;
+  workers: Worker[];
+  close(): Promise<void>;
+}
+
+/** Starts the API (and, with `roles` including `worker`, the ingestion workers) on the given deps. */
+export async function startService(
+  deps: Deps,
+  opts: { port?: number; host?: string; roles?: Array<'api' | 'worker'> } = {},
+): Promise<RunningService> {
+  const roles = opts.roles ?? ['api', 'worker'];
+  const workers = roles.includes('worker') ? await startWorkers(deps) : [];
+  let server: http.Server | undefined;
+  if (roles.includes('api')) {
+    server = http.createServer(buildKoa(deps).callback());
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve) => server!.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host, resolve));
+  }
+  const addr = server?.address() as AddressInfo | undefined;
+  const host = !addr ? '' : addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.address;
+  return {
+    url: addr ? `http://${host}:${addr.port}` : '',
+    server: server!,
+    deps,
+    workers,
+    async close() {
+      if (server) {
+        server.closeAllConnections?.();
+        await new Promise<void>((resolve) => server!.close(() => resolve()));
+      }
+      for (const w of workers) await w.stop();
+      await deps.buffer.close();
+      await deps.events.close();
+      await deps.db.destroy();
+    },
+  };
+}

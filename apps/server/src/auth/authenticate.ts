@@ -1,0 +1,64 @@
+import type { Context } from 'koa';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { noOrganization, unauthorized } from '../http/errors.js';
+import type { AuthKind } from '../http/route.js';
+import type { OrgStore } from '../orgs/store.js';
+import type { IdTokenVerifier } from './oidc.js';
+import type { AuthContext } from './context.js';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** `Authorization: Bearer <value>`, or undefined. */
+export function bearerToken(ctx: Context): string | undefined {
+  const header = ctx.get('authorization');
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m?.[1];
+}
+
+/**
+ * Resolves `/api/*` and `/admin/*` credentials: the superadmin key (compared in constant time)
+ * or an identity-provider ID token (mapped to a user and their first membership).
+ */
+export class Authenticator {
+  private superadminDigest: Buffer;
+
+  constructor(
+    superadminKey: string,
+    private verifier: IdTokenVerifier | undefined,
+    private orgs: OrgStore,
+  ) {
+    this.superadminDigest = digest(superadminKey);
+  }
+
+  isSuperadminKey(token: string): boolean {
+    return timingSafeEqual(digest(token), this.superadminDigest);
+  }
+
+  /** The auth context of a bearer credential, or undefined when it is neither the key nor a valid ID token. */
+  async resolve(token: string | undefined): Promise<AuthContext | undefined> {
+    if (!token) return undefined;
+    if (this.isSuperadminKey(token)) return { kind: 'superadmin' };
+    if (!this.verifier) return undefined;
+    const claims = await this.verifier.verify(token);
+    if (!claims) return undefined;
+    const { user, memberships } = await this.orgs.userFromToken(claims);
+    const first = memberships[0];
+    return { kind: 'user', userId: user.id, email: user.email, orgId: first?.org_id ?? null, role: first?.role ?? null };
+  }
+
+  /** The route-level check for an AuthKind (see http/route.ts). */
+  async authenticate(ctx: Context, kind: AuthKind): Promise<void> {
+    if (kind === 'none' || kind === 'custom') return;
+    const token = bearerToken(ctx);
+    if (kind === 'admin') {
+      if (!token || !this.isSuperadminKey(token)) throw unauthorized();
+      ctx.state.auth = { kind: 'superadmin' };
+      return;
+    }
+    const auth = await this.resolve(token);
+    if (!auth) throw unauthorized();
+    if (kind === 'api' && auth.kind === 'user' && auth.orgId === null) throw noOrganization();
+    ctx.state.auth = auth;
+  }
+}
+

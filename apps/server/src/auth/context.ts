@@ -1,0 +1,42 @@
+import type { Context } from 'koa';
+import { forbidden, noOrganization, unauthorized } from '../http/errors.js';
+import { roleAtLeast, type Role } from './roles.js';
+
+/** Who is calling an `/api/*` or `/admin/*` route. */
+export type AuthContext =
+  | { kind: 'superadmin' }
+  | { kind: 'user'; userId: number; email: string | null; orgId: number | null; role: Role | null };
+
+/** A user inside an organisation (what most `/api/*` routes act for). */
+export type OrgUser = { kind: 'user'; userId: number; email: string | null; orgId: number; role: Role };
+
+declare module 'koa' {
+  interface DefaultState {
+    auth?: AuthContext;
+  }
+}
+
+export function authOf(ctx: Context): AuthContext {
+  const auth = ctx.state.auth;
+  if (!auth) throw unauthorized();
+  return auth;
+}
+
+/** Superadmin passes; a user needs at least `min` in their organisation. */
+export function requireRole(ctx: Context, min: Role): AuthContext {
+  const auth = authOf(ctx);
+  if (auth.kind === 'superadmin') return auth;
+  if (auth.orgId === null || auth.role === null) throw noOrganization();
+  if (!roleAtLeast(auth.role, min)) throw forbidden();
+  return auth;
+}
+
+/** The caller's organisation id, or null for the superadmin (who sees every organisation). */
+export function orgScope(auth: AuthContext): number | null {
+  if (auth.kind === 'superadmin') return null;
+  if (auth.orgId === null) throw noOrganization();
+  return auth.orgId;
+}
+
+/** `created_by` value for rows the caller creates. */
+export const actorUserId = (auth: AuthContext): number | null => (auth.kind === 'user' ? auth.userId : null);

@@ -1,0 +1,78 @@
+import path from 'node:path';
+import { LIMITS } from './limits.js';
+
+/** Runtime configuration, read once from the environment (see README "Configuration"). */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  superadminKey?: string;
+  databaseUrl?: string;
+  clickhouse?: { url: string; database: string; username?: string; password?: string };
+  natsUrl?: string;
+  oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number };
+  tenantConfigPath?: string;
+  /** Trusted reverse proxies whose X-Forwarded-For is believed (exact IPs). */
+  trustedProxies: string[];
+  rateLimits: {
+    perIp: { requests: number; windowMs: number };
+    perProject: { requests: number; windowMs: number };
+  };
+  /** Longest date range a query may span, in days. */
+  maxQueryRangeDays: number;
+  logLevel: 'silent' | 'error' | 'info';
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer (got ${raw})`);
+  return n;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const oidcIssuer = env.OIDC_ISSUER;
+  const oidc = oidcIssuer
+    ? {
+        issuer: oidcIssuer,
+        audience: env.OIDC_AUDIENCE ?? '',
+        jwksUrl: env.OIDC_JWKS_URL ?? new URL('.well-known/jwks.json', oidcIssuer.endsWith('/') ? oidcIssuer : oidcIssuer + '/').toString(),
+        cooldownMs: int(env, 'OIDC_JWKS_COOLDOWN_MS', 30_000),
+      }
+    : undefined;
+  if (oidc && !oidc.audience) throw new Error('OIDC_AUDIENCE is required when OIDC_ISSUER is set');
+  return {
+    port: int(env, 'PORT', 8080),
+    host: env.HOST ?? '0.0.0.0',
+    dataDir: path.resolve(env.DATA_DIR ?? './data'),
+    superadminKey: env.SUPERADMIN_KEY || undefined,
+    databaseUrl: env.DATABASE_URL || undefined,
+    clickhouse: env.CLICKHOUSE_URL
+      ? {
+          url: env.CLICKHOUSE_URL,
+          database: env.CLICKHOUSE_DATABASE ?? 'default',
+          username: env.CLICKHOUSE_USER || undefined,
+          password: env.CLICKHOUSE_PASSWORD || undefined,
+        }
+      : undefined,
+    natsUrl: env.NATS_URL || undefined,
+    oidc,
+    tenantConfigPath: env.TENANT_CONFIG_PATH || undefined,
+    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    rateLimits: {
+      perIp: {
+        requests: int(env, 'RATE_LIMIT_PER_IP', LIMITS.rateLimitPerIp.requests),
+        windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', LIMITS.rateLimitPerIp.windowMs),
+      },
+      perProject: {
+        requests: int(env, 'RATE_LIMIT_PER_PROJECT', LIMITS.rateLimitPerProject.requests),
+        windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', LIMITS.rateLimitPerProject.windowMs),
+      },
+    },
+    maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
+    logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',
+  };
+}

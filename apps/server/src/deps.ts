@@ -1,0 +1,26 @@
+import type { Config } from './config.js';
+import type { Db } from './ports/metadata/knex.js';
+import type { EventStore } from './ports/events/index.js';
+import type { IngestionBuffer } from './ports/buffer/port.js';
+import type { Authenticator } from './auth/authenticate.js';
+import type { Logger } from './http/errors.js';
+import type { OrgStore } from './orgs/store.js';
+import type { ProjectStore } from './projects/store.js';
+import type { UsageStore } from './usage/store.js';
+
+/**
+ * What every domain's routes are built from: the three ports, the shared tenancy stores and the
+ * authenticator. A domain builds its own stores from `db`/`events` inside its routes factory.
+ */
+export interface Deps {
+  config: Config;
+  version: string;
+  log: Logger;
+  db: Db;
+  events: EventStore;
+  buffer: IngestionBuffer;
+  auth: Authenticator;
+  orgs: OrgStore;
+  projects: ProjectStore;
+  usage: UsageStore;
+}

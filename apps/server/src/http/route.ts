@@ -1,0 +1,115 @@
+import type { Context } from 'koa';
+import Router from '@koa/router';
+import { z, type ZodType } from 'zod';
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
+import { badRequest } from './errors.js';
+import { jsonBody } from './body.js';
+
+extendZodWithOpenApi(z);
+
+/**
+ * One declaration per route: its method, path, schemas and handler. The same list mounts the Koa
+ * router (with validation) and produces the OpenAPI 3.1 document, so the two cannot drift.
+ */
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface RouteSpec<B = any, Q = any, P = any> {
+  method: Method;
+  /** OpenAPI-style path, e.g. `/api/projects/{id}`. */
+  path: string;
+  tag: string;
+  summary: string;
+  /** Which credential the route wants; checked before the handler runs (see auth/middleware.ts). */
+  auth: AuthKind;
+  body?: ZodType<B>;
+  query?: ZodType<Q>;
+  params?: ZodType<P>;
+  response?: ZodType;
+  /** Success status (default 200). */
+  status?: number;
+  /** The handler reads `ctx.state.rawBody` itself (ingestion: form encoding, its own envelopes). */
+  rawBody?: boolean;
+  handler: (input: { ctx: Context; body: B; query: Q; params: P }) => Promise<unknown> | unknown;
+}
+
+/**
+ * `none`: public. `api`: superadmin key or ID token of a user with an organisation.
+ * `account`: like `api` but also users without an organisation. `admin`: superadmin key only.
+ * `custom`: the handler authenticates (project token, flag secret).
+ */
+export type AuthKind = 'none' | 'api' | 'account' | 'admin' | 'custom';
+
+export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSpec<B, Q, P>): RouteSpec<B, Q, P> {
+  return spec;
+}
+
+/** Formats a zod error as `path: message` (first issue), the form the spec's flag messages use. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+    .join('; ');
+}
+
+export function parseOr400<T>(schema: ZodType<T>, value: unknown): T {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const first = result.error.issues[0];
+    const message = first.path.length ? `${first.path.join('.')}: ${first.message}` : first.message;
+    throw badRequest(message, { code: 'validation_failed', message: describeZodError(result.error) });
+  }
+  return result.data;
+}
+
+const koaPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
+
+export function mountRoutes(
+  router: Router,
+  routes: RouteSpec[],
+  authenticate: (ctx: Context, kind: AuthKind) => Promise<void>,
+) {
+  for (const r of routes) {
+    router[r.method](koaPath(r.path), async (ctx) => {
+      await authenticate(ctx, r.auth);
+      const params = r.params ? parseOr400(r.params, ctx.params) : undefined;
+      const query = r.query ? parseOr400(r.query, ctx.query) : undefined;
+      let body: unknown;
+      if (!r.rawBody && r.body) body = parseOr400(r.body, jsonBody(ctx) ?? {});
+      const result = await r.handler({ ctx, body, query, params });
+      if (result !== undefined) {
+        ctx.status = r.status ?? 200;
+        ctx.body = result;
+      }
+    });
+  }
+}
+
+export function openApiDocument(routes: RouteSpec[], version: string) {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  registry.registerComponent('securitySchemes', 'projectToken', { type: 'apiKey', in: 'header', name: 'X-Service-Token' });
+  for (const r of routes) {
+    const responses: Record<string, any> = {
+      [String(r.status ?? 200)]: {
+        description: 'success',
+        ...(r.response ? { content: { 'application/json': { schema: r.response } } } : {}),
+      },
+    };
+    registry.registerPath({
+      method: r.method,
+      path: r.path,
+      tags: [r.tag],
+      summary: r.summary,
+      security: r.auth === 'none' ? [] : r.auth === 'custom' ? [{ projectToken: [] }, { bearer: [] }] : [{ bearer: [] }],
+      request: {
+        ...(r.params ? { params: r.params as any } : {}),
+        ...(r.query ? { query: r.query as any } : {}),
+        ...(r.body ? { body: { content: { 'application/json': { schema: r.body } } } } : {}),
+      },
+      responses,
+    });
+  }
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: { title: 'Product-analytics service API', version },
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * Every limit of the spec's Limits table, in one place. Routes import these; nothing else
+ * spells the numbers. Rate-limit values are defaults: config.ts lets large installs and tests
+ * override them (RATE_LIMIT_* variables).
+ */
+export const LIMITS = {
+  ingestionBatchRecords: 500,
+  requestBodyBytes: 1024 * 1024,
+  rateLimitPerIp: { requests: 100, windowMs: 10_000 },
+  rateLimitPerProject: { requests: 1000, windowMs: 10_000 },
+  retryAfterMinSeconds: 1,
+  quotaRetryAfterSeconds: 3600,
+  flagsPerProject: 100,
+  variantsPerFlag: 10,
+  rulesPerFlag: 10,
+  overrideIdsPerRule: 50,
+  overrideIdLength: 255,
+  flagKeyLength: 200,
+  variantKeyLength: { min: 1, max: 200 },
+  filtersPerQuery: 20,
+  funnelSteps: { min: 2, max: 10 },
+  funnelWindowDays: { min: 1, max: 366, default: 30 },
+  retentionBuckets: { min: 1, max: 16, default: 8 },
+  flowsSteps: { min: 1, max: 5, default: 3 },
+  flowsLimit: { min: 1, max: 100, default: 20 },
+  cohortCriteria: 20,
+  cohortBehaviorCount: { min: 0, max: 1_000_000 },
+  cohortBehaviorWindowDays: { min: 0, max: 366 },
+  cohortPreviewSample: 10,
+  drilldownPageLimit: { max: 500, default: 50 },
+  flagAuditLimit: { max: 200, default: 50 },
+  dataEventsLimit: { max: 1000, default: 100 },
+} as const;

@@ -1,0 +1,52 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from './config.js';
+import { buildDeps, startService } from './app.js';
+
+/**
+ * Entry point. `npm start` runs every role in one process on the embedded stores; Kubernetes
+ * runs the same binary as `api`, `worker` or `operator` (first argument or ROLE).
+ */
+type Role = 'all' | 'api' | 'worker' | 'operator';
+
+/** SUPERADMIN_KEY, or one generated once and kept in DATA_DIR (printed at start). */
+function resolveSuperadminKey(config: Config): { key: string; generated: boolean } {
+  if (config.superadminKey) return { key: config.superadminKey, generated: false };
+  const file = path.join(config.dataDir, 'superadmin.key');
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (fs.existsSync(file)) return { key: fs.readFileSync(file, 'utf8').trim(), generated: true };
+  const key = 'sa_' + randomBytes(24).toString('base64url');
+  fs.writeFileSync(file, key + '\n', { mode: 0o600 });
+  return { key, generated: true };
+}
+
+async function main() {
+  const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
+  if (!['all', 'api', 'worker', 'operator'].includes(role)) throw new Error(`unknown role ${role}: use all, api, worker or operator`);
+  const config = loadConfig();
+  if (role === 'operator') throw new Error('the operator role is not built yet');
+  const { key, generated } = resolveSuperadminKey(config);
+  config.superadminKey = key;
+  const deps = await buildDeps(config);
+  const service = await startService(deps, { roles: role === 'all' ? ['api', 'worker'] : [role] });
+  const stores = `metadata: ${config.databaseUrl ? 'PostgreSQL' : 'SQLite'}, events: ${config.clickhouse ? 'ClickHouse' : 'DuckDB'}, buffer: ${deps.buffer.kind}`;
+  if (service.url) console.log(`analytics service (${role}) listening on ${service.url.replace('127.0.0.1', config.host === '0.0.0.0' ? 'localhost' : config.host)}  [${stores}]`);
+  else console.log(`analytics service (${role}) running [${stores}]`);
+  if (generated && role !== 'worker') console.log(`superadmin key (kept in ${path.join(config.dataDir, 'superadmin.key')}): ${key}`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: draining and stopping`);
+    await service.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,31 @@
+/**
+ * The ingestion buffer port: the API publishes accepted batches, workers consume them into the
+ * stores. Two implementations: in-process (embedded) and NATS JetStream (production).
+ * A publish resolves only once the buffer holds the batch; a consumer's handler resolving means
+ * "stored, acknowledge"; throwing means "retry later" (redelivery).
+ */
+export type IngestionKind = 'track' | 'engage' | 'alias';
+
+export interface IngestionBatch {
+  /** Stable id of the batch (derived from the request), used for publish-side dedup. */
+  id: string;
+  kind: IngestionKind;
+  projectId: number;
+  /** Unix ms when the API accepted it. */
+  acceptedAt: number;
+  /** Validated, enriched records, ready for the store. */
+  records: unknown[];
+}
+
+export interface BufferConsumer {
+  /** Stops taking new batches and waits for in-flight ones to finish. */
+  stop(): Promise<void>;
+}
+
+export interface IngestionBuffer {
+  readonly kind: 'memory' | 'jetstream';
+  publish(batch: IngestionBatch): Promise<void>;
+  consume(handler: (batch: IngestionBatch) => Promise<void>): BufferConsumer;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

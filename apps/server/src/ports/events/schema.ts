@@ -1,0 +1,60 @@
+import type { EventDialect } from './port.js';
+
+/**
+ * Event-store DDL, one list per engine, applied idempotently at start (CREATE ... IF NOT EXISTS).
+ * Tables:
+ * - `events`: one row per event; properties kept as JSON plus parallel key/value arrays so both
+ *   engines can filter and group on any key. ClickHouse: ReplacingMergeTree on the dedup key
+ *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
+ * - `identity_links`: (distinct_id -> canonical_id from from_time), mirrored from the metadata
+ *   store so analyses resolve identities inside the engine.
+ * Domains that need more tables add them here.
+ */
+export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
+  clickhouse: [
+    `CREATE TABLE IF NOT EXISTS events (
+      project_id UInt32,
+      id Int64,
+      event String,
+      distinct_id String,
+      time Int64,
+      insert_id String,
+      properties String,
+      prop_keys Array(String),
+      prop_values Array(String),
+      received_at Int64
+    ) ENGINE = ReplacingMergeTree()
+    PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000)))
+    ORDER BY (project_id, event, time, distinct_id, insert_id)`,
+    `CREATE TABLE IF NOT EXISTS identity_links (
+      project_id UInt32,
+      distinct_id String,
+      canonical_id String,
+      from_time Int64,
+      created_at Int64
+    ) ENGINE = ReplacingMergeTree(created_at)
+    ORDER BY (project_id, distinct_id)`,
+  ],
+  duckdb: [
+    `CREATE TABLE IF NOT EXISTS events (
+      project_id INTEGER NOT NULL,
+      id BIGINT NOT NULL,
+      event VARCHAR NOT NULL,
+      distinct_id VARCHAR NOT NULL,
+      time BIGINT NOT NULL,
+      insert_id VARCHAR NOT NULL,
+      properties VARCHAR NOT NULL,
+      prop_keys VARCHAR[] NOT NULL,
+      prop_values VARCHAR[] NOT NULL,
+      received_at BIGINT NOT NULL
+    )`,
+    `CREATE TABLE IF NOT EXISTS identity_links (
+      project_id INTEGER NOT NULL,
+      distinct_id VARCHAR NOT NULL,
+      canonical_id VARCHAR NOT NULL,
+      from_time BIGINT NOT NULL,
+      created_at BIGINT NOT NULL,
+      PRIMARY KEY (project_id, distinct_id)
+    )`,
+  ],
+};

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { migrations } from './migrations/index.js';
+
+// int8 (bigint) columns hold Unix-ms timestamps and counters, all well inside 2^53: read them as numbers.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+export type Db = Knex;
+
+/**
+ * The metadata store port: knex on PostgreSQL (`DATABASE_URL`) or on a SQLite file in DATA_DIR.
+ * Domain stores write portable knex; where the two differ they ask `isPostgres(db)`.
+ */
+export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string; sqliteFile?: string }): Db {
+  if (opts.databaseUrl) {
+    return knexFactory({
+      client: 'pg',
+      connection: opts.databaseUrl,
+      pool: { min: 0, max: 10 },
+    });
+  }
+  const file = opts.sqliteFile ?? path.join(opts.dataDir, 'metadata.sqlite');
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  return knexFactory({
+    client: 'better-sqlite3',
+    connection: { filename: file },
+    useNullAsDefault: true,
+    // One connection: SQLite serialises writers anyway, and transactions must not interleave.
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
+        conn.pragma('journal_mode = WAL');
+        conn.pragma('foreign_keys = ON');
+        conn.pragma('busy_timeout = 5000');
+        done(null, conn);
+      },
+    },
+  });
+}
+
+export const isPostgres = (db: Db) => db.client.config.client === 'pg';
+
+/** Applies every pending migration (knex's migrator, with the migrations compiled in). */
+export async function migrateMetadataStore(db: Db): Promise<void> {
+  await db.migrate.latest({
+    migrationSource: {
+      getMigrations: async () => migrations.map((m) => m.name),
+      getMigrationName: (name: string) => name,
+      getMigration: async (name: string) => migrations.find((m) => m.name === name)!,
+    },
+  });
+}
+
+/** Unix ms now; every stored time is one of these. */
+export const nowMs = () => Date.now();

@@ -1,0 +1,14 @@
+import type { Knex } from 'knex';
+import { foundation } from './0001_foundation.js';
+
+export interface Migration {
+  name: string;
+  up(db: Knex): Promise<void>;
+  down(db: Knex): Promise<void>;
+}
+
+/**
+ * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
+ * here; names must sort in the order they are applied.
+ */
+export const migrations: Migration[] = [foundation];

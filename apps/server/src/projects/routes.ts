@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import { route, type RouteSpec } from '../http/route.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { loadProjectInScope } from '../auth/project-scope.js';
+import { sqlInt } from '../ports/events/index.js';
+import { publicProject, type Project } from './store.js';
+import { CreateProjectBody, IdParams, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
+
+/** Events stored per project, counted in the event store in one grouped query. */
+export async function eventCounts(deps: Deps, projects: Project[]): Promise<Map<number, number>> {
+  if (projects.length === 0) return new Map();
+  const ids = projects.map((p) => sqlInt(p.id)).join(', ');
+  const rows = await deps.events.query<{ project_id: number; n: number }>(
+    `SELECT project_id, count(*) AS n FROM events WHERE project_id IN (${ids}) GROUP BY project_id`,
+  );
+  return new Map(rows.map((r) => [Number(r.project_id), Number(r.n)]));
+}
+
+export function projectRoutes(deps: Deps): RouteSpec[] {
+  const { projects } = deps;
+  return [
+    route({
+      method: 'get', path: '/api/projects', tag: 'Projects', auth: 'api', response: z.array(ProjectListItemSchema),
+      summary: "The caller's organisation's projects (all projects for the superadmin)",
+      handler: async ({ ctx }) => {
+        const auth = authOf(ctx);
+        const list = await projects.list(auth.kind === 'superadmin' ? null : auth.orgId);
+        const counts = await eventCounts(deps, list);
+        return list.map((p) => ({
+          ...publicProject(p),
+          org_id: p.org_id,
+          event_count: counts.get(p.id) ?? 0,
+          has_flag_secret: p.flag_secret_hash !== null,
+        }));
+      },
+    }),
+    route({
+      method: 'post', path: '/api/projects', tag: 'Projects', auth: 'api', body: CreateProjectBody, response: ProjectSchema, status: 201,
+      summary: "Creates a project in the caller's organisation (admin); the superadmin creates one without organisation",
+      handler: async ({ ctx, body }) => {
+        const auth = requireRole(ctx, 'admin');
+        return publicProject(await projects.create({ orgId: auth.kind === 'superadmin' ? null : auth.orgId, name: body.name }));
+      },
+    }),
+    route({
+      method: 'get', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams, response: ProjectSchema,
+      summary: 'One project',
+      handler: async ({ ctx, params }) => publicProject(await loadProjectInScope(projects, authOf(ctx), params.id)),
+    }),
+    route({
+      method: 'patch', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams, body: UpdateProjectBody, response: ProjectSchema,
+      summary: 'Renames a project (admin)',
+      handler: async ({ ctx, params, body }) => {
+        const project = await loadProjectInScope(projects, authOf(ctx), params.id);
+        requireRole(ctx, 'admin');
+        await projects.rename(project.id, body.name);
+        return publicProject({ ...project, name: body.name });
+      },
+    }),
+    route({
+      method: 'delete', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams,
+      summary: "Deletes a project, its metadata and its events (admin)",
+      handler: async ({ ctx, params }) => {
+        const project = await loadProjectInScope(projects, authOf(ctx), params.id);
+        requireRole(ctx, 'admin');
+        await projects.delete(project.id);
+        // Events and links go asynchronously (a ClickHouse mutation); the project is gone for reads at once.
+        for (const table of ['events', 'identity_links']) {
+          const sql = deps.events.dialect === 'clickhouse'
+            ? `ALTER TABLE ${table} DELETE WHERE project_id = ${sqlInt(project.id)}`
+            : `DELETE FROM ${table} WHERE project_id = ${sqlInt(project.id)}`;
+          deps.events.command(sql).catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
+        }
+        return { ok: true };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,16 @@
+import type { Deps } from './deps.js';
+import type { RouteSpec } from './http/route.js';
+import { healthRoutes } from './health/routes.js';
+import { adminRoutes } from './admin/routes.js';
+import { accountRoutes } from './account/routes.js';
+import { projectRoutes } from './projects/routes.js';
+
+/** Every domain's routes. A new domain adds one line. */
+export function allRoutes(deps: Deps): RouteSpec[] {
+  return [
+    ...healthRoutes(deps),
+    ...adminRoutes(deps),
+    ...accountRoutes(deps),
+    ...projectRoutes(deps),
+  ];
+}

@@ -1,0 +1,12 @@
+import type { Deps } from './deps.js';
+
+/** A background loop of the `worker` role (e.g. the ingestion consumer). */
+export interface Worker {
+  name: string;
+  stop(): Promise<void>;
+}
+
+/** Starts every worker of the service. A domain with a consumer adds one line. */
+export async function startWorkers(_deps: Deps): Promise<Worker[]> {
+  return [];
+}
