@@ -89,8 +89,9 @@ export class OrgStore {
     await this.db('memberships').where({ id: membershipId }).delete();
   }
 
+  /** Owners who have signed in (open owner invitations do not count: they may never be taken up). */
   async countOwners(orgId: number): Promise<number> {
-    const [{ n }] = await this.db('memberships').where({ org_id: orgId, role: 'owner' }).count({ n: '*' });
+    const [{ n }] = await this.db('memberships').where({ org_id: orgId, role: 'owner' }).whereNotNull('user_id').count({ n: '*' });
     return Number(n);
   }
 

@@ -1,0 +1,65 @@
+import { loadConfig } from '../../apps/server/src/config.js';
+import { buildDeps, startService, type RunningService } from '../../apps/server/src/app.js';
+import type { Backend } from './backends.js';
+import { Client } from './http.js';
+import { TestIdp } from './idp.js';
+
+export const SUPERADMIN_KEY = 'test-superadmin-key';
+
+export interface TestService {
+  url: string;
+  svc: RunningService;
+  idp: TestIdp;
+  /** A client with the superadmin key. */
+  admin: Client;
+  /** A client with no credential. */
+  anon: Client;
+  client(token?: string): Client;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the whole service (API + workers) on loopback, on fresh stores of `backend`, with a
+ * real identity provider. Extra env (rate limits, ...) can be passed in `env`.
+ */
+export async function startTestService(backend: Backend, env: Record<string, string> = {}): Promise<TestService> {
+  const idp = await TestIdp.start();
+  const stores = await backend.provision();
+  const config = loadConfig({ ...stores.env, ...idp.env(), SUPERADMIN_KEY, LOG_LEVEL: 'silent', DATA_DIR: '/tmp/analytics-test', ...env });
+  const deps = await buildDeps(config, stores.overrides);
+  const svc = await startService(deps, { port: 0, host: '127.0.0.1' });
+  return {
+    url: svc.url,
+    svc,
+    idp,
+    admin: new Client(svc.url, SUPERADMIN_KEY),
+    anon: new Client(svc.url),
+    client: (token?: string) => new Client(svc.url, token),
+    async close() {
+      await svc.close();
+      await idp.close();
+      await stores.drop();
+    },
+  };
+}
+
+export interface Tenant {
+  org: { id: number; name: string };
+  project: { id: number; name: string; token: string };
+  /** ID tokens per role; each user is a member of this org only. */
+  tokens: Record<'owner' | 'admin' | 'member' | 'viewer', string>;
+  owner: Client;
+}
+
+/** An organisation with a project and one user per role (invited by the superadmin, bound by token). */
+export async function createTenant(t: TestService, name: string): Promise<Tenant> {
+  const org = (await t.admin.post('/admin/orgs', { name })).body;
+  const project = (await t.admin.post(`/admin/orgs/${org.id}/projects`, { name: `${name} web` })).body;
+  const tokens = {} as Tenant['tokens'];
+  for (const role of ['owner', 'admin', 'member', 'viewer'] as const) {
+    const email = `${role}.${org.id}.${name.replace(/\W/g, '')}@example.test`;
+    await t.admin.post(`/admin/orgs/${org.id}/members`, { email, role });
+    tokens[role] = await t.idp.token(`${role}-${org.id}-${name}`, { email });
+  }
+  return { org, project, tokens, owner: t.client(tokens.owner) };
+}
