@@ -30,7 +30,7 @@ export class Client {
       payload = JSON.stringify(body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(this.baseUrl + path, { method, headers, body: payload });
+    const res = await fetch(this.baseUrl + path, { method, headers, body: payload as BodyInit | undefined });
     const text = await res.text();
     let parsed: any = text;
     try {

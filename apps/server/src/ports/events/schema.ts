@@ -7,7 +7,11 @@ import type { EventDialect } from './port.js';
  *   engines can filter and group on any key. ClickHouse: ReplacingMergeTree on the dedup key
  *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
  * - `identity_links`: (distinct_id -> canonical_id from from_time), mirrored from the metadata
- *   store so analyses resolve identities inside the engine.
+ *   store so analyses resolve identities inside the engine: an event's identity is
+ *   `canonical_id` when a link for its distinct_id exists and `time >= from_time`, else its own
+ *   distinct_id.
+ * - `profiles`: one row per profile version (the latest `updated_at` per (project_id,
+ *   distinct_id) wins; `deleted = 1` marks a `$delete`), properties as JSON plus key/value arrays.
  * Domains that need more tables add them here.
  */
 export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
@@ -34,6 +38,16 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       created_at Int64
     ) ENGINE = ReplacingMergeTree(created_at)
     ORDER BY (project_id, distinct_id)`,
+    `CREATE TABLE IF NOT EXISTS profiles (
+      project_id UInt32,
+      distinct_id String,
+      properties String,
+      prop_keys Array(String),
+      prop_values Array(String),
+      updated_at Int64,
+      deleted UInt8
+    ) ENGINE = ReplacingMergeTree(updated_at)
+    ORDER BY (project_id, distinct_id)`,
   ],
   duckdb: [
     `CREATE TABLE IF NOT EXISTS events (
@@ -54,6 +68,16 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       canonical_id VARCHAR NOT NULL,
       from_time BIGINT NOT NULL,
       created_at BIGINT NOT NULL,
+      PRIMARY KEY (project_id, distinct_id)
+    )`,
+    `CREATE TABLE IF NOT EXISTS profiles (
+      project_id INTEGER NOT NULL,
+      distinct_id VARCHAR NOT NULL,
+      properties VARCHAR NOT NULL,
+      prop_keys VARCHAR[] NOT NULL,
+      prop_values VARCHAR[] NOT NULL,
+      updated_at BIGINT NOT NULL,
+      deleted UTINYINT NOT NULL,
       PRIMARY KEY (project_id, distinct_id)
     )`,
   ],
