@@ -18,6 +18,7 @@ import { IdTokenVerifier } from './auth/oidc.js';
 import { OrgStore } from './orgs/store.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
+import { RateLimiter } from './http/rate-limit.js';
 import { allRoutes } from './routes.js';
 import { startWorkers, type Worker } from './workers.js';
 
@@ -46,6 +47,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     config, version: VERSION, log, db, events, buffer, orgs,
     projects: new ProjectStore(db),
     usage: new UsageStore(db),
+    rateLimits: { perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject) },
     auth: new Authenticator(config.superadminKey, verifier, orgs),
   };
 }

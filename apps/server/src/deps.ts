@@ -7,6 +7,7 @@ import type { Logger } from './http/errors.js';
 import type { OrgStore } from './orgs/store.js';
 import type { ProjectStore } from './projects/store.js';
 import type { UsageStore } from './usage/store.js';
+import type { RateLimiter } from './http/rate-limit.js';
 
 /**
  * What every domain's routes are built from: the three ports, the shared tenancy stores and the
@@ -23,4 +24,6 @@ export interface Deps {
   orgs: OrgStore;
   projects: ProjectStore;
   usage: UsageStore;
+  /** Per-IP (ingestion) and per-project (ingestion and /flags/*) request limits. */
+  rateLimits: { perIp: RateLimiter; perProject: RateLimiter };
 }
