@@ -95,6 +95,9 @@ forEachBackend('foundation', (backend) => {
       const token = await t.idp.token(`admin-${acme.org.id}-Acme`, { email: `admin.${acme.org.id}.Acme@example.test` });
       assert.equal((await t.client(token).get('/api/projects')).status, 200);
       assert.ok(t.idp.jwksFetches > before, 'the JWKS was fetched again');
+      const cached = t.idp.jwksFetches;
+      assert.equal((await t.client(token).get('/api/projects')).status, 200);
+      assert.equal(t.idp.jwksFetches, cached, 'a known kid is served from the cache');
     });
 
     it('answers 403 no organization for a user without a membership, except on account routes', async () => {
