@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { LIMITS } from './limits.js';
+import { natsConfig, type NatsConfig } from './ports/buffer/jetstream-config.js';
 
 /** Runtime configuration, read once from the environment (see README "Configuration"). */
 export interface Config {
@@ -10,6 +11,8 @@ export interface Config {
   databaseUrl?: string;
   clickhouse?: { url: string; database: string; username?: string; password?: string };
   natsUrl?: string;
+  /** JetStream ingestion buffer settings (NATS_* variables; see docs/pipeline.md). */
+  nats: NatsConfig;
   oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number };
   tenantConfigPath?: string;
   /** Trusted reverse proxies whose X-Forwarded-For is believed (exact IPs). */
@@ -59,6 +62,7 @@ export function loadConfig(env: Env = process.env): Config {
         }
       : undefined,
     natsUrl: env.NATS_URL || undefined,
+    nats: natsConfig(env),
     oidc,
     tenantConfigPath: env.TENANT_CONFIG_PATH || undefined,
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
