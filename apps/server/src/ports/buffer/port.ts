@@ -29,3 +29,19 @@ export interface IngestionBuffer {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Thrown by a consumer handler for a batch that can never be applied (fails validation forever).
+ * The JetStream buffer terminates such a message and records it on the dead-letter subject
+ * instead of retrying it; any other error means "retry later".
+ */
+export class PoisonError extends Error {
+  readonly poison = true;
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoisonError';
+  }
+}
+
+export const isPoison = (err: unknown): boolean =>
+  err instanceof PoisonError || (typeof err === 'object' && err !== null && (err as { poison?: unknown }).poison === true);
