@@ -1,0 +1,96 @@
+import type { Deps } from '../deps.js';
+import { sqlInt } from '../ports/events/index.js';
+import { DAY_MS } from '../query/dialects/index.js';
+import { filterSql } from '../query/filters.js';
+import { queryContext, type QueryContext } from '../query/context.js';
+import { CohortStore } from './store.js';
+import type { CohortCriterion, CohortDefinition } from './schema.js';
+
+/**
+ * Cohort membership, evaluated by one event-store query (reused by members listing, preview,
+ * size and remote flag evaluation).
+ *
+ * Universe: every canonical identity with an event (any time) or a live profile.
+ * - property criteria look at the live profiles of the identity's cluster (links resolve
+ *   profiles regardless of from_time): eq/contains/set hold when some profile matches;
+ *   neq/not_set are their negations (so an identity without profile has `not_set` of every key).
+ * - behaviour criteria count the identity's events matching the event name (or `$all_events`, or
+ *   a derived event) in the last `windowDays` days before `now` (0 = all time), compared with `op`.
+ */
+export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { now: number; canonicalId?: string }): string {
+  const { d } = q;
+  const criteria = def.criteria;
+  const flag = (cond: string, i: number) =>
+    d.name === 'clickhouse' ? `toUInt8(${cond} ? 1 : 0) AS c${i}` : `CAST(CASE WHEN ${cond} THEN 1 ELSE 0 END AS INTEGER) AS c${i}`;
+  const eventCols = criteria.map((c, i) => {
+    if (c.kind !== 'behavior') return flag('1 = 0', i);
+    const inWindow = c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : '';
+    return flag(`(${q.events.condition(c.event)}${inWindow})`, i);
+  });
+  const profileCols = criteria.map((c, i) => (c.kind !== 'property' ? flag('1 = 0', i) : flag(`(${filterSql(d, positive(c.filter))})`, i)));
+  const where: string[] = [];
+  if (opts.canonicalId !== undefined) {
+    const id = d.str(opts.canonicalId);
+    const final = d.name === 'clickhouse' ? ' FINAL' : '';
+    where.push(`distinct_id = ${id} OR distinct_id IN (SELECT distinct_id FROM identity_links${final} WHERE project_id = ${sqlInt(q.projectId)} AND canonical_id = ${id})`);
+  }
+  const needProps = criteria.some((c) => c.kind === 'behavior' && q.events.needsProps(c.event));
+  const evSel = ['cid', ...eventCols].join(', ');
+  const prSel = ['cid', ...profileCols].join(', ');
+  const agg = criteria.map((c, i) => (c.kind === 'behavior' ? `sum(c${i}) AS n${i}` : `max(c${i}) AS n${i}`));
+  const conds = criteria.map((c, i) => criterionCondition(c, `n${i}`));
+  const combined = conds.length === 0 ? (def.op === 'and' ? '1 = 1' : '1 = 0') : conds.map((c) => `(${c})`).join(def.op === 'and' ? ' AND ' : ' OR ');
+  const idFilter = opts.canonicalId !== undefined ? ` WHERE cid = ${d.str(opts.canonicalId)}` : '';
+  return `SELECT cid FROM (
+    SELECT cid${agg.length ? ', ' + agg.join(', ') : ''} FROM (
+      SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, where, props: needProps })}
+      UNION ALL
+      SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
+    )${idFilter} GROUP BY cid
+  ) WHERE ${combined}`;
+}
+
+function positive(f: { key: string; op: string; value?: string }) {
+  if (f.op === 'neq') return { ...f, op: 'eq' as const };
+  if (f.op === 'not_set') return { ...f, op: 'set' as const };
+  return f as { key: string; op: 'eq' | 'contains' | 'set'; value?: string };
+}
+
+function criterionCondition(c: CohortCriterion, col: string): string {
+  if (c.kind === 'property') {
+    const negated = c.filter.op === 'neq' || c.filter.op === 'not_set';
+    return negated ? `${col} = 0` : `${col} = 1`;
+  }
+  const op = { gte: '>=', lte: '<=', gt: '>', lt: '<', eq: '=' }[c.op];
+  return `${col} ${op} ${sqlInt(c.count)}`;
+}
+
+/** Canonical ids of the cohort defined by `def`, sorted. */
+export async function cohortMembers(deps: Deps, projectId: number, def: CohortDefinition, opts: { limit?: number; now?: number } = {}): Promise<string[]> {
+  const q = await queryContext(deps, projectId);
+  const sql = `${membershipSql(q, def, { now: opts.now ?? Date.now() })} ORDER BY cid${opts.limit !== undefined ? ` LIMIT ${sqlInt(opts.limit)}` : ''}`;
+  return (await deps.events.query<{ cid: string }>(sql)).map((r) => r.cid);
+}
+
+export async function cohortSize(deps: Deps, projectId: number, def: CohortDefinition, now = Date.now()): Promise<number> {
+  const q = await queryContext(deps, projectId);
+  const rows = await deps.events.query<{ n: number }>(`SELECT count(*) AS n FROM (${membershipSql(q, def, { now })}) m`);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** The project a cohort belongs to (undefined when the cohort does not exist). */
+export async function cohortProjectId(deps: Deps, cohortId: number): Promise<number | undefined> {
+  return (await new CohortStore(deps.db).get(cohortId))?.project_id;
+}
+
+/**
+ * Whether the identity `canonicalId` (a cluster's canonical id) belongs to the cohort now.
+ * False when the cohort does not exist or belongs to another project.
+ */
+export async function isCohortMember(deps: Deps, projectId: number, cohortId: number, canonicalId: string): Promise<boolean> {
+  const cohort = await new CohortStore(deps.db).get(cohortId);
+  if (!cohort || cohort.project_id !== projectId) return false;
+  const q = await queryContext(deps, projectId);
+  const rows = await deps.events.query<{ cid: string }>(membershipSql(q, cohort.definition, { now: Date.now(), canonicalId }));
+  return rows.length > 0;
+}

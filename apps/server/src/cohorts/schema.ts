@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { LIMITS } from '../limits.js';
+import { PropertyFilterSchema } from '../query/schema.js';
+
+export const CohortCriterionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('property'), filter: PropertyFilterSchema }),
+  z.object({
+    kind: z.literal('behavior'),
+    event: z.string().min(1).max(255),
+    op: z.enum(['gte', 'lte', 'gt', 'lt', 'eq']),
+    count: z.number().int().min(LIMITS.cohortBehaviorCount.min).max(LIMITS.cohortBehaviorCount.max),
+    windowDays: z.number().int().min(LIMITS.cohortBehaviorWindowDays.min).max(LIMITS.cohortBehaviorWindowDays.max),
+  }),
+]);
+export type CohortCriterion = z.infer<typeof CohortCriterionSchema>;
+
+export const CohortDefinitionSchema = z
+  .object({ op: z.enum(['and', 'or']), criteria: z.array(CohortCriterionSchema).max(LIMITS.cohortCriteria) })
+  .openapi('CohortDefinition');
+export type CohortDefinition = z.infer<typeof CohortDefinitionSchema>;
+
+export const CohortSchema = z
+  .object({
+    id: z.number().int(), project_id: z.number().int(), created_by: z.number().int().nullable(), name: z.string(),
+    description: z.string().nullable(), definition: CohortDefinitionSchema, size: z.number().int(),
+    created_at: z.number().int(), updated_at: z.number().int(),
+  })
+  .openapi('Cohort');
+
+export const CreateCohortBody = z
+  .object({
+    projectId: z.union([z.string(), z.number()]).optional(),
+    name: z.string().trim().min(1).max(200),
+    description: z.string().max(5000).nullable().optional(),
+    definition: CohortDefinitionSchema,
+  })
+  .strict();
+export const UpdateCohortBody = z
+  .object({ name: z.string().trim().min(1).max(200).optional(), description: z.string().max(5000).nullable().optional(), definition: CohortDefinitionSchema.optional() })
+  .strict();
+export const PreviewBody = z.object({ projectId: z.union([z.string(), z.number()]).optional(), definition: CohortDefinitionSchema }).strict();
+export const CohortPreviewSchema = z.object({ count: z.number().int(), sample: z.array(z.string()).max(LIMITS.cohortPreviewSample) }).openapi('CohortPreview');
+export const CohortMembersSchema = z.object({ members: z.array(z.string()) }).openapi('CohortMembers');
+export const ProjectQuery = z.object({ projectId: z.string().optional() });

@@ -1,0 +1,58 @@
+import { sqlInt, sqlString } from '../../ports/events/index.js';
+import type { Dialect, Unit } from './dialect.js';
+
+/** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
+export const clickhouse: Dialect = {
+  name: 'clickhouse',
+  str: (v) => sqlString('clickhouse', v),
+  propValue: (key, keys = 'prop_keys', values = 'prop_values') => `${values}[indexOf(${keys}, ${sqlString('clickhouse', key)})]`,
+  propHas: (key, keys = 'prop_keys') => `has(${keys}, ${sqlString('clickhouse', key)})`,
+  propValueOr(key, missing) {
+    return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
+  },
+  contains: (h, n) => `(position(${h}, ${n}) > 0)`,
+  canonicalEvents({ projectId, where, props }) {
+    const cols = ['event', 'time', 'distinct_id', ...(props ? ['prop_keys', 'prop_values'] : [])];
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
+    return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${props ? ', prop_keys, prop_values' : ''}
+      FROM (SELECT ${cols.join(', ')} FROM events FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')})
+      ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
+  },
+  canonicalProfiles(projectId, where = []) {
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
+    return `(SELECT if(canonical_id != '', canonical_id, distinct_id) AS cid, prop_keys, prop_values
+      FROM (SELECT distinct_id, prop_keys, prop_values FROM profiles FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')} AND deleted = 0)
+      ANY LEFT JOIN (SELECT distinct_id, canonical_id FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
+  },
+  bucket(unit: Unit, e: string) {
+    switch (unit) {
+      case 'hour': return `(intDiv(${e}, 3600000) * 3600000)`;
+      case 'day': return `(intDiv(${e}, 86400000) * 86400000)`;
+      // 1970-01-01 was a Thursday: day number + 3 counts days since a Monday.
+      case 'week': return `((intDiv(${e}, 86400000) - ((intDiv(${e}, 86400000) + 3) % 7)) * 86400000)`;
+      case 'month': return `(toInt64(toUInt16(toStartOfMonth(toDateTime(intDiv(${e}, 1000), 'UTC')))) * 86400000)`;
+    }
+  },
+  uniq: (e) => `uniqExact(${e})`,
+  countIf: (c) => `countIf(${c})`,
+  sumIf: (e, c) => `sumIf(${e}, ${c})`,
+  minIf: (e, c) => `minIf(${e}, ${c})`,
+  groupArraySorted(value, orderBy) {
+    const ks = orderBy.map((_, i) => `k${i}`);
+    return `arraySort((v, ${ks.join(', ')}) -> (${ks.join(', ')}), groupArray(${value}), ${orderBy.map((o) => `groupArray(${o})`).join(', ')})`;
+  },
+  groupArray: (v) => `groupArray(${v})`,
+  mapIdx: (arr, i, body) => `arrayMap(${i} -> ${body}, arrayEnumerate(${arr}))`,
+  filterIdx: (arr, i, cond) => `arrayFilter(${i} -> ${cond}, arrayEnumerate(${arr}))`,
+  map: (arr, x, body) => `arrayMap(${x} -> ${body}, ${arr})`,
+  filter: (arr, x, cond) => `arrayFilter(${x} -> ${cond}, ${arr})`,
+  minOr0: (arr) => `arrayReduce('min', ${arr})`,
+  length: (arr) => `length(${arr})`,
+  distinct: (arr) => `arrayDistinct(${arr})`,
+  explode: (arr) => `arrayJoin(${arr})`,
+  slice: (arr, o, l) => `arraySlice(${arr}, ${o}, ${l})`,
+  join: (arr, sep) => `arrayStringConcat(${arr}, ${sep})`,
+  intDiv: (a, b) => `intDiv(${a}, ${b})`,
+  toFloat: (e) => `toFloat64(${e})`,
+  sortStrings: (arr) => `arraySort(${arr})`,
+};

@@ -1,0 +1,63 @@
+import type { EventDialect } from '../../ports/events/index.js';
+
+export type Unit = 'hour' | 'day' | 'week' | 'month';
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+export const WEEK_MS = 7 * DAY_MS;
+
+/**
+ * What an analysis compiler needs from an engine. Both implementations produce SQL of the same
+ * shape (same subqueries, same columns, arrays and lambdas over per-identity groups); only the
+ * spelling differs. Every expression works on Unix-ms Int64 `time` and the parallel
+ * `prop_keys`/`prop_values` arrays.
+ */
+export interface Dialect {
+  readonly name: EventDialect;
+  str(value: string): string;
+  /** Value of a property (string) or NULL/'' when absent: only meaningful together with `propHas`. */
+  propValue(key: string, keys?: string, values?: string): string;
+  propHas(key: string, keys?: string): string;
+  /** Property value, or `missing` when the key is absent (for breakdowns). */
+  propValueOr(key: string, missing: string): string;
+  contains(haystack: string, needle: string): string;
+  /**
+   * Events of a project (deduplicated) with their identity resolved: columns `event`, `time`,
+   * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
+   * columns (event, time, distinct_id, prop_keys, prop_values).
+   */
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean }): string;
+  /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
+  canonicalProfiles(projectId: number, where?: string[]): string;
+  /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */
+  bucket(unit: Unit, expr: string): string;
+  uniq(expr: string): string;
+  countIf(cond: string): string;
+  sumIf(expr: string, cond: string): string;
+  minIf(expr: string, cond: string): string;
+  /** Per group: array of `value` ordered by the `orderBy` expressions (ascending). */
+  groupArraySorted(value: string, orderBy: string[]): string;
+  /** Per group: array of `value` (any order). */
+  groupArray(value: string): string;
+  /** `[body(i) for i in 1..length(arr)]` */
+  mapIdx(arr: string, i: string, body: string): string;
+  /** `[i for i in 1..length(arr) if cond(i)]` */
+  filterIdx(arr: string, i: string, cond: string): string;
+  map(arr: string, x: string, body: string): string;
+  filter(arr: string, x: string, cond: string): string;
+  /** Smallest element, 0 for an empty array. */
+  minOr0(arr: string): string;
+  length(arr: string): string;
+  distinct(arr: string): string;
+  /** One row per element (in a SELECT list). */
+  explode(arr: string): string;
+  /** 1-based slice of at most `len` elements. */
+  slice(arr: string, offset: string, len: string): string;
+  join(arr: string, sep: string): string;
+  /** Integer division (floor for non-negative operands). */
+  intDiv(a: string, b: string): string;
+  toFloat(expr: string): string;
+  /** ORDER BY position when sorting an array of strings (ascending). */
+  sortStrings(arr: string): string;
+}
+

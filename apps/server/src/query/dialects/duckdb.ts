@@ -1,0 +1,54 @@
+import { sqlInt, sqlString } from '../../ports/events/index.js';
+import type { Dialect, Unit } from './dialect.js';
+
+/** DuckDB spelling of the same shapes (list functions, arrow lambdas, ordered aggregates). */
+export const duckdb: Dialect = {
+  name: 'duckdb',
+  str: (v) => sqlString('duckdb', v),
+  propValue: (key, keys = 'prop_keys', values = 'prop_values') => `${values}[list_position(${keys}, ${sqlString('duckdb', key)})]`,
+  propHas: (key, keys = 'prop_keys') => `list_contains(${keys}, ${sqlString('duckdb', key)})`,
+  propValueOr(key, missing) {
+    return `coalesce(${this.propValue(key)}, ${missing})`;
+  },
+  contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
+  canonicalEvents({ projectId, where, props }) {
+    const cols = ['event', 'time', 'distinct_id', ...(props ? ['prop_keys', 'prop_values'] : [])];
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
+    return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL AND e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END AS cid${props ? ', e.prop_keys, e.prop_values' : ''}
+      FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
+      LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
+  },
+  canonicalProfiles(projectId, where = []) {
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
+    return `(SELECT coalesce(l.canonical_id, p.distinct_id) AS cid, p.prop_keys, p.prop_values
+      FROM (SELECT distinct_id, prop_keys, prop_values FROM profiles WHERE ${conds.map((c) => `(${c})`).join(' AND ')} AND deleted = 0) p
+      LEFT JOIN (SELECT distinct_id, canonical_id FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
+  },
+  bucket(unit: Unit, e: string) {
+    switch (unit) {
+      case 'hour': return `((${e}) // 3600000 * 3600000)`;
+      case 'day': return `((${e}) // 86400000 * 86400000)`;
+      case 'week': return `(((${e}) // 86400000 - (((${e}) // 86400000 + 3) % 7)) * 86400000)`;
+      case 'month': return `epoch_ms(date_trunc('month', epoch_ms((${e})::BIGINT)))`;
+    }
+  },
+  uniq: (e) => `count(DISTINCT ${e})`,
+  countIf: (c) => `count(*) FILTER (WHERE ${c})`,
+  sumIf: (e, c) => `coalesce(sum(${e}) FILTER (WHERE ${c}), 0)`,
+  minIf: (e, c) => `min(${e}) FILTER (WHERE ${c})`,
+  groupArraySorted: (value, orderBy) => `list(${value} ORDER BY ${orderBy.join(', ')})`,
+  groupArray: (v) => `list(${v})`,
+  mapIdx: (arr, i, body) => `list_transform(generate_series(1, len(${arr})), ${i} -> ${body})`,
+  filterIdx: (arr, i, cond) => `list_filter(generate_series(1, len(${arr})), ${i} -> ${cond})`,
+  map: (arr, x, body) => `list_transform(${arr}, ${x} -> ${body})`,
+  filter: (arr, x, cond) => `list_filter(${arr}, ${x} -> ${cond})`,
+  minOr0: (arr) => `coalesce(list_min(${arr}), 0)`,
+  length: (arr) => `len(${arr})`,
+  distinct: (arr) => `list_distinct(${arr})`,
+  explode: (arr) => `unnest(${arr})`,
+  slice: (arr, o, l) => `(${arr})[${o}:(${o}) + (${l}) - 1]`,
+  join: (arr, sep) => `array_to_string(${arr}, ${sep})`,
+  intDiv: (a, b) => `((${a}) // (${b}))`,
+  toFloat: (e) => `CAST(${e} AS DOUBLE)`,
+  sortStrings: (arr) => `list_sort(${arr})`,
+};

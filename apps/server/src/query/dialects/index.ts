@@ -1,0 +1,11 @@
+import type { EventDialect } from '../../ports/events/index.js';
+import type { Dialect } from './dialect.js';
+import { clickhouse } from './clickhouse.js';
+import { duckdb } from './duckdb.js';
+
+export type { Dialect, Unit } from './dialect.js';
+export { HOUR_MS, DAY_MS, WEEK_MS } from './dialect.js';
+
+export function dialectFor(name: EventDialect): Dialect {
+  return name === 'clickhouse' ? clickhouse : duckdb;
+}
