@@ -5,6 +5,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import type { Client } from './support/http.js';
 import { bucket, evaluateFlag, pickVariant } from '../apps/server/src/flags/bucketing.js';
 import { isPostgres } from '../apps/server/src/ports/metadata/knex.js';
+import { CohortStore } from '../apps/server/src/cohorts/store.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/flag-bucketing.json', import.meta.url), 'utf8'));
 
@@ -671,6 +672,40 @@ forEachBackend('flags', (backend) => {
       assert.equal(changed.status, 200);
       assert.notEqual(changed.headers.get('etag'), etag);
       assert.ok(changed.body.flags.some((d: any) => d.key === 'fresh'));
+    });
+
+    it('cohort rules: same-project cohorts only, canonical membership, not locally evaluable', async () => {
+      const cohorts = new CohortStore(db());
+      const definition = { op: 'and' as const, criteria: [{ kind: 'behavior' as const, event: 'purchase', op: 'gte' as const, count: 1, windowDays: 0 }] };
+      const mine = await cohorts.create({ projectId: ev.project.id, createdBy: null, name: 'buyers', description: null, definition });
+      const theirs = await cohorts.create({ projectId: globex.project.id, createdBy: null, name: 'buyers', description: null, definition });
+      const before = await rowCounts();
+      const bad = await ev.owner.post('/api/flags', { key: 'cohort-bad', name: 'n', rules: [{ rolloutPct: 100, cohortId: theirs.id }] });
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.error, `rules.0.cohortId: cohort ${theirs.id} is not a cohort of this project`);
+      assert.deepEqual(await rowCounts(), before);
+      const f = await mk({ key: 'buyers-only', rules: [{ rolloutPct: 100, cohortId: mine.id }] });
+      const bad2 = await ev.owner.put(`/api/flags/${f.id}`, { rules: [{ rolloutPct: 100, cohortId: theirs.id }] });
+      assert.equal(bad2.status, 400);
+      // one stored event makes `buyer-1` a member; `$device:zz` is linked to it
+      const now = Date.now();
+      await t.svc.deps.events.insertEvents([{
+        project_id: ev.project.id, id: 1, event: 'purchase', distinct_id: 'buyer-1', time: now - 1000, insert_id: 'p1',
+        properties: '{}', prop_keys: [], prop_values: [], received_at: now,
+      }]);
+      const link = { project_id: ev.project.id, distinct_id: '$device:zz', canonical_id: 'buyer-1', from_time: 0, created_at: now };
+      await db()('identity_links').insert(link);
+      await t.svc.deps.events.insertRows('identity_links', [link]);
+      const res = async (id: string) => (await evalAs({ distinct_id: id, flag_keys: ['buyers-only'] })).body.flags['buyers-only'];
+      assert.deepEqual(await res('buyer-1'), { enabled: true, variant: null, payload: null, reason: 'rule:0' });
+      assert.deepEqual(await res('$device:zz'), { enabled: true, variant: null, payload: null, reason: 'rule:0' });
+      assert.deepEqual(await res('stranger'), { enabled: false, variant: null, payload: null, reason: 'no_match' });
+      assert.deepEqual((await ev.owner.post(`/api/flags/${f.id}/preview`, { distinctId: '$device:zz' })).body.reason, 'rule:0');
+      const defs = (await t.anon.get('/flags/local-evaluation', { token: secret })).body.flags;
+      const d = defs.find((x: any) => x.key === 'buyers-only');
+      assert.equal(d.localEvaluable, false);
+      assert.deepEqual(d.rules, [{ rolloutPct: 100, cohortId: mine.id }]);
+      assert.ok(defs.filter((x: any) => x.key !== 'buyers-only').every((x: any) => x.localEvaluable === true));
     });
 
     it('a flag secret of one project never shows another project', async () => {
