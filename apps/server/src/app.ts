@@ -13,6 +13,8 @@ import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.j
 import { openEventStore } from './ports/events/index.js';
 import { MemoryBuffer } from './ports/buffer/memory.js';
 import type { IngestionBuffer } from './ports/buffer/port.js';
+import { JetStreamBuffer } from './ports/buffer/jetstream.js';
+import { instrumentBuffer } from './metrics/instrument.js';
 import { Authenticator } from './auth/authenticate.js';
 import { IdTokenVerifier } from './auth/oidc.js';
 import { OrgStore } from './orgs/store.js';
@@ -40,7 +42,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   await migrateMetadataStore(db);
   const events = openEventStore({ clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile });
   await events.migrate();
-  const buffer = overrides.buffer ?? (await openBuffer(config));
+  const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));
   const orgs = new OrgStore(db);
   const verifier = config.oidc ? new IdTokenVerifier(config.oidc) : undefined;
   return {
@@ -53,7 +55,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
 }
 
 async function openBuffer(config: Config): Promise<IngestionBuffer> {
-  if (config.natsUrl) throw new Error('NATS_URL is set but the JetStream buffer is not built yet');
+  if (config.natsUrl) return JetStreamBuffer.open(config.natsUrl, config.nats, { log: createLogger(config.logLevel) });
   return new MemoryBuffer();
 }
 

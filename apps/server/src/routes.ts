@@ -4,6 +4,7 @@ import { healthRoutes } from './health/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { accountRoutes } from './account/routes.js';
 import { projectRoutes } from './projects/routes.js';
+import { metricsRoutes } from './metrics/routes.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps): RouteSpec[] {
@@ -12,5 +13,6 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...adminRoutes(deps),
     ...accountRoutes(deps),
     ...projectRoutes(deps),
+    ...metricsRoutes(deps),
   ];
 }

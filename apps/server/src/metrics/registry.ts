@@ -1,0 +1,99 @@
+import client from 'prom-client';
+
+/**
+ * The process's Prometheus registry (served by `GET /metrics`): Node process metrics plus the
+ * ingestion pipeline's counters. Counts are per process; Prometheus sums them across API and
+ * worker pods.
+ */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+const kind = ['kind'] as const;
+
+/** Where the consumer-lag gauges read from (the buffer registers itself when it opens). */
+export interface LagSource {
+  (): Promise<{ pending: number; ackPending: number } | undefined>;
+}
+let lagSource: LagSource | undefined;
+export function setLagSource(source: LagSource | undefined) {
+  lagSource = source;
+}
+
+async function readLag() {
+  try {
+    return lagSource ? await lagSource() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export const ingestMetrics = {
+  accepted: new client.Counter({
+    name: 'ingest_accepted_records_total',
+    help: 'Records (events, profile updates, aliases) accepted by the API and handed to the buffer',
+    labelNames: kind, registers: [registry],
+  }),
+  published: new client.Counter({
+    name: 'ingest_published_records_total',
+    help: 'Records the buffer acknowledged (JetStream PubAck received)',
+    labelNames: kind, registers: [registry],
+  }),
+  publishFailures: new client.Counter({
+    name: 'ingest_publish_failures_total',
+    help: 'Batches whose publish failed (the API answered 503)',
+    registers: [registry],
+  }),
+  stored: new client.Counter({
+    name: 'ingest_stored_records_total',
+    help: 'Records written to the stores by the worker (acknowledged batches)',
+    labelNames: kind, registers: [registry],
+  }),
+  redelivered: new client.Counter({
+    name: 'ingest_redelivered_messages_total',
+    help: 'Buffer messages received again after a nak, a crash or an ack timeout',
+    registers: [registry],
+  }),
+  deadLettered: new client.Counter({
+    name: 'ingest_dead_lettered_messages_total',
+    help: 'Messages terminated as poison and recorded on the dead-letter subject',
+    registers: [registry],
+  }),
+  storeFailures: new client.Counter({
+    name: 'ingest_store_failures_total',
+    help: 'Store writes that failed and were retried later (nak with backoff)',
+    registers: [registry],
+  }),
+  insertSeconds: new client.Histogram({
+    name: 'ingest_insert_duration_seconds',
+    help: 'Time to apply one batch (merged per project and fetch) to the stores',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  }),
+  consumerPending: new client.Gauge({
+    name: 'ingest_consumer_pending_messages',
+    help: 'Messages in the buffer not yet delivered to a worker',
+    registers: [registry],
+    async collect() {
+      const lag = await readLag();
+      if (lag) this.set(lag.pending);
+    },
+  }),
+  consumerAckPending: new client.Gauge({
+    name: 'ingest_consumer_ack_pending_messages',
+    help: 'Messages delivered to a worker and not yet acknowledged',
+    registers: [registry],
+    async collect() {
+      const lag = await readLag();
+      if (lag) this.set(lag.ackPending);
+    },
+  }),
+  consumerLag: new client.Gauge({
+    name: 'ingest_consumer_lag_messages',
+    help: 'Consumer lag: messages accepted and not yet stored (pending + ack pending)',
+    registers: [registry],
+    async collect() {
+      const lag = await readLag();
+      if (lag) this.set(lag.pending + lag.ackPending);
+    },
+  }),
+};

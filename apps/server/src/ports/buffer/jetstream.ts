@@ -1,0 +1,457 @@
+import {
+  AckPolicy, DeliverPolicy, DiscardPolicy, ErrorCode, RetentionPolicy, StorageType,
+  connect, headers, nanos,
+  type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type StreamConfig,
+} from 'nats';
+import type { BufferConsumer, IngestionBatch, IngestionBuffer, IngestionKind } from './port.js';
+import { isPoison } from './port.js';
+import type { NatsConfig } from './jetstream-config.js';
+import type { Logger } from '../../http/errors.js';
+import { payloadTooLarge, serviceUnavailable } from '../../http/errors.js';
+import { LIMITS } from '../../limits.js';
+import { ingestMetrics, setLagSource } from '../../metrics/registry.js';
+
+/**
+ * Production ingestion buffer on NATS JetStream (works with nats-server 2.9: one filter subject
+ * per consumer).
+ *
+ * - Stream `<stream>` with subjects `<prefix>.<projectId>` (created or updated at start), and a
+ *   dead-letter stream `<stream>_DEAD` on `<prefix>.dead.<projectId>`.
+ * - `publish` resolves only after the PubAck; the message id is `<projectId>.<batch.id>`, so a
+ *   retried request inside the duplicate window is stored once. Unreachable NATS, a publish
+ *   timeout or a full stream throw 503 with Retry-After.
+ * - `consume`: every worker pulls from the same durable consumer. A fetch (up to `fetchBatch`
+ *   messages) is decoded, grouped per project in stream order, consecutive `track` batches of a
+ *   project are merged into one handler call (one store insert per fetch and project), each
+ *   project's batches are applied in order, and messages are acked after the handler resolved.
+ *   A handler failure naks that batch and every later batch of the project in the fetch with an
+ *   exponential delay (they come back first, in order). A message that cannot be decoded, or
+ *   whose handler throws a PoisonError, is copied to the dead-letter subject and terminated.
+ *   `working()` keeps long runs from being redelivered; `stop()` lets the current fetch finish.
+ * - Order per project: `maxAckPending` defaults to `fetchBatch`, so under load one worker holds
+ *   the whole in-flight window and the workers take turns in stream order (see docs/pipeline.md
+ *   for the low-load caveat with several workers).
+ */
+export class JetStreamBuffer implements IngestionBuffer {
+  readonly kind = 'jetstream' as const;
+  private consumers = new Set<{ stop(): Promise<void> }>();
+  private closed = false;
+  private lastLoggedError = 0;
+
+  private constructor(
+    private nc: NatsConnection,
+    private js: JetStreamClient,
+    private jsm: JetStreamManager,
+    readonly cfg: NatsConfig,
+    private log: Logger,
+    /** Merge consecutive `track` batches of a project into one handler call (default on). */
+    private mergeTrack: boolean,
+  ) {}
+
+  static async open(
+    url: string,
+    cfg: NatsConfig,
+    opts: { log?: Logger; name?: string; mergeTrack?: boolean } = {},
+  ): Promise<JetStreamBuffer> {
+    const nc = await connect({
+      servers: url.split(',').map((s) => s.trim()).filter(Boolean),
+      name: opts.name ?? `analytics-${process.pid}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      timeout: 5000,
+      pingInterval: 10_000,
+    });
+    try {
+      const jsm = await nc.jetstreamManager({ timeout: Math.max(cfg.publishTimeoutMs, 2000) });
+      const js = nc.jetstream({ timeout: cfg.publishTimeoutMs });
+      const log = opts.log ?? { info() {}, error() {} };
+      const buffer = new JetStreamBuffer(nc, js, jsm, cfg, log, opts.mergeTrack ?? true);
+      await buffer.ensureStreams();
+      buffer.watchStatus();
+      setLagSource(() => buffer.lag());
+      return buffer;
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  subject(projectId: number): string {
+    return `${this.cfg.subjectPrefix}.${projectId}`;
+  }
+
+  deadSubject(project: number | string): string {
+    return `${this.cfg.subjectPrefix}.dead.${project}`;
+  }
+
+  get deadStream(): string {
+    return `${this.cfg.stream}_DEAD`;
+  }
+
+  // ---------------------------------------------------------------- stream and consumer setup
+
+  /** Creates or updates the stream and the dead-letter stream (idempotent, safe to race). */
+  async ensureStreams(): Promise<void> {
+    const c = this.cfg;
+    await this.upsertStream({
+      name: c.stream,
+      subjects: [`${c.subjectPrefix}.*`],
+      retention: c.retention === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+      storage: c.storage === 'memory' ? StorageType.Memory : StorageType.File,
+      num_replicas: c.replicas,
+      max_age: nanos(c.maxAgeSeconds * 1000),
+      max_bytes: c.maxBytes || -1,
+      max_msgs: c.maxMsgs || -1,
+      duplicate_window: nanos(Math.min(c.duplicateWindowMs, c.maxAgeSeconds ? c.maxAgeSeconds * 1000 : Infinity)),
+      discard: DiscardPolicy.New,
+    });
+    await this.upsertStream({
+      name: this.deadStream,
+      subjects: [`${c.subjectPrefix}.dead.*`],
+      retention: RetentionPolicy.Limits,
+      storage: c.storage === 'memory' ? StorageType.Memory : StorageType.File,
+      num_replicas: c.replicas,
+      max_age: nanos(30 * 24 * 3600 * 1000),
+      duplicate_window: nanos(120_000),
+      discard: DiscardPolicy.Old,
+    });
+  }
+
+  private async upsertStream(want: Partial<StreamConfig> & { name: string }) {
+    let exists = true;
+    try {
+      await this.jsm.streams.info(want.name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      exists = false;
+    }
+    if (!exists) {
+      try {
+        await this.jsm.streams.add(want);
+        return;
+      } catch (err) {
+        // Another process created it meanwhile: fall through to the update.
+        if (!/already in use|exists/i.test(String((err as Error).message))) throw err;
+      }
+    }
+    try {
+      await this.jsm.streams.update(want.name, want);
+    } catch (err) {
+      throw new Error(`JetStream stream ${want.name} exists with settings that cannot be changed in place (${(err as Error).message}); delete it or change NATS_STREAM`);
+    }
+  }
+
+  /** Creates the durable pull consumer, or updates what can change on a live one. */
+  async ensureConsumer(): Promise<void> {
+    const c = this.cfg;
+    const want = {
+      durable_name: c.consumer,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `${c.subjectPrefix}.*`,
+      ack_wait: nanos(c.ackWaitMs),
+      max_ack_pending: c.maxAckPending,
+      max_deliver: -1,
+    };
+    try {
+      const info = await this.jsm.consumers.info(c.stream, c.consumer);
+      if (info.config.ack_wait !== want.ack_wait || info.config.max_ack_pending !== want.max_ack_pending) {
+        await this.jsm.consumers.update(c.stream, c.consumer, { ack_wait: want.ack_wait, max_ack_pending: want.max_ack_pending });
+      }
+      return;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    try {
+      await this.jsm.consumers.add(c.stream, want);
+    } catch (err) {
+      // A concurrent worker may have created it with the same settings.
+      await this.jsm.consumers.info(c.stream, c.consumer).catch(() => { throw err; });
+    }
+  }
+
+  // ---------------------------------------------------------------- API side
+
+  async publish(batch: IngestionBatch): Promise<void> {
+    if (this.closed) throw serviceUnavailable('ingestion buffer unavailable', LIMITS.retryAfterMinSeconds);
+    const data = Buffer.from(JSON.stringify(batch));
+    try {
+      await this.js.publish(this.subject(batch.projectId), data, {
+        msgID: `${batch.projectId}.${batch.id}`,
+        timeout: this.cfg.publishTimeoutMs,
+        expect: { streamName: this.cfg.stream },
+      });
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === ErrorCode.MaxPayloadExceeded) throw payloadTooLarge();
+      this.logThrottled('ingestion: publish to JetStream failed', err);
+      throw serviceUnavailable('ingestion buffer unavailable', LIMITS.retryAfterMinSeconds);
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (this.nc.isClosed()) throw new Error('NATS connection closed');
+    await this.jsm.streams.info(this.cfg.stream);
+  }
+
+  /** Messages not yet delivered and delivered but not acknowledged. */
+  async lag(): Promise<{ pending: number; ackPending: number } | undefined> {
+    try {
+      const ci = await this.jsm.consumers.info(this.cfg.stream, this.cfg.consumer);
+      return { pending: ci.num_pending, ackPending: ci.num_ack_pending };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------- worker side
+
+  consume(handler: (batch: IngestionBatch) => Promise<void>): BufferConsumer {
+    const state = { stopping: false, wake: () => {} };
+    const done = this.runConsumer(handler, state).catch((err) => {
+      this.log.error('ingestion: consumer loop ended', { err: String(err) });
+    });
+    const consumer = {
+      stop: async () => {
+        state.stopping = true;
+        state.wake();
+        await done;
+        this.consumers.delete(consumer);
+      },
+    };
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  private async runConsumer(
+    handler: (batch: IngestionBatch) => Promise<void>,
+    state: { stopping: boolean; wake: () => void },
+  ) {
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, ms);
+        state.wake = () => { clearTimeout(t); resolve(); };
+      });
+    let consumer: Consumer | undefined;
+    let failures = 0;
+    while (!state.stopping) {
+      try {
+        if (!consumer) {
+          await this.ensureConsumer();
+          consumer = await this.js.consumers.get(this.cfg.stream, this.cfg.consumer);
+        }
+        const msgs: JsMsg[] = [];
+        let fetchError: unknown;
+        try {
+          const iter = await consumer.fetch({ max_messages: this.cfg.fetchBatch, expires: this.cfg.fetchExpiresMs });
+          for await (const m of iter) msgs.push(m);
+        } catch (err) {
+          fetchError = err;
+        }
+        // Messages received before an error are ours until acked: always process them.
+        const pauseMs = msgs.length > 0 ? await this.processFetch(msgs, handler) : 0;
+        if (fetchError && msgs.length === 0) throw fetchError;
+        failures = 0;
+        if (pauseMs > 0 && !state.stopping) await sleep(pauseMs);
+      } catch (err) {
+        failures++;
+        if (isNotFound(err)) consumer = undefined;
+        this.logThrottled('ingestion: fetch from JetStream failed, retrying', err);
+        if (!state.stopping) await sleep(Math.min(250 * 2 ** Math.min(failures, 5), 5000));
+      }
+    }
+  }
+
+  /** Applies one fetch; returns how long to pause before the next fetch (after a store failure). */
+  private async processFetch(msgs: JsMsg[], handler: (batch: IngestionBatch) => Promise<void>): Promise<number> {
+    const settled = new Set<JsMsg>();
+    const keepAlive = setInterval(() => {
+      for (const m of msgs) if (!settled.has(m)) m.working();
+    }, Math.max(500, Math.floor(this.cfg.ackWaitMs / 3)));
+    try {
+      const byProject = new Map<number, Item[]>();
+      for (const msg of msgs) {
+        if (msg.redelivered) ingestMetrics.redelivered.inc();
+        const decoded = decodeBatch(msg, this.cfg.subjectPrefix);
+        if (typeof decoded === 'string') {
+          await this.deadLetter(msg, decoded, settled);
+          continue;
+        }
+        const list = byProject.get(decoded.projectId) ?? [];
+        list.push({ msg, batch: decoded });
+        byProject.set(decoded.projectId, list);
+      }
+      const pauses = await mapLimit([...byProject.values()], 4, (items) => this.processProject(items, handler, settled));
+      // Make sure the acks reached the server before the next fetch (they free the window).
+      await this.nc.flush().catch(() => undefined);
+      const pause = Math.max(0, ...pauses);
+      return pause > 0 ? pause + 100 : 0;
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private async processProject(
+    items: Item[],
+    handler: (batch: IngestionBatch) => Promise<void>,
+    settled: Set<JsMsg>,
+  ): Promise<number> {
+    const queue = this.units(items);
+    while (queue.length > 0) {
+      const unit = queue.shift()!;
+      const batch = unit.length === 1 ? unit[0].batch : mergeBatches(unit.map((i) => i.batch));
+      try {
+        await handler(batch);
+        for (const { msg } of unit) { msg.ack(); settled.add(msg); }
+        continue;
+      } catch (err) {
+        if (isPoison(err)) {
+          if (unit.length > 1) {
+            // Find the poison message: apply the merged batches one by one.
+            queue.unshift(...unit.map((i) => [i]));
+            continue;
+          }
+          if (await this.deadLetter(unit[0].msg, (err as Error).message, settled)) continue;
+        }
+        // Store failure: this batch and every later one of the project come back later, in order.
+        const rest = [unit, ...queue].flat();
+        const delay = this.nakDelay(unit[0].msg);
+        for (const { msg } of rest) { msg.nak(delay); settled.add(msg); }
+        this.logThrottled(`ingestion: store write failed, ${rest.length} message(s) retried in ${delay} ms`, err);
+        return delay;
+      }
+    }
+    return 0;
+  }
+
+  /** Consecutive track batches merged (bounded), everything else on its own, in order. */
+  private units(items: Item[]): Item[][] {
+    const units: Item[][] = [];
+    let records = 0;
+    for (const item of items) {
+      const last = units[units.length - 1];
+      const n = item.batch.records.length;
+      if (this.mergeTrack && last && item.batch.kind === 'track' && last[0].batch.kind === 'track' && records + n <= MAX_MERGED_RECORDS) {
+        last.push(item);
+        records += n;
+      } else {
+        units.push([item]);
+        records = n;
+      }
+    }
+    return units;
+  }
+
+  private nakDelay(msg: JsMsg): number {
+    const deliveries = Math.max(1, msg.info.redeliveryCount);
+    return Math.min(500 * 2 ** Math.min(deliveries - 1, 10), this.cfg.nakMaxDelayMs);
+  }
+
+  /** Copies the message to the dead-letter subject, then terminates it. False if that failed. */
+  private async deadLetter(msg: JsMsg, reason: string, settled: Set<JsMsg>): Promise<boolean> {
+    const h = headers();
+    h.set('Ingest-Error', reason.replace(/[\r\n]+/g, ' ').slice(0, 1000) || 'poison');
+    h.set('Ingest-Subject', msg.subject);
+    h.set('Ingest-Stream-Seq', String(msg.seq));
+    const project = msg.subject.slice(this.cfg.subjectPrefix.length + 1);
+    try {
+      await this.js.publish(this.deadSubject(/^\d+$/.test(project) ? project : 'unknown'), msg.data, {
+        msgID: `dead.${this.cfg.stream}.${msg.seq}`,
+        headers: h,
+        timeout: this.cfg.publishTimeoutMs,
+      });
+    } catch (err) {
+      this.logThrottled('ingestion: could not record a poison message on the dead-letter subject', err);
+      if (!settled.has(msg)) { msg.nak(this.nakDelay(msg)); settled.add(msg); }
+      return false;
+    }
+    msg.term();
+    settled.add(msg);
+    ingestMetrics.deadLettered.inc();
+    this.log.error('ingestion: poison message dead-lettered', { subject: msg.subject, seq: msg.seq, reason });
+    return true;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  private watchStatus() {
+    void (async () => {
+      for await (const s of this.nc.status()) {
+        if (s.type === 'disconnect' || s.type === 'reconnect') this.log.info(`nats: ${s.type}`, { server: String(s.data) });
+      }
+    })().catch(() => undefined);
+  }
+
+  private logThrottled(msg: string, err: unknown) {
+    const now = Date.now();
+    if (now - this.lastLoggedError < 2000) return;
+    this.lastLoggedError = now;
+    this.log.error(msg, { err: err instanceof Error ? err.message : String(err) });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    for (const c of [...this.consumers]) await c.stop();
+    this.closed = true;
+    setLagSource(undefined);
+    // drain flushes the acks still in the outbound buffer.
+    await this.nc.drain().catch(() => this.nc.close().catch(() => undefined));
+  }
+}
+
+interface Item {
+  msg: JsMsg;
+  batch: IngestionBatch;
+}
+
+const MAX_MERGED_RECORDS = 50_000;
+const KINDS: IngestionKind[] = ['track', 'engage', 'alias'];
+
+/** The batch a message carries, or why it can never be applied (poison). */
+export function decodeBatch(msg: { data: Uint8Array; subject: string }, prefix: string): IngestionBatch | string {
+  let v: Partial<IngestionBatch>;
+  try {
+    v = JSON.parse(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength).toString('utf8'));
+  } catch {
+    return 'undecodable message: not JSON';
+  }
+  if (!v || typeof v !== 'object') return 'undecodable message: not an object';
+  if (typeof v.id !== 'string' || !v.id) return 'undecodable message: id';
+  if (!KINDS.includes(v.kind as IngestionKind)) return 'undecodable message: kind';
+  if (!Number.isSafeInteger(v.projectId)) return 'undecodable message: projectId';
+  if (typeof v.acceptedAt !== 'number') return 'undecodable message: acceptedAt';
+  if (!Array.isArray(v.records)) return 'undecodable message: records';
+  if (msg.subject !== `${prefix}.${v.projectId}`) return `undecodable message: project ${v.projectId} on subject ${msg.subject}`;
+  return v as IngestionBatch;
+}
+
+/** Consecutive track batches of one project as one batch (records in acceptance order). */
+export function mergeBatches(batches: IngestionBatch[]): IngestionBatch {
+  const first = batches[0];
+  return {
+    id: `${first.id}+${batches.length - 1}`,
+    kind: first.kind,
+    projectId: first.projectId,
+    acceptedAt: first.acceptedAt,
+    records: batches.flatMap((b) => b.records),
+  };
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; api_error?: { code?: number } };
+  return e?.api_error?.code === 404 || e?.code === '404' || /not found/i.test(String(e?.message ?? ''));
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
+}

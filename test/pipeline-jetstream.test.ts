@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection, type JetStreamManager } from 'nats';
+import { JetStreamBuffer } from '../apps/server/src/ports/buffer/jetstream.js';
+import { natsConfig } from '../apps/server/src/ports/buffer/jetstream-config.js';
+import { PoisonError, type IngestionBatch } from '../apps/server/src/ports/buffer/port.js';
+import { AppError } from '../apps/server/src/http/errors.js';
+import { NatsServer, sleep, waitFor } from './support/processes.js';
+
+/**
+ * The JetStream buffer against a real nats-server (the shared one from scripts/services.sh for
+ * most cases, a private one for the outage case). Each test uses its own stream and subjects.
+ */
+const NATS_URL = process.env.TEST_NATS_URL;
+
+function freshConfig(env: Record<string, string> = {}) {
+  const tag = randomBytes(4).toString('hex');
+  return natsConfig({
+    NATS_STREAM: `T_${tag}`,
+    NATS_SUBJECT_PREFIX: `t_${tag}`,
+    NATS_STREAM_STORAGE: 'memory',
+    NATS_ACK_WAIT_MS: '3000',
+    NATS_NAK_MAX_DELAY_MS: '500',
+    NATS_FETCH_BATCH: '200',
+    ...env,
+  });
+}
+
+let seq = 0;
+function batch(projectId: number, kind: IngestionBatch['kind'], records: unknown[], id?: string): IngestionBatch {
+  return { id: id ?? `b${++seq}`, kind, projectId, acceptedAt: Date.now(), records };
+}
+
+describe('pipeline: JetStream buffer', function () {
+  this.timeout(60_000);
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const opened: JetStreamBuffer[] = [];
+  const streams: string[] = [];
+
+  before(async function () {
+    if (!NATS_URL) throw new Error('TEST_NATS_URL is not set: run eval "$(bash scripts/services.sh --env)"');
+    nc = await connect({ servers: NATS_URL });
+    jsm = await nc.jetstreamManager();
+  });
+
+  async function open(cfg: ReturnType<typeof freshConfig>, opts: { mergeTrack?: boolean } = {}) {
+    const b = await JetStreamBuffer.open(NATS_URL!, cfg, opts);
+    opened.push(b);
+    if (!streams.includes(cfg.stream)) streams.push(cfg.stream, `${cfg.stream}_DEAD`);
+    return b;
+  }
+
+  afterEach(async function () {
+    for (const b of opened.splice(0)) await b.close();
+    for (const s of streams.splice(0)) await jsm.streams.delete(s).catch(() => undefined);
+  });
+
+  after(async function () {
+    await nc?.close();
+  });
+
+  it('creates the stream and its dead-letter stream idempotently, with the configured limits', async function () {
+    const cfg = freshConfig({ NATS_STREAM_MAX_AGE_S: '3600', NATS_STREAM_MAX_BYTES: '10000000', NATS_DUPLICATE_WINDOW_MS: '60000' });
+    await open(cfg);
+    const again = await open(cfg);
+    await again.ensureConsumer();
+    await again.ensureConsumer();
+    const info = await jsm.streams.info(cfg.stream);
+    assert.deepEqual(info.config.subjects, [`${cfg.subjectPrefix}.*`]);
+    assert.equal(info.config.retention, 'workqueue');
+    assert.equal(info.config.max_bytes, 10_000_000);
+    assert.equal(info.config.max_age, 3600 * 1e9);
+    assert.equal(info.config.duplicate_window, 60 * 1e9);
+    assert.equal(info.config.discard, 'new');
+    const dead = await jsm.streams.info(`${cfg.stream}_DEAD`);
+    assert.deepEqual(dead.config.subjects, [`${cfg.subjectPrefix}.dead.*`]);
+    const ci = await jsm.consumers.info(cfg.stream, cfg.consumer);
+    assert.equal(ci.config.ack_policy, 'explicit');
+    assert.equal(ci.config.filter_subject, `${cfg.subjectPrefix}.*`);
+    assert.equal(ci.config.max_ack_pending, 200);
+    // a changed limit is applied to the live stream at the next start
+    await open({ ...cfg, maxBytes: 20_000_000 });
+    assert.equal((await jsm.streams.info(cfg.stream)).config.max_bytes, 20_000_000);
+  });
+
+  it('publishes one message per batch, dedups a retried batch id, and delivers each project in order', async function () {
+    const cfg = freshConfig();
+    const buf = await open(cfg);
+    const sent: IngestionBatch[] = [];
+    for (let i = 0; i < 30; i++) sent.push(batch(1 + (i % 3), i % 7 === 3 ? 'alias' : 'track', [{ n: i }]));
+    for (const b of sent) await buf.publish(b);
+    await buf.publish({ ...sent[0], acceptedAt: 1 }); // a client retry: same id
+    assert.equal((await jsm.streams.info(cfg.stream)).state.messages, 30);
+
+    const seen = new Map<number, number[]>();
+    const calls: IngestionBatch[] = [];
+    const consumer = buf.consume(async (b) => {
+      calls.push(b);
+      const list = seen.get(b.projectId) ?? [];
+      for (const r of b.records as Array<{ n: number }>) list.push(r.n);
+      seen.set(b.projectId, list);
+    });
+    await waitFor('all records', async () => [...seen.values()].reduce((a, l) => a + l.length, 0) === 30, 15_000);
+    await consumer.stop();
+    for (const p of [1, 2, 3]) {
+      const expected = sent.filter((b) => b.projectId === p).map((b) => (b.records[0] as { n: number }).n);
+      assert.deepEqual(seen.get(p), expected, `project ${p} in acceptance order`);
+    }
+    // consecutive track batches of a project are merged: fewer handler calls than batches
+    assert.ok(calls.length < 30, `merged: ${calls.length} calls`);
+    assert.ok(calls.every((c) => c.kind !== 'alias' || c.records.length === 1), 'alias batches are never merged');
+    const lag = await buf.lag();
+    assert.deepEqual(lag, { pending: 0, ackPending: 0 });
+    assert.equal((await jsm.streams.info(cfg.stream)).state.messages, 0, 'work queue emptied by the acks');
+  });
+
+  it('naks a failing store write with backoff and redelivers it, still in order per project', async function () {
+    const cfg = freshConfig();
+    const buf = await open(cfg, { mergeTrack: false });
+    for (let i = 0; i < 10; i++) await buf.publish(batch(7, i === 5 ? 'engage' : 'track', [{ n: i }]));
+    let failures = 0;
+    const applied: number[] = [];
+    const consumer = buf.consume(async (b) => {
+      const n = (b.records[0] as { n: number }).n;
+      if (n === 3 && failures < 2) {
+        failures++;
+        throw new Error('store down');
+      }
+      applied.push(n);
+    });
+    await waitFor('10 applied', async () => applied.length === 10, 20_000);
+    await consumer.stop();
+    assert.equal(failures, 2);
+    assert.deepEqual(applied, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('dead-letters undecodable messages and PoisonError batches without blocking the rest', async function () {
+    const cfg = freshConfig();
+    const buf = await open(cfg);
+    const js = nc.jetstream();
+    await buf.publish(batch(5, 'track', [{ n: 0 }]));
+    await js.publish(`${cfg.subjectPrefix}.5`, new TextEncoder().encode('{not json'));
+    await buf.publish(batch(5, 'track', [{ n: 1, bad: true }]));
+    await buf.publish(batch(5, 'track', [{ n: 2 }]));
+    const applied: number[] = [];
+    const consumer = buf.consume(async (b) => {
+      const recs = b.records as Array<{ n: number; bad?: boolean }>;
+      if (recs.some((r) => r.bad)) throw new PoisonError('record 1 can never be stored');
+      applied.push(...recs.map((r) => r.n));
+    });
+    await waitFor('good records', async () => applied.length >= 2, 15_000);
+    await sleep(300);
+    await consumer.stop();
+    assert.deepEqual([...applied].sort(), [0, 2]);
+    const dead = await jsm.streams.info(`${cfg.stream}_DEAD`);
+    assert.equal(dead.state.messages, 2);
+    const m1 = await jsm.streams.getMessage(`${cfg.stream}_DEAD`, { seq: 1 });
+    const m2 = await jsm.streams.getMessage(`${cfg.stream}_DEAD`, { seq: 2 });
+    assert.equal(m1.subject, `${cfg.subjectPrefix}.dead.5`);
+    assert.match(m1.header.get('Ingest-Error'), /not JSON/);
+    assert.match(m2.header.get('Ingest-Error'), /can never be stored/);
+    assert.deepEqual(await buf.lag(), { pending: 0, ackPending: 0 });
+  });
+
+  it('keeps a long handler run alive with working() instead of being redelivered', async function () {
+    const cfg = freshConfig({ NATS_ACK_WAIT_MS: '1000' });
+    const buf = await open(cfg);
+    await buf.publish(batch(9, 'track', [{ n: 0 }]));
+    let calls = 0;
+    const consumer = buf.consume(async () => {
+      calls++;
+      await sleep(3500);
+    });
+    await waitFor('handled', async () => calls > 0 && (await buf.lag())?.ackPending === 0, 15_000);
+    await sleep(1500);
+    await consumer.stop();
+    assert.equal(calls, 1, 'no redelivery during the long run');
+  });
+
+  it('shares one durable consumer between two workers without duplicates', async function () {
+    const cfg = freshConfig({ NATS_FETCH_BATCH: '20' });
+    const a = await open(cfg, { mergeTrack: false });
+    const b = await open(cfg, { mergeTrack: false });
+    const n = 400;
+    for (let i = 0; i < n; i++) await a.publish(batch(1 + (i % 5), 'track', [{ n: i }]));
+    const got: number[] = [];
+    const by = { a: 0, b: 0 };
+    const slow = (who: 'a' | 'b') => async (x: IngestionBatch) => {
+      by[who]++;
+      await sleep(2);
+      got.push((x.records[0] as { n: number }).n);
+    };
+    const ca = a.consume(slow('a'));
+    const cb = b.consume(slow('b'));
+    await waitFor('all', async () => got.length >= n, 30_000);
+    await sleep(500);
+    await Promise.all([ca.stop(), cb.stop()]);
+    assert.equal(got.length, n);
+    assert.equal(new Set(got).size, n);
+    assert.ok(by.a > 0 && by.b > 0, `both workers took part: ${JSON.stringify(by)}`);
+  });
+
+  it('stop() lets the batch in flight finish and acks it', async function () {
+    const cfg = freshConfig();
+    const buf = await open(cfg);
+    await buf.publish(batch(3, 'track', [{ n: 0 }]));
+    let started = false;
+    let finished = false;
+    const consumer = buf.consume(async () => {
+      started = true;
+      await sleep(1000);
+      finished = true;
+    });
+    await waitFor('started', async () => started, 10_000);
+    await consumer.stop();
+    assert.ok(finished);
+    assert.deepEqual(await buf.lag(), { pending: 0, ackPending: 0 });
+  });
+});
+
+describe('pipeline: JetStream buffer when NATS is unreachable', function () {
+  this.timeout(60_000);
+  let server: NatsServer;
+  before(async () => { server = await NatsServer.start(); });
+  after(async () => { await server?.close(); });
+
+  it('publish throws 503 with Retry-After, ping fails, and both recover after a restart', async function () {
+    const cfg = freshConfig({ NATS_PUBLISH_TIMEOUT_MS: '500', NATS_STREAM_STORAGE: 'file' });
+    const buf = await JetStreamBuffer.open(server.url, cfg);
+    try {
+      await buf.publish(batch(1, 'track', [{ n: 1 }]));
+      await buf.ping();
+      await server.stop();
+      const started = Date.now();
+      const err = await buf.publish(batch(1, 'track', [{ n: 2 }])).then(() => undefined, (e) => e);
+      assert.ok(err instanceof AppError, `AppError, got ${err}`);
+      assert.equal(err.status, 503);
+      assert.equal(err.error, 'ingestion buffer unavailable');
+      assert.ok(Number(err.extra.headers?.['Retry-After']) >= 1);
+      assert.ok(Date.now() - started < 3000, 'fails fast (publish timeout)');
+      await assert.rejects(buf.ping());
+      await server.restart();
+      await waitFor('publish after restart', () => buf.publish(batch(1, 'track', [{ n: 3 }])).then(() => true), 20_000, 250);
+      await buf.ping();
+      const nc2 = await connect({ servers: server.url });
+      const info = await (await nc2.jetstreamManager()).streams.info(cfg.stream);
+      await nc2.close();
+      assert.ok(info.state.messages >= 2, 'the file store kept the message published before the restart');
+    } finally {
+      await buf.close();
+    }
+  });
+});

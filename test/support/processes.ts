@@ -1,0 +1,182 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Private server processes for the reliability tests: nats-server (JetStream, file store in a
+ * temp dir), clickhouse-server (own config, data dir and ports) and the service's own roles as
+ * child processes. Missing binaries fail loudly: nothing is skipped.
+ */
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+const tcpOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+
+function requireBinary(file: string, hint: string) {
+  if (!fs.existsSync(file)) throw new Error(`${file} is missing (${hint}); the reliability tests need it`);
+}
+
+/** A child process whose output goes to a log file; `exited` resolves with its exit code/signal. */
+export class Child {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  constructor(readonly name: string, readonly proc: ChildProcess, readonly logFile: string) {
+    this.exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+  get pid() { return this.proc.pid!; }
+  get running() { return this.proc.exitCode === null && this.proc.signalCode === null; }
+  async kill(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000) {
+    if (!this.running) return;
+    this.proc.kill(signal);
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), timeoutMs);
+    await this.exited;
+    clearTimeout(t);
+  }
+  log(): string {
+    try { return fs.readFileSync(this.logFile, 'utf8'); } catch { return ''; }
+  }
+}
+
+export function spawnLogged(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; logDir: string }): Child {
+  fs.mkdirSync(opts.logDir, { recursive: true });
+  const logFile = path.join(opts.logDir, `${name}.log`);
+  const fd = fs.openSync(logFile, 'a');
+  const proc = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', fd, fd] });
+  fs.closeSync(fd);
+  return new Child(name, proc, logFile);
+}
+
+export function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** nats-server with JetStream on a private port, its file store in `dir` (kept across restarts). */
+export class NatsServer {
+  child?: Child;
+  private constructor(readonly port: number, readonly dir: string) {}
+
+  static async start(): Promise<NatsServer> {
+    requireBinary('/usr/sbin/nats-server', 'apt-get install nats-server, or run scripts/services.sh');
+    const s = new NatsServer(await freePort(), tempDir('nats-'));
+    await s.restart();
+    return s;
+  }
+
+  get url() { return `nats://127.0.0.1:${this.port}`; }
+
+  async restart(): Promise<void> {
+    if (this.child?.running) await this.stop();
+    this.child = spawnLogged('nats-server', '/usr/sbin/nats-server',
+      ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', path.join(this.dir, 'store')],
+      { logDir: this.dir });
+    await waitFor('nats-server', () => tcpOpen(this.port), 20_000);
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    await this.child?.kill(signal);
+  }
+
+  async close() {
+    await this.stop();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * clickhouse-server (the machine's 18.16 binary) with a config derived from
+ * /etc/clickhouse-server: its own ports, data and log directories, so it can be stopped and
+ * started without touching the shared server on 8123.
+ */
+export class ClickHouseServer {
+  child?: Child;
+  private constructor(readonly httpPort: number, readonly dir: string, private configFile: string) {}
+
+  static async start(): Promise<ClickHouseServer> {
+    requireBinary('/usr/sbin/clickhouse-server', 'apt-get install clickhouse-server, or run scripts/services.sh');
+    requireBinary('/etc/clickhouse-server/config.xml', 'the config template comes from the Debian package');
+    const dir = tempDir('clickhouse-');
+    const [httpPort, tcpPort, interPort] = [await freePort(), await freePort(), await freePort()];
+    const data = path.join(dir, 'data') + '/';
+    fs.mkdirSync(path.join(data, 'tmp'), { recursive: true });
+    fs.mkdirSync(path.join(data, 'user_files'), { recursive: true });
+    fs.mkdirSync(path.join(dir, 'log'), { recursive: true });
+    let xml = fs.readFileSync('/etc/clickhouse-server/config.xml', 'utf8');
+    xml = xml
+      .replace(/<http_port>\d+<\/http_port>/, `<http_port>${httpPort}</http_port>`)
+      .replace(/<tcp_port>\d+<\/tcp_port>/, `<tcp_port>${tcpPort}</tcp_port>`)
+      .replace(/<interserver_http_port>\d+<\/interserver_http_port>/, `<interserver_http_port>${interPort}</interserver_http_port>`)
+      .replace(/<port>9000<\/port>/g, `<port>${tcpPort}</port>`)
+      .replace(/\/var\/lib\/clickhouse\//g, data)
+      .replace(/\/var\/log\/clickhouse-server\//g, path.join(dir, 'log') + '/')
+      .replace(/<listen_host>::<\/listen_host>/g, '')
+      .replace(/<users_config>[^<]*<\/users_config>/, `<users_config>/etc/clickhouse-server/users.xml</users_config>`);
+    const configFile = path.join(dir, 'config.xml');
+    fs.writeFileSync(configFile, xml);
+    const s = new ClickHouseServer(httpPort, dir, configFile);
+    await s.restart();
+    return s;
+  }
+
+  get url() { return `http://127.0.0.1:${this.httpPort}`; }
+
+  async ping(): Promise<boolean> {
+    const r = await fetch(`${this.url}/ping`).catch(() => undefined);
+    return !!r && r.ok;
+  }
+
+  async restart(): Promise<void> {
+    if (this.child?.running) await this.stop();
+    this.child = spawnLogged('clickhouse-server', '/usr/sbin/clickhouse-server', [`--config-file=${this.configFile}`], {
+      logDir: this.dir, cwd: this.dir,
+    });
+    await waitFor(`clickhouse-server (log: ${this.child.logFile})`, () => this.ping(), 60_000, 200);
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    await this.child?.kill(signal, 30_000);
+  }
+
+  async close() {
+    await this.stop();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** The service's entry point as a child process: `npx tsx apps/server/src/main.ts <role>`. */
+export function startRole(name: string, role: 'api' | 'worker' | 'all', env: Record<string, string>, logDir: string): Child {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const tsx = path.join(root, 'node_modules/.bin/tsx');
+  return spawnLogged(name, tsx, [path.join(root, 'apps/server/src/main.ts'), role], {
+    env: { ...process.env, ...env, ROLE: role },
+    cwd: root,
+    logDir,
+  });
+}
