@@ -13,6 +13,8 @@ export interface Config {
   natsUrl?: string;
   /** JetStream ingestion buffer settings (NATS_* variables; see docs/pipeline.md). */
   nats: NatsConfig;
+  /** Port of a separate /metrics + /health listener (0 = none); for the `worker` role, which has no API. */
+  metricsPort: number;
   oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number };
   tenantConfigPath?: string;
   /** Trusted reverse proxies whose X-Forwarded-For is believed (exact IPs). */
@@ -63,6 +65,7 @@ export function loadConfig(env: Env = process.env): Config {
       : undefined,
     natsUrl: env.NATS_URL || undefined,
     nats: natsConfig(env),
+    metricsPort: int(env, 'METRICS_PORT', 0),
     oidc,
     tenantConfigPath: env.TENANT_CONFIG_PATH || undefined,
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),

@@ -1,4 +1,5 @@
 import type { Deps } from './deps.js';
+import { startMetricsServer } from './metrics/server.js';
 
 /** A background loop of the `worker` role (e.g. the ingestion consumer). */
 export interface Worker {
@@ -7,6 +8,8 @@ export interface Worker {
 }
 
 /** Starts every worker of the service. A domain with a consumer adds one line. */
-export async function startWorkers(_deps: Deps): Promise<Worker[]> {
-  return [];
+export async function startWorkers(deps: Deps): Promise<Worker[]> {
+  return [
+    ...(await startMetricsServer(deps)),
+  ];
 }
