@@ -4,6 +4,9 @@ import { healthRoutes } from './health/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { accountRoutes } from './account/routes.js';
 import { projectRoutes } from './projects/routes.js';
+import { queryRoutes } from './query/routes.js';
+import { cohortRoutes } from './cohorts/routes.js';
+import { definitionRoutes } from './definitions/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { flagRoutes } from './flags/routes.js';
 
@@ -14,6 +17,9 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...adminRoutes(deps),
     ...accountRoutes(deps),
     ...projectRoutes(deps),
+    ...queryRoutes(deps),
+    ...cohortRoutes(deps),
+    ...definitionRoutes(deps),
     ...metricsRoutes(deps),
     ...flagRoutes(deps),
   ];

@@ -15,7 +15,7 @@ export const Filters = z.array(PropertyFilterSchema).max(LIMITS.filtersPerQuery)
 export const UnitSchema = z.enum(['hour', 'day', 'week', 'month']);
 const EventName = z.string().min(1).max(255);
 /** Dates are validated (and refused with `invalid date range`) by the handlers, so any string passes here. */
-const DateField = z.string().openapi({ format: 'date' });
+const DateField = z.unknown().openapi({ type: 'string', format: 'date' });
 const ProjectIdField = z.union([z.string(), z.number()]).optional();
 
 export const SegmentationQuerySchema = z

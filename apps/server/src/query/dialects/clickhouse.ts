@@ -54,5 +54,10 @@ export const clickhouse: Dialect = {
   join: (arr, sep) => `arrayStringConcat(${arr}, ${sep})`,
   intDiv: (a, b) => `intDiv(${a}, ${b})`,
   toFloat: (e) => `toFloat64(${e})`,
+  maxOr0: (arr) => `arrayReduce('max', ${arr})`,
+  concat: (a, b) => `arrayConcat(${a}, ${b})`,
+  groupArrayIf: (v, c) => `groupArrayIf(${v}, ${c})`,
+  uniqIf: (e, c) => `uniqExactIf(${e}, ${c})`,
+  keep: (cols) => `ignore(${cols.join(', ')}) = 0`,
   sortStrings: (arr) => `arraySort(${arr})`,
 };

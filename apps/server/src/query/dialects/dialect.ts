@@ -57,6 +57,15 @@ export interface Dialect {
   /** Integer division (floor for non-negative operands). */
   intDiv(a: string, b: string): string;
   toFloat(expr: string): string;
+  maxOr0(arr: string): string;
+  concat(a: string, b: string): string;
+  groupArrayIf(value: string, cond: string): string;
+  uniqIf(expr: string, cond: string): string;
+  /**
+   * A WHERE condition (always true) naming columns of the subquery read only inside lambdas:
+   * ClickHouse 18.16 prunes subquery columns referenced only in lambda bodies otherwise.
+   */
+  keep(cols: string[]): string;
   /** ORDER BY position when sorting an array of strings (ascending). */
   sortStrings(arr: string): string;
 }

@@ -50,5 +50,10 @@ export const duckdb: Dialect = {
   join: (arr, sep) => `array_to_string(${arr}, ${sep})`,
   intDiv: (a, b) => `((${a}) // (${b}))`,
   toFloat: (e) => `CAST(${e} AS DOUBLE)`,
+  maxOr0: (arr) => `coalesce(list_max(${arr}), 0)`,
+  concat: (a, b) => `list_concat(${a}, ${b})`,
+  groupArrayIf: (v, c) => `coalesce(list(${v}) FILTER (WHERE ${c}), [])`,
+  uniqIf: (e, c) => `count(DISTINCT ${e}) FILTER (WHERE ${c})`,
+  keep: () => '1 = 1',
   sortStrings: (arr) => `list_sort(${arr})`,
 };

@@ -1,0 +1,57 @@
+import { sqlInt } from '../ports/events/index.js';
+import type { EventStore } from '../ports/events/index.js';
+import type { QueryContext } from './context.js';
+import type { Unit } from './dialects/index.js';
+import { filtersSql } from './filters.js';
+import { bucketLabel, bucketStarts, type DateRange } from './range.js';
+import type { PropertyFilter, SegmentationResult } from './schema.js';
+
+/** Series name of events without the breakdown property. */
+export const MISSING_VALUE = '(none)';
+
+export interface SegmentationSpec {
+  event: string;
+  unit: Unit;
+  type: 'total' | 'unique';
+  breakdown?: string;
+  filters?: PropertyFilter[];
+}
+
+export function rangeWhere(q: QueryContext, range: DateRange): string[] {
+  return [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
+}
+
+/** total (events) or unique (canonical identities) per bucket, optionally per breakdown value. */
+export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: DateRange): string {
+  const { d } = q;
+  const needProps = !!s.breakdown || (s.filters?.length ?? 0) > 0 || q.events.needsProps(s.event);
+  const where = [...rangeWhere(q, range), q.events.condition(s.event), filtersSql(d, s.filters)];
+  const bd = s.breakdown
+    ? `, CASE WHEN ${d.propHas(s.breakdown)} THEN 1 ELSE 0 END AS bh, ${d.propValueOr(s.breakdown, "''")} AS bv`
+    : ', 0 AS bh, \'\' AS bv';
+  const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
+  return `SELECT b, bh, bv, ${value} AS v FROM (
+    SELECT ${d.bucket(s.unit, 'time')} AS b${bd}, cid FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps })} ev
+  ) x GROUP BY b, bh, bv`;
+}
+
+export async function runSegmentation(events: EventStore, q: QueryContext, s: SegmentationSpec, range: DateRange): Promise<SegmentationResult> {
+  const rows = await events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, s, range));
+  const starts = bucketStarts(s.unit, range);
+  const labels = starts.map((b) => bucketLabel(s.unit, b));
+  const bySeries = new Map<string, { name: string; values: Map<number, number>; sum: number }>();
+  for (const r of rows) {
+    const key = s.breakdown ? (Number(r.bh) ? `v:${r.bv}` : 'missing') : 'all';
+    const name = s.breakdown ? (Number(r.bh) ? String(r.bv) : MISSING_VALUE) : s.event;
+    const series = bySeries.get(key) ?? { name, values: new Map(), sum: 0 };
+    series.values.set(Number(r.b), Number(r.v));
+    series.sum += Number(r.v);
+    bySeries.set(key, series);
+  }
+  if (!s.breakdown && bySeries.size === 0) bySeries.set('all', { name: s.event, values: new Map(), sum: 0 });
+  const ordered = [...bySeries.values()].sort((a, b) => b.sum - a.sum || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return {
+    buckets: labels,
+    series: ordered.map((ser) => ({ name: ser.name, data: starts.map((b, i) => ({ bucket: labels[i], value: ser.values.get(b) ?? 0 })) })),
+  };
+}
