@@ -180,3 +180,96 @@ export function startRole(name: string, role: 'api' | 'worker' | 'all', env: Rec
     logDir,
   });
 }
+
+// ------------------------------------------------------------------ load generation
+
+export interface LoadOptions {
+  url: string;
+  token: string;
+  /** Events in all; event `seq` (0-based) gets time `timeBase + seq`, so time identifies it. */
+  total: number;
+  batchSize: number;
+  concurrency: number;
+  timeBase: number;
+  /** Pace the load at about this many events per second (unpaced when absent). */
+  eventsPerSecond?: number;
+  /** Retry a batch refused with 503/429 or a connection error after Retry-After (capped), as SDKs do. */
+  retry?: boolean;
+  /** Upper bound on the wait between retries (ms). */
+  maxRetryWaitMs?: number;
+}
+
+export interface LoadResult {
+  /** Events the API answered 200 for. */
+  accepted: number;
+  /** Answers by HTTP status (`0` = connection error). */
+  statuses: Record<number, number>;
+  /** Every 503 carried a Retry-After of at least 1 and the `{status: 0, error}` envelope. */
+  unavailableWellFormed: boolean;
+  /** [ms since start, cumulative accepted events] at each 200. */
+  acceptedCurve: Array<[number, number]>;
+  elapsedMs: number;
+}
+
+/** Sends `total` events to /track in batches; every batch is retried until it gets a 200 when `retry`. */
+export async function sendEvents(o: LoadOptions): Promise<LoadResult> {
+  const statuses: Record<number, number> = {};
+  const acceptedCurve: Array<[number, number]> = [];
+  let accepted = 0;
+  let unavailableWellFormed = true;
+  const batches = Math.ceil(o.total / o.batchSize);
+  let next = 0;
+  const started = Date.now();
+  const body = (b: number) => {
+    const events = [];
+    for (let seq = b * o.batchSize; seq < Math.min(o.total, (b + 1) * o.batchSize); seq++) {
+      events.push({ event: seq % 10 === 0 ? 'signup' : 'page_view', properties: { distinct_id: `u${seq % 997}`, time: o.timeBase + seq, seq, plan: seq % 3 === 0 ? 'pro' : 'free' } });
+    }
+    return { json: JSON.stringify(events), n: events.length };
+  };
+  const worker = async () => {
+    while (next < batches) {
+      const b = next++;
+      if (o.eventsPerSecond) {
+        const due = started + (b * o.batchSize * 1000) / o.eventsPerSecond;
+        if (due > Date.now()) await sleep(due - Date.now());
+      }
+      const { json, n } = body(b);
+      for (;;) {
+        let status = 0;
+        let retryAfter = 0.5;
+        try {
+          const res = await fetch(`${o.url}/track`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-service-token': o.token },
+            body: json,
+            signal: AbortSignal.timeout(15_000),
+          });
+          status = res.status;
+          const text = await res.text();
+          if (status === 503 || status === 429) {
+            const ra = Number(res.headers.get('retry-after'));
+            retryAfter = ra;
+            let parsed: { status?: number; error?: string } = {};
+            try { parsed = JSON.parse(text); } catch { /* checked below */ }
+            if (status === 503 && !(ra >= 1 && parsed.status === 0 && typeof parsed.error === 'string')) unavailableWellFormed = false;
+          } else if (status !== 200) {
+            throw new Error(`/track answered ${status}: ${text.slice(0, 300)}`);
+          }
+        } catch (err) {
+          if (status !== 0) throw err;
+        }
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        if (status === 200) {
+          accepted += n;
+          acceptedCurve.push([Date.now() - started, accepted]);
+          break;
+        }
+        if (!o.retry) break;
+        await sleep(Math.min(retryAfter * 1000, o.maxRetryWaitMs ?? 1000));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: o.concurrency }, worker));
+  return { accepted, statuses, unavailableWellFormed, acceptedCurve, elapsedMs: Date.now() - started };
+}

@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { connect } from 'nats';
+import {
+  ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
+} from './support/processes.js';
+
+/**
+ * Reliability of the production pipeline (API -> JetStream -> worker -> ClickHouse), with every
+ * part a real process: a private nats-server (file store in a temp dir), a private
+ * clickhouse-server (own ports and data dir, so it can be stopped), PostgreSQL from
+ * scripts/services.sh, and the service's `api` and `worker` roles as child processes.
+ *
+ * Events carry no `$insert_id` (the API generates one), and event `seq` has time
+ * `timeBase + seq`, so "stored exactly once" is checked as: distinct times = N (nothing lost) and
+ * `count() FINAL` = N (nothing doubled after the store's dedup on its sort key).
+ *
+ * PIPELINE_EVENTS scales the worker-kill load (default 200,000, the issue's figure).
+ */
+const KILL_EVENTS = Number(process.env.PIPELINE_EVENTS ?? 200_000);
+const SUPERADMIN_KEY = 'pipeline-superadmin-key';
+
+describe('pipeline: reliability (real nats-server, clickhouse-server, api and worker processes)', function () {
+  this.timeout(240_000);
+  let nats: NatsServer;
+  let ch: ClickHouseServer;
+  let pgDb: string;
+  let api: Child;
+  let apiUrl: string;
+  let env: Record<string, string>;
+  const logDir = tempDir('pipeline-logs-');
+  const children: Child[] = [];
+  const database = 'pipeline';
+  let orgId: number;
+
+  const chQuery = async <T = Record<string, number>>(sql: string): Promise<T[]> => {
+    const res = await fetch(`${ch.url}/?database=${database}`, { method: 'POST', body: `${sql} FORMAT JSONEachRow` });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`ClickHouse: ${text}`);
+    return text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+  };
+
+  async function counts(projectId: number) {
+    const [a] = await chQuery<{ raw: string; distinct: string; lo: string; hi: string }>(
+      `SELECT count() AS raw, uniqExact(time) AS distinct, min(time) AS lo, max(time) AS hi FROM events WHERE project_id = ${projectId}`,
+    );
+    return { raw: Number(a.raw), distinct: Number(a.distinct), lo: Number(a.lo), hi: Number(a.hi) };
+  }
+
+  async function finalCount(projectId: number) {
+    const [a] = await chQuery<{ n: string }>(`SELECT count() AS n FROM events FINAL WHERE project_id = ${projectId}`);
+    return Number(a.n);
+  }
+
+  /** Waits until all N events are stored, then checks none is doubled and none is foreign. */
+  async function assertExactlyOnce(projectId: number, n: number, timeBase: number, timeoutMs = 120_000) {
+    let last = { raw: 0, distinct: 0, lo: 0, hi: 0 };
+    await waitFor(`${n} distinct events stored`, async () => {
+      last = await counts(projectId);
+      return last.distinct >= n;
+    }, timeoutMs, 500).catch((err) => {
+      throw new Error(`${(err as Error).message}; stored ${JSON.stringify(last)}`);
+    });
+    await sleep(1500); // anything still in flight (a redelivery) would land now
+    const c = await counts(projectId);
+    assert.equal(c.distinct, n, 'every accepted event stored');
+    assert.equal(c.lo, timeBase);
+    assert.equal(c.hi, timeBase + n - 1);
+    assert.equal(await finalCount(projectId), n, `no event counted twice (raw rows before merge: ${c.raw})`);
+    return c;
+  }
+
+  async function newProject(name: string): Promise<{ id: number; token: string }> {
+    const res = await fetch(`${apiUrl}/admin/orgs/${orgId}/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    return (await res.json()) as { id: number; token: string };
+  }
+
+  async function startWorker(name: string, extra: Record<string, string> = {}): Promise<Child> {
+    const w = startRole(name, 'worker', { ...env, ...extra }, logDir);
+    children.push(w);
+    return w;
+  }
+
+  async function metric(url: string, name: string): Promise<number> {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    let sum = 0;
+    for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
+    return sum;
+  }
+
+  const natsStreamMessages = async () => {
+    const nc = await connect({ servers: nats.url });
+    try {
+      return (await (await nc.jetstreamManager()).streams.info('INGEST')).state.messages;
+    } finally {
+      await nc.close();
+    }
+  };
+
+  before(async function () {
+    const pgUrl = process.env.TEST_DATABASE_URL;
+    if (!pgUrl) throw new Error('TEST_DATABASE_URL is not set: run eval "$(bash scripts/services.sh --env)"');
+    [nats, ch] = await Promise.all([NatsServer.start(), ClickHouseServer.start()]);
+    pgDb = `pl_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: pgUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${pgDb}`);
+    await admin.end();
+    const dbUrl = new URL(pgUrl);
+    dbUrl.pathname = `/${pgDb}`;
+    const port = await freePort();
+    env = {
+      DATABASE_URL: dbUrl.toString(),
+      CLICKHOUSE_URL: ch.url,
+      CLICKHOUSE_DATABASE: database,
+      NATS_URL: nats.url,
+      NATS_ACK_WAIT_MS: '5000',
+      NATS_PUBLISH_TIMEOUT_MS: '1500',
+      NATS_NAK_MAX_DELAY_MS: '3000',
+      SUPERADMIN_KEY,
+      LOG_LEVEL: 'error',
+      DATA_DIR: path.join(logDir, 'data'),
+      RATE_LIMIT_PER_IP: '1000000000',
+      RATE_LIMIT_PER_PROJECT: '1000000000',
+      HOST: '127.0.0.1',
+    };
+    api = startRole('api', 'api', { ...env, PORT: String(port) }, logDir);
+    children.push(api);
+    apiUrl = `http://127.0.0.1:${port}`;
+    await waitFor(`api ready (log: ${api.logFile})`, async () => (await fetch(`${apiUrl}/health/ready`)).status === 200, 60_000, 250);
+    const res = await fetch(`${apiUrl}/admin/orgs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'pipeline', monthlyEventQuota: 1_000_000_000 }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    orgId = ((await res.json()) as { id: number }).id;
+  });
+
+  after(async function () {
+    for (const c of children) await c.kill('SIGTERM', 10_000).catch(() => undefined);
+    await nats?.close();
+    await ch?.close();
+    if (pgDb) {
+      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    }
+    if (this.currentTest?.state === 'failed' || process.env.PIPELINE_KEEP_LOGS) console.log(`pipeline logs: ${logDir}`);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') {
+      for (const c of children) console.log(`--- ${c.name} (${c.logFile})\n${c.log().slice(-3000)}`);
+    }
+  });
+
+  it(`worker SIGKILLed in the middle of a ${KILL_EVENTS.toLocaleString('en')}-event load, then restarted: every accepted event stored exactly once`, async function () {
+    const project = await newProject('kill');
+    const timeBase = Date.UTC(2024, 0, 1);
+    const w1 = await startWorker('worker-kill-1');
+    const load = sendEvents({ url: apiUrl, token: project.token, total: KILL_EVENTS, batchSize: 500, concurrency: 6, timeBase, retry: true });
+    await waitFor('a quarter stored', async () => (await counts(project.id)).raw >= KILL_EVENTS / 4, 120_000, 100);
+    w1.proc.kill('SIGKILL');
+    const atKill = await counts(project.id);
+    assert.ok(atKill.distinct < KILL_EVENTS, 'killed while events were still waiting');
+    await w1.exited;
+    await sleep(1000);
+    const w2 = await startWorker('worker-kill-2');
+    const result = await load;
+    assert.equal(result.accepted, KILL_EVENTS, JSON.stringify(result.statuses));
+    const c = await assertExactlyOnce(project.id, KILL_EVENTS, timeBase);
+    console.log(`      killed at ${atKill.distinct} stored; load ${result.elapsedMs} ms; raw rows ${c.raw} (duplicates from redelivery before merge: ${c.raw - KILL_EVENTS})`);
+    await w2.kill('SIGTERM');
+  });
+
+  it('ClickHouse stopped for 30 s during a load: the API keeps accepting, the backlog waits in JetStream and drains, counts exact', async function () {
+    const project = await newProject('clickhouse-down');
+    const timeBase = Date.UTC(2024, 1, 1);
+    const total = 60_000;
+    const worker = await startWorker('worker-ch', { METRICS_PORT: String(await freePort()) });
+    const load = sendEvents({ url: apiUrl, token: project.token, total, batchSize: 250, concurrency: 4, timeBase, eventsPerSecond: total / 40, retry: false });
+    await waitFor('events flowing', async () => (await counts(project.id)).raw > 0, 30_000, 200);
+    await ch.stop();
+    const downAt = Date.now();
+    await sleep(5000);
+    const ready = await fetch(`${apiUrl}/health/ready`);
+    assert.equal(ready.status, 503, '/health/ready fails while the event store is down');
+    assert.equal(((await ready.json()) as { checks: { events: string } }).checks.events, 'error');
+    await sleep(10_000);
+    const backlog = await natsStreamMessages();
+    assert.ok(backlog > 0, 'the backlog waits in JetStream');
+    const lag = await metric(apiUrl, 'ingest_consumer_lag_messages');
+    assert.ok(lag > 0, `consumer lag exposed on /metrics: ${lag}`);
+    await sleep(Math.max(0, 30_000 - (Date.now() - downAt)));
+    await ch.restart();
+    const result = await load;
+    assert.deepEqual(Object.keys(result.statuses), ['200'], `the API kept answering 200: ${JSON.stringify(result.statuses)}`);
+    assert.equal(result.accepted, total);
+    await assertExactlyOnce(project.id, total, timeBase, 90_000);
+    assert.equal(await natsStreamMessages(), 0, 'backlog drained');
+    console.log(`      backlog during the outage: ${backlog} messages`);
+    await worker.kill('SIGTERM');
+  });
+
+  it('nats-server restarted during a load: every 200 is stored, the outage answers 503 with Retry-After', async function () {
+    const project = await newProject('nats-restart');
+    const timeBase = Date.UTC(2024, 2, 1);
+    const total = 60_000;
+    const worker = await startWorker('worker-nats');
+    const load = sendEvents({
+      url: apiUrl, token: project.token, total, batchSize: 250, concurrency: 4, timeBase,
+      eventsPerSecond: total / 15, retry: true, maxRetryWaitMs: 1000,
+    });
+    await waitFor('events flowing', async () => (await counts(project.id)).raw > 0, 30_000, 200);
+    await nats.stop();
+    await sleep(4000);
+    const ready = await fetch(`${apiUrl}/health/ready`);
+    assert.equal(ready.status, 503, '/health/ready fails while NATS is down');
+    await nats.restart();
+    const result = await load;
+    assert.ok((result.statuses[503] ?? 0) > 0, `requests during the outage got 503: ${JSON.stringify(result.statuses)}`);
+    assert.ok(result.unavailableWellFormed, '503 answers carry Retry-After and {status: 0, error}');
+    assert.equal(result.accepted, total);
+    await assertExactlyOnce(project.id, total, timeBase, 90_000);
+    console.log(`      answers: ${JSON.stringify(result.statuses)}`);
+    await worker.kill('SIGTERM');
+  });
+
+  it('two workers at once share the load without duplicates', async function () {
+    const project = await newProject('two-workers');
+    const timeBase = Date.UTC(2024, 3, 1);
+    const total = 100_000;
+    const ports = [await freePort(), await freePort()];
+    const workers = [
+      await startWorker('worker-a', { METRICS_PORT: String(ports[0]) }),
+      await startWorker('worker-b', { METRICS_PORT: String(ports[1]) }),
+    ];
+    const result = await sendEvents({ url: apiUrl, token: project.token, total, batchSize: 100, concurrency: 6, timeBase, retry: true });
+    assert.equal(result.accepted, total);
+    await assertExactlyOnce(project.id, total, timeBase);
+    const stored = await Promise.all(ports.map((p) => metric(`http://127.0.0.1:${p}`, 'ingest_stored_records_total')));
+    assert.ok(stored.every((s) => s > 0), `both workers stored events: ${stored}`);
+    assert.equal(stored[0] + stored[1] >= total, true);
+    console.log(`      stored per worker: ${stored.join(' / ')}`);
+    for (const w of workers) await w.kill('SIGTERM');
+  });
+});
