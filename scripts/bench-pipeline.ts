@@ -1,0 +1,159 @@
+/**
+ * Pipeline benchmark: API -> NATS JetStream -> worker(s) -> ClickHouse, every part a real process.
+ *
+ *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1]
+ *
+ * Starts a private nats-server (file store) and clickhouse-server (own ports and data dir), uses
+ * PostgreSQL from TEST_DATABASE_URL / DATABASE_URL (scripts/services.sh), runs `api` and `worker`
+ * as child processes, and sends `--events` events to /track (`--rate` events/s, 0 = as fast as
+ * the API accepts). Reports: accepted events/s at the API, sustained end-to-end events/s (first
+ * request to last event queryable), end-to-end lag p50/p99/max (accepted -> queryable in
+ * ClickHouse, per event, matching the k-th accepted with the k-th stored), and peak RSS of
+ * every process.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import {
+  ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
+} from '../test/support/processes.js';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const EVENTS = arg('events', 300_000);
+const RATE = arg('rate', 0);
+const BATCH = arg('batch', 100);
+const CONCURRENCY = arg('concurrency', 16);
+const WORKERS = arg('workers', 1);
+const SUPERADMIN_KEY = 'bench-superadmin-key';
+
+/** Peak RSS (VmHWM) of a process and its descendants (tsx runs the service in a child node). */
+function peakRssMb(pid: number): number {
+  const all = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  const parent = new Map<number, number>();
+  for (const d of all) {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* gone */ }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [p, pp] of parent) if (pp === tree[i]) tree.push(p);
+  let max = 0;
+  for (const p of tree) {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) max = Math.max(max, Number(m[1]) / 1024);
+    } catch { /* gone */ }
+  }
+  return Math.round(max);
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+async function main() {
+  const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!pgUrl) throw new Error('set TEST_DATABASE_URL (eval "$(bash scripts/services.sh --env)")');
+  const logDir = tempDir('bench-pipeline-');
+  const children: Child[] = [];
+  const [nats, ch] = await Promise.all([NatsServer.start(), ClickHouseServer.start()]);
+  const dbName = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const dbUrl = new URL(pgUrl);
+  dbUrl.pathname = `/${dbName}`;
+  try {
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: dbUrl.toString(), CLICKHOUSE_URL: ch.url, CLICKHOUSE_DATABASE: 'bench', NATS_URL: nats.url,
+      SUPERADMIN_KEY, LOG_LEVEL: 'error', DATA_DIR: path.join(logDir, 'data'), HOST: '127.0.0.1',
+      RATE_LIMIT_PER_IP: '1000000000', RATE_LIMIT_PER_PROJECT: '1000000000',
+    };
+    const api = startRole('api', 'api', { ...env, PORT: String(port) }, logDir);
+    children.push(api);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor('api', async () => (await fetch(`${url}/health/ready`)).status === 200, 60_000, 250);
+    for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', env, logDir));
+    const post = async (p: string, body: unknown) => {
+      const r = await fetch(url + p, { method: 'POST', headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      if (r.status !== 201) throw new Error(`${p}: ${r.status} ${await r.text()}`);
+      return r.json() as Promise<{ id: number; token: string }>;
+    };
+    const org = await post('/admin/orgs', { name: 'bench', monthlyEventQuota: 1_000_000_000 });
+    const project = await post(`/admin/orgs/${org.id}/projects`, { name: 'bench' });
+    const count = async () => {
+      const r = await fetch(`${ch.url}/?database=bench`, { method: 'POST', body: `SELECT count() FROM events WHERE project_id = ${project.id}` });
+      return Number((await r.text()).trim());
+    };
+    // warm-up: JIT, connections, the consumer
+    await sendEvents({ url, token: project.token, total: 2000, batchSize: BATCH, concurrency: 4, timeBase: Date.UTC(2023, 0, 1), retry: true });
+    await waitFor('warm-up stored', async () => (await count()) >= 2000, 60_000, 100);
+    const base = await count();
+
+    const storedCurve: Array<[number, number]> = [];
+    const started = Date.now();
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const n = (await count().catch(() => base)) - base;
+        storedCurve.push([Date.now() - started, n]);
+        if (n >= EVENTS) break;
+        await sleep(50);
+      }
+    })();
+    const load = await sendEvents({
+      url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY,
+      timeBase: Date.UTC(2024, 0, 1), eventsPerSecond: RATE || undefined, retry: true,
+    });
+    await waitFor('all stored', async () => (storedCurve.at(-1)?.[1] ?? 0) >= EVENTS, 600_000, 100);
+    polling = false;
+    await poller;
+    const doneMs = storedCurve.at(-1)![0];
+
+    // lag of the k-th event: first time stored >= k minus first time accepted >= k
+    const lags: number[] = [];
+    const step = Math.max(1, Math.floor(EVENTS / 2000));
+    let ai = 0;
+    let si = 0;
+    for (let k = step; k <= EVENTS; k += step) {
+      while (load.acceptedCurve[ai][1] < k) ai++;
+      while (storedCurve[si][1] < k) si++;
+      lags.push(Math.max(0, storedCurve[si][0] - load.acceptedCurve[ai][0]));
+    }
+    lags.sort((a, b) => a - b);
+    const rss = Object.fromEntries([
+      ...children.map((c) => [c.name, peakRssMb(c.pid)]),
+      ['nats-server', peakRssMb(nats.child!.pid)],
+      ['clickhouse-server', peakRssMb(ch.child!.pid)],
+    ]);
+    const report = {
+      events: EVENTS, batch: BATCH, concurrency: CONCURRENCY, workers: WORKERS, rate: RATE || 'unpaced',
+      statuses: load.statuses,
+      apiAcceptedPerSec: Math.round(EVENTS / (load.elapsedMs / 1000)),
+      sustainedEndToEndPerSec: Math.round(EVENTS / (doneMs / 1000)),
+      lagMs: { p50: pct(lags, 50), p99: pct(lags, 99), max: lags.at(-1) },
+      peakRssMb: rss,
+    };
+    console.log(JSON.stringify(report, null, 2));
+  } finally {
+    for (const c of children) await c.kill('SIGTERM', 10_000).catch(() => undefined);
+    await nats.close();
+    await ch.close();
+    const a = new pg.Client({ connectionString: pgUrl });
+    await a.connect();
+    await a.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await a.end();
+    fs.rmSync(logDir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (err) => {
+  console.error(err);
+  process.exit(1);
+});
