@@ -1,0 +1,227 @@
+/**
+ * `npm run bench:flags`: feature-flag speed, one run.
+ *
+ * 1. Starts the service in a child process (embedded stores unless DATABASE_URL / CLICKHOUSE_URL
+ *    are set), creates a project with 100 flags of 10 rules each (8 override lists of 5 ids with a
+ *    forced variant, a 10% rollout forcing variant b, a 50% rollout over 3 weighted variants).
+ * 2. Remote: autocannon on loopback against POST /flags/evaluate (all 100 flags, a random
+ *    distinct_id per request): max throughput with 10 connections, then a fixed 1,000 req/s;
+ *    p50 / p99 latency of each.
+ * 3. Local: evaluations per second of the Node SDK (in process, from the polled definitions),
+ *    of @growthbook/growthbook and of unleash-client, each evaluating the equivalent 100 flags for
+ *    the same rotating ids in the same process.
+ *
+ * Env: BENCH_DURATION (seconds per autocannon phase, default 10), BENCH_EVALS (local evaluations
+ * per library and round, default 300000).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { GrowthBookClient } from '@growthbook/growthbook';
+import { Unleash } from 'unleash-client';
+import { Tally } from '../apps/sdk/src/index.js';
+
+// autocannon ships no type declarations.
+const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const EVALS = Number(process.env.BENCH_EVALS ?? 300_000);
+const FLAGS = 100;
+const KEY = 'bench-superadmin-key';
+
+interface Variant { key: string; rolloutPct: number; payload: unknown }
+interface Rule { rolloutPct: number; distinctIds?: string[]; variant?: string }
+
+function flagSpecs() {
+  return Array.from({ length: FLAGS }, (_, i) => {
+    const key = `bench-flag-${i}`;
+    const variants: Variant[] = [
+      { key: 'a', rolloutPct: 34, payload: { color: 'red', i } },
+      { key: 'b', rolloutPct: 33, payload: { color: 'green', i } },
+      { key: 'c', rolloutPct: 33, payload: { color: 'blue', i } },
+    ];
+    const rules: Rule[] = [];
+    for (let r = 0; r < 8; r++) rules.push({ rolloutPct: 100, distinctIds: Array.from({ length: 5 }, (_, k) => `vip-${i}-${r}-${k}`), variant: variants[r % 3].key });
+    rules.push({ rolloutPct: 10, variant: 'b' });
+    rules.push({ rolloutPct: 50 });
+    return { key, name: key, variants, rules };
+  });
+}
+
+async function startServer(): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-flags-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts'), 'api'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SUPERADMIN_KEY: KEY, LOG_LEVEL: 'error', RATE_LIMIT_PER_PROJECT: '1000000000', RATE_LIMIT_PER_IP: '1000000000' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1].replace('localhost', '127.0.0.1'));
+    });
+    child.once('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
+  });
+  return { url, child, dataDir };
+}
+
+async function api(url: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function cannon(url: string, token: string, opts: { connections: number; overallRate?: number }) {
+  let n = 0;
+  const result = await autocannon({
+    url: url + '/flags/evaluate',
+    connections: opts.connections,
+    duration: DURATION,
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
+    requests: [{
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-token': token },
+      setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ distinct_id: `user-${n++ % 10000}` }) }),
+    }],
+  });
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+    total: result.requests.total,
+  };
+}
+
+/** GrowthBook features equivalent to flagSpecs(): force rules for override lists, a force rollout, an experiment. */
+function growthbookFeatures() {
+  const features: Record<string, unknown> = {};
+  for (const f of flagSpecs()) {
+    const payloadOf = (k: string) => f.variants.find((v) => v.key === k)!.payload;
+    features[f.key] = {
+      defaultValue: null,
+      rules: [
+        ...f.rules.slice(0, 8).map((r) => ({ condition: { id: { $in: r.distinctIds } }, force: payloadOf(r.variant!) })),
+        { force: payloadOf('b'), coverage: 0.1, hashAttribute: 'id' },
+        { key: f.key, variations: f.variants.map((v) => v.payload), weights: f.variants.map((v) => v.rolloutPct / 100), coverage: 0.5, hashAttribute: 'id' },
+      ],
+    };
+  }
+  return features;
+}
+
+/** Unleash toggles equivalent to flagSpecs(): userWithId strategies, flexible rollouts with variants. */
+function unleashFeatures() {
+  return flagSpecs().map((f) => {
+    const variant = (v: Variant, weight: number) => ({ name: v.key, weight, weightType: 'variable', stickiness: 'userId', payload: { type: 'json', value: JSON.stringify(v.payload) } });
+    return {
+      name: f.key,
+      enabled: true,
+      type: 'release',
+      project: 'default',
+      stale: false,
+      impressionData: false,
+      variants: [],
+      strategies: [
+        ...f.rules.slice(0, 8).map((r) => ({
+          name: 'userWithId',
+          parameters: { userIds: r.distinctIds!.join(',') },
+          constraints: [],
+          variants: [variant(f.variants.find((v) => v.key === r.variant)!, 1000)],
+        })),
+        { name: 'flexibleRollout', parameters: { rollout: '10', stickiness: 'userId', groupId: `${f.key}-10` }, constraints: [], variants: [variant(f.variants[1], 1000)] },
+        { name: 'flexibleRollout', parameters: { rollout: '50', stickiness: 'userId', groupId: f.key }, constraints: [], variants: f.variants.map((v) => variant(v, v.rolloutPct * 10)) },
+      ],
+    };
+  });
+}
+
+async function startUnleash(): Promise<{ unleash: Unleash; close: () => Promise<void> }> {
+  const features = unleashFeatures();
+  const server = http.createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (req.url?.startsWith('/api/client/features')) res.end(JSON.stringify({ version: 2, features }));
+    else res.end('{}');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  const unleash = new Unleash({ url: `http://127.0.0.1:${port}/api/`, appName: 'bench', disableMetrics: true, refreshInterval: 3_600_000, skipInstanceCountWarning: true });
+  unleash.on('error', () => undefined);
+  await once(unleash, 'synchronized');
+  return { unleash, close: async () => { unleash.destroy(); await new Promise<void>((r) => server.close(() => r())); } };
+}
+
+/** Evaluations per second of `fn` over rotating ids and flag keys (best of 3 rounds after warm-up). */
+function rate(fn: (key: string, id: string) => unknown): { perSecond: number; enabled: number } {
+  const keys = flagSpecs().map((f) => f.key);
+  const ids = Array.from({ length: 1000 }, (_, i) => `user-${i}`);
+  let best = 0;
+  let enabled = 0;
+  for (let round = 0; round < 4; round++) {
+    const n = round === 0 ? Math.min(EVALS, 20_000) : EVALS;
+    let on = 0;
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) if (fn(keys[i % FLAGS], ids[(i * 7) % 1000])) on++;
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (round > 0) {
+      best = Math.max(best, n / seconds);
+      enabled = on / n;
+    }
+  }
+  return { perSecond: Math.round(best), enabled: Math.round(enabled * 1000) / 10 };
+}
+
+async function main() {
+  const { url, child, dataDir } = await startServer();
+  try {
+    const org = await api(url, 'POST', '/admin/orgs', { name: 'bench' });
+    const project = await api(url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'bench' });
+    for (const f of flagSpecs()) await api(url, 'POST', '/api/flags', { projectId: project.id, ...f });
+    const { secret } = await api(url, 'POST', `/api/projects/${project.id}/flag-secret`);
+    const stores = `${process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'} + ${process.env.CLICKHOUSE_URL ? 'ClickHouse' : 'DuckDB'}`;
+    console.log(`service: ${url} [${stores}], ${FLAGS} flags x 10 rules, node ${process.version}, ${DURATION}s per phase`);
+
+    // warm-up, then the two remote phases
+    await cannon(url, project.token, { connections: 10 }).catch(() => undefined);
+    const max = await cannon(url, project.token, { connections: 10 });
+    const fixed = await cannon(url, project.token, { connections: 20, overallRate: 1000 });
+    console.log('\nremote POST /flags/evaluate (100 flags per request)');
+    console.log(`  max throughput (10 connections): ${max.rps} req/s, p50 ${max.p50} ms, p99 ${max.p99} ms, errors ${max.errors}`);
+    console.log(`  fixed 1,000 req/s (20 connections): ${fixed.rps} req/s, p50 ${fixed.p50} ms, p99 ${fixed.p99} ms, errors ${fixed.errors}`);
+
+    const sdk = new Tally({ token: project.token, host: url, flagSecret: secret, flushOnExit: false });
+    await sdk.ready();
+    if (sdk.flags.definitionList().length !== FLAGS) throw new Error('SDK did not load the definitions');
+    const gb = new GrowthBookClient().initSync({ payload: { features: growthbookFeatures() as any } });
+    const { unleash, close } = await startUnleash();
+
+    const ours = rate((key, id) => sdk.flags.evaluateLocal(key, id)!.enabled);
+    const growthbook = rate((key, id) => gb.evalFeature(key, { attributes: { id } }).on);
+    const unlOne = rate((key, id) => unleash.getVariant(key, { userId: id }).enabled);
+    console.log('\nlocal evaluation in process (one flag for one id per evaluation; best of 3 rounds)');
+    console.log(`  @tally-analytics/node (this SDK): ${ours.perSecond.toLocaleString('en')} evals/s (enabled ${ours.enabled}%)`);
+    console.log(`  @growthbook/growthbook evalFeature: ${growthbook.perSecond.toLocaleString('en')} evals/s (on ${growthbook.enabled}%)`);
+    console.log(`  unleash-client getVariant: ${unlOne.perSecond.toLocaleString('en')} evals/s (variant ${unlOne.enabled}%)`);
+    await sdk.shutdown();
+    await close();
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit').catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (err) => {
+  console.error(err);
+  process.exit(1);
+});
