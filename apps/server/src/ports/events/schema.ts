@@ -12,6 +12,12 @@ import type { EventDialect } from './port.js';
  *   distinct_id.
  * - `profiles`: one row per profile version (the latest `updated_at` per (project_id,
  *   distinct_id) wins; `deleted = 1` marks a `$delete`), properties as JSON plus key/value arrays.
+ *   Keyed by the cluster's CANONICAL id at write time (ingestion resolves the op's distinct_id
+ *   ignoring from_time; when a link joins an id with a profile into a cluster, that profile is
+ *   merged into the canonical one and its own row marked deleted). Readers still resolve
+ *   `distinct_id` through identity_links (ignoring from_time) and take the latest version per
+ *   cluster. `batch_id` names the ingestion batch that wrote a version (redelivery check).
+ *   DuckDB keeps one row per key (INSERT OR REPLACE); ClickHouse replaces at merge (read FINAL).
  * Domains that need more tables add them here.
  */
 export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
@@ -45,7 +51,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       prop_keys Array(String),
       prop_values Array(String),
       updated_at Int64,
-      deleted UInt8
+      deleted UInt8,
+      batch_id String DEFAULT ''
     ) ENGINE = ReplacingMergeTree(updated_at)
     ORDER BY (project_id, distinct_id)`,
   ],
@@ -78,7 +85,9 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       prop_values VARCHAR[] NOT NULL,
       updated_at BIGINT NOT NULL,
       deleted UTINYINT NOT NULL,
+      batch_id VARCHAR NOT NULL DEFAULT '',
       PRIMARY KEY (project_id, distinct_id)
     )`,
+    `ALTER TABLE profiles ADD COLUMN IF NOT EXISTS batch_id VARCHAR DEFAULT ''`,
   ],
 };
