@@ -9,6 +9,8 @@ import { cohortRoutes } from './cohorts/routes.js';
 import { definitionRoutes } from './definitions/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { flagRoutes } from './flags/routes.js';
+import { ingestionRoutes } from './ingestion/routes.js';
+import { dataRoutes } from './data/routes.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps): RouteSpec[] {
@@ -22,5 +24,7 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...definitionRoutes(deps),
     ...metricsRoutes(deps),
     ...flagRoutes(deps),
+    ...ingestionRoutes(deps),
+    ...dataRoutes(deps),
   ];
 }

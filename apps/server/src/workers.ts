@@ -1,5 +1,6 @@
 import type { Deps } from './deps.js';
 import { startMetricsServer } from './metrics/server.js';
+import { ingestionWorker } from './ingestion/worker.js';
 
 /** A background loop of the `worker` role (e.g. the ingestion consumer). */
 export interface Worker {
@@ -11,5 +12,6 @@ export interface Worker {
 export async function startWorkers(deps: Deps): Promise<Worker[]> {
   return [
     ...(await startMetricsServer(deps)),
+    ingestionWorker(deps),
   ];
 }

@@ -1,0 +1,143 @@
+import type { Deps } from '../deps.js';
+import type { IngestionBatch } from '../ports/buffer/port.js';
+import type { StoredEvent } from '../ports/events/index.js';
+import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
+import { writeEvents } from './events.js';
+import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
+import { nullProto, propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
+
+/**
+ * Writes one accepted batch to the stores. Idempotent on redelivery: events dedup on their key
+ * (same ids, same insert ids), links are re-mirrored when they already exist, and a profile
+ * version carrying this batch's id means the batch's profile writes are already done.
+ * The caller applies a project's batches in acceptance order (one at a time).
+ */
+export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<void> {
+  switch (batch.kind) {
+    case 'track':
+      return applyTrack(deps, batch);
+    case 'engage':
+      return applyEngage(deps, batch);
+    case 'alias':
+      return applyLinks(deps, batch, (batch.records as AliasRecord[]).map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
+  }
+}
+
+async function applyTrack(deps: Deps, batch: IngestionBatch) {
+  const records = batch.records as TrackRecord[];
+  const processedAt = Date.now();
+  const rows: StoredEvent[] = [];
+  const links: Array<{ alias: string; distinctId: string; always: boolean }> = [];
+  for (const r of records) {
+    if (r.t === 'a') {
+      links.push({ alias: r.alias, distinctId: r.distinct_id, always: false });
+      continue;
+    }
+    rows.push(storedEvent(batch.projectId, r, processedAt));
+    // The $device_id/$user_id rule: the device's history joins the user's identity.
+    const device = r.properties.$device_id;
+    const user = r.properties.$user_id;
+    if (typeof device === 'string' && typeof user === 'string' && device && device !== user && r.distinct_id === user) {
+      links.push({ alias: device, distinctId: user, always: true });
+    }
+  }
+  await writeEvents(deps, batch.projectId, rows);
+  await applyLinks(deps, batch, links);
+}
+
+function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {
+  const props: Props = nullProto(r.properties);
+  if (!('$processed_at' in props)) props.$processed_at = processedAt;
+  return {
+    project_id: projectId, id: r.id, event: r.event, distinct_id: r.distinct_id, time: r.time, insert_id: r.insert_id,
+    properties: JSON.stringify(props), ...propArrays(props), received_at: r.received_at,
+  };
+}
+
+/**
+ * Applies link requests in order. The common case (a device already linked to that user) costs
+ * one lookup for the whole batch; those links are re-mirrored in bulk (idempotent).
+ */
+async function applyLinks(deps: Deps, batch: IngestionBatch, requests: Array<{ alias: string; distinctId: string; always: boolean }>) {
+  if (requests.length === 0) return;
+  const seen = new Set<string>();
+  const unique = requests.filter((r) => {
+    const k = `${r.alias}\u0000${r.distinctId}`;
+    if (seen.has(k) || r.alias === r.distinctId) return false;
+    seen.add(k);
+    return true;
+  });
+  const ids = [...new Set(unique.flatMap((r) => [r.alias, r.distinctId]))];
+  const existing = new Map<string, IdentityLink>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows: IdentityLink[] = await deps.db('identity_links').where({ project_id: batch.projectId }).whereIn('distinct_id', ids.slice(i, i + 500));
+    for (const row of rows) existing.set(row.distinct_id, row);
+  }
+  const remirror: IdentityLink[] = [];
+  for (const r of unique) {
+    const current = existing.get(r.alias);
+    if (current) {
+      const canonical = existing.get(r.distinctId)?.canonical_id ?? r.distinctId;
+      if (current.canonical_id === canonical) remirror.push(current);
+      continue; // already in a cluster: this one, or another (silently refused)
+    }
+    const outcome = await linkIdentity(deps, {
+      projectId: batch.projectId, alias: r.alias, distinctId: r.distinctId, retroactive: r.always ? 'always' : 'auto', at: batch.acceptedAt,
+    });
+    if (outcome.linked) {
+      existing.set(r.alias, outcome.link);
+      await mergeProfileIntoCluster(deps, batch, outcome.link);
+    }
+  }
+  await mirrorLinks(deps, remirror);
+}
+
+/** When an id with a profile of its own joins a cluster, its properties fill gaps in the cluster's profile. */
+async function mergeProfileIntoCluster(deps: Deps, batch: IngestionBatch, link: IdentityLink) {
+  const profiles = await loadProfiles(deps, batch.projectId, [link.distinct_id, link.canonical_id]);
+  const own = profiles.get(link.distinct_id);
+  if (!own || own.deleted) return;
+  const target = profiles.get(link.canonical_id);
+  const now = Date.now();
+  const merged: Props = Object.create(null);
+  for (const k of Object.keys(own.properties)) merged[k] = own.properties[k];
+  if (target && !target.deleted) for (const k of Object.keys(target.properties)) merged[k] = target.properties[k];
+  await writeProfiles(deps, batch.projectId, [
+    { distinct_id: link.canonical_id, properties: merged, updated_at: nextVersion(target?.updated_at, now), deleted: false, batch_id: batch.id },
+    { distinct_id: link.distinct_id, properties: Object.create(null), updated_at: nextVersion(own.updated_at, now), deleted: true, batch_id: batch.id },
+  ]);
+}
+
+async function applyEngage(deps: Deps, batch: IngestionBatch) {
+  const ops = batch.records as EngageRecord[];
+  if (ops.length === 0) return;
+  // Profiles are keyed by the canonical id of the op's cluster (ignoring from_time).
+  const ids = [...new Set(ops.map((o) => o.distinct_id))];
+  const canonical = new Map<string, string>();
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows: Array<{ distinct_id: string; canonical_id: string }> = await deps.db('identity_links')
+      .where({ project_id: batch.projectId }).whereIn('distinct_id', ids.slice(i, i + 500)).select('distinct_id', 'canonical_id');
+    for (const r of rows) canonical.set(r.distinct_id, r.canonical_id);
+  }
+  const keyOf = (id: string) => canonical.get(id) ?? id;
+  const keys = [...new Set(ids.map(keyOf))];
+  const current = await loadProfiles(deps, batch.projectId, keys);
+  for (const row of current.values()) if (row.batch_id === batch.id) return; // redelivered: already written
+  const now = Date.now();
+  const next = new Map<string, ProfileRow>();
+  for (const op of ops) {
+    const key = keyOf(op.distinct_id);
+    let state = next.get(key);
+    if (!state) {
+      const prev = current.get(key);
+      const props: Props = Object.create(null);
+      if (prev && !prev.deleted) for (const k of Object.keys(prev.properties)) props[k] = prev.properties[k];
+      state = { distinct_id: key, properties: props, deleted: prev ? prev.deleted : true, updated_at: nextVersion(prev?.updated_at, now), batch_id: batch.id };
+      next.set(key, state);
+    }
+    applyOp(state, op);
+  }
+  // A profile that never existed and ends deleted needs no row.
+  const rows = [...next.values()].filter((r) => !(r.deleted && !current.has(r.distinct_id)));
+  await writeProfiles(deps, batch.projectId, rows);
+}

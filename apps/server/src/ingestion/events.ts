@@ -1,0 +1,56 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Deps } from '../deps.js';
+import type { StoredEvent } from '../ports/events/index.js';
+import { sqlInt, sqlString } from '../ports/events/index.js';
+
+/**
+ * Event writes with deduplication on (project, event, distinct_id, time, insert_id).
+ * DuckDB dedups at write: the batch is read with DuckDB's JSON reader from a temporary NDJSON
+ * file (much faster than a VALUES list), deduplicated within itself, and anti-joined against the
+ * stored rows of the same project and time span (zone maps keep that scan short).
+ * ClickHouse stores every copy (ReplacingMergeTree on the key) and readers use FINAL; a batch is
+ * inserted per month partition so no insert block spans many partitions.
+ */
+const DUCKDB_COLUMNS = `columns = {project_id: 'INTEGER', id: 'BIGINT', event: 'VARCHAR', distinct_id: 'VARCHAR', time: 'BIGINT',
+  insert_id: 'VARCHAR', properties: 'VARCHAR', prop_keys: 'VARCHAR[]', prop_values: 'VARCHAR[]', received_at: 'BIGINT'}`;
+
+let fileSeq = 0;
+
+export async function writeEvents(deps: Deps, projectId: number, rows: StoredEvent[]): Promise<void> {
+  if (rows.length === 0) return;
+  if (deps.events.dialect === 'clickhouse') {
+    const byMonth = new Map<string, StoredEvent[]>();
+    for (const r of rows) {
+      const m = new Date(r.time).toISOString().slice(0, 7);
+      let list = byMonth.get(m);
+      if (!list) byMonth.set(m, (list = []));
+      list.push(r);
+    }
+    for (const list of byMonth.values()) await deps.events.insertEvents(list);
+    return;
+  }
+  let min = Infinity;
+  let max = -Infinity;
+  for (const r of rows) {
+    if (r.time < min) min = r.time;
+    if (r.time > max) max = r.time;
+  }
+  const file = path.join(os.tmpdir(), `analytics-ingest-${process.pid}-${++fileSeq}.ndjson`);
+  let text = '';
+  for (const r of rows) text += JSON.stringify(r) + '\n';
+  await fs.writeFile(file, text);
+  try {
+    await deps.events.command(`INSERT INTO events
+      SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at
+      FROM (SELECT DISTINCT ON (event, distinct_id, time, insert_id) *
+            FROM read_json(${sqlString('duckdb', file)}, format = 'newline_delimited', ${DUCKDB_COLUMNS})) n
+      LEFT JOIN (SELECT event, distinct_id, time, insert_id FROM events
+                 WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
+        USING (event, distinct_id, time, insert_id)
+      WHERE e.insert_id IS NULL`);
+  } finally {
+    await fs.unlink(file).catch(() => undefined);
+  }
+}

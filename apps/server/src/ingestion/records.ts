@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../http/errors.js';
+import { LIMITS } from '../limits.js';
+
+/**
+ * Validation, sanitising and enrichment of ingestion records, and the record shapes the API
+ * publishes to the buffer (plain JSON: they cross NATS). Property maps are null-prototype
+ * objects so `__proto__` keys are stored as ordinary keys and never touch a prototype.
+ */
+
+/** Longest distinct_id / alias / event name accepted (the metadata store keys ids in 255 characters). */
+export const MAX_ID_LENGTH = 255;
+/** Deepest nesting of a property value. */
+export const MAX_PROPERTY_DEPTH = 32;
+/** Latest `time` accepted (year 9999). */
+const MAX_TIME_MS = 253_402_300_799_999;
+
+export type Props = Record<string, unknown>;
+
+/** A stored-ready event (the `track` batch record). */
+export interface TrackEventRecord {
+  t: 'e';
+  /** EventRow.id: derived from the dedup key, so every copy of an event carries the same id. */
+  id: number;
+  event: string;
+  distinct_id: string;
+  time: number;
+  insert_id: string;
+  received_at: number;
+  properties: Props;
+}
+
+/** A `$create_alias` event (what Mixpanel's `alias()` sends to /track), applied as a link. */
+export interface TrackAliasRecord {
+  t: 'a';
+  alias: string;
+  distinct_id: string;
+}
+
+export type TrackRecord = TrackEventRecord | TrackAliasRecord;
+
+/** An engage op as applied by the worker (destructive ops the caller may not make never get here). */
+export interface EngageRecord {
+  index: number;
+  distinct_id: string;
+  set?: Props;
+  set_once?: Props;
+  add?: Record<string, number>;
+  unset?: string[];
+  delete?: true;
+}
+
+export interface AliasRecord {
+  alias: string;
+  distinct_id: string;
+}
+
+/** 400 for a record that does not have the spec's shape (`message` names the first problem). */
+export function invalidRecord(message: string): AppError {
+  return new AppError(400, 'invalid json', { message, body: { message } });
+}
+
+export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function cleanString(s: string): string {
+  const ws = s as unknown as { isWellFormed(): boolean; toWellFormed(): string }; // ES2024, in Node 20
+  const w = ws.isWellFormed() ? s : ws.toWellFormed();
+  return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
+}
+
+/**
+ * A JSON-safe copy of a property value: well-formed strings without NUL, finite numbers (others
+ * become null), null-prototype objects; deeper than MAX_PROPERTY_DEPTH is refused.
+ */
+export function sanitize(value: unknown, path: string, depth = 0): unknown {
+  switch (typeof value) {
+    case 'string':
+      return cleanString(value);
+    case 'number':
+      return Number.isFinite(value) ? value : null;
+    case 'boolean':
+      return value;
+    case 'object': {
+      if (value === null) return null;
+      if (depth >= MAX_PROPERTY_DEPTH) throw invalidRecord(`${path}: nested deeper than ${MAX_PROPERTY_DEPTH} levels`);
+      if (Array.isArray(value)) return value.map((v, i) => sanitize(v, `${path}.${i}`, depth + 1));
+      const out: Props = Object.create(null);
+      for (const k of Object.keys(value)) out[cleanString(k)] = sanitize((value as Props)[k], `${path}.${k}`, depth + 1);
+      return out;
+    }
+    default:
+      return null;
+  }
+}
+
+/** An id (distinct_id, alias): a non-empty string (numbers are accepted as their decimal text). */
+export function idOf(value: unknown): string | undefined {
+  const s = typeof value === 'number' && Number.isFinite(value) ? String(value) : typeof value === 'string' ? cleanString(value) : undefined;
+  if (s === undefined || s.length === 0 || s.length > MAX_ID_LENGTH) return undefined;
+  return s;
+}
+
+/**
+ * Unix ms from a client `time`: integer ms, or (as Mixpanel's SDKs send it) seconds, possibly
+ * fractional. Values below 1e11 (before 1973 in ms) are read as seconds.
+ */
+export function timeOf(value: unknown, path: string): number {
+  const n = typeof value === 'string' && /^\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw invalidRecord(`${path}: must be a Unix timestamp`);
+  const ms = Math.round(n < 1e11 ? n * 1000 : n);
+  if (ms > MAX_TIME_MS) throw invalidRecord(`${path}: must be a Unix timestamp`);
+  return ms;
+}
+
+/** The per-record token of a record (`token`, or Mixpanel's `$token` on engage). */
+export function recordToken(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/** Splits a body into records: one object, or an array of at most 500. */
+export function asRecords(payload: unknown): unknown[] {
+  const records = Array.isArray(payload) ? payload : [payload];
+  if (records.length > LIMITS.ingestionBatchRecords) throw new AppError(400, 'batch too large');
+  if (!Array.isArray(payload) && !isPlainObject(payload)) throw invalidRecord('body: must be an object or an array of objects');
+  return records;
+}
+
+/** EventRow.id: 52 bits of SHA-1 over the dedup key (exact in a double, the same for every copy). */
+export function eventId(projectId: number, event: string, distinctId: string, time: number, insertId: string): number {
+  const h = createHash('sha1').update(`${projectId}\u0000${event}\u0000${distinctId}\u0000${time}\u0000${insertId}`).digest('hex');
+  return parseInt(h.slice(0, 13), 16);
+}
+
+/** The stored form of property values (parallel arrays beside the JSON). */
+export function propArrays(props: Props): { prop_keys: string[]; prop_values: string[] } {
+  const prop_keys: string[] = [];
+  const prop_values: string[] = [];
+  for (const k of Object.keys(props)) {
+    const v = props[k];
+    prop_keys.push(k);
+    prop_values.push(typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+  }
+  return { prop_keys, prop_values };
+}
+
+/** Copies `src` into a null-prototype object (JSON.parse output may carry a `__proto__` key). */
+export function nullProto(src: unknown): Props {
+  const out: Props = Object.create(null);
+  if (isPlainObject(src)) for (const k of Object.keys(src)) out[k] = (src as Props)[k];
+  return out;
+}

@@ -1,0 +1,295 @@
+import type { Context } from 'koa';
+import { randomUUID } from 'node:crypto';
+import type { Deps } from '../deps.js';
+import { route, type RouteSpec } from '../http/route.js';
+import { AppError, invalidToken } from '../http/errors.js';
+import { enforceRateLimits, type RateLimiter } from '../http/rate-limit.js';
+import { bearerToken } from '../auth/authenticate.js';
+import { LIMITS } from '../limits.js';
+import { isPostgres } from '../ports/metadata/knex.js';
+import type { IngestionBatch, IngestionKind } from '../ports/buffer/port.js';
+import type { Project } from '../projects/store.js';
+import { monthOf } from '../usage/store.js';
+import { decodeRequest, type DecodedRequest } from './decode.js';
+import { clientIp, geoCache } from './geo.js';
+import {
+  asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, recordToken, sanitize, timeOf,
+  type AliasRecord, type EngageRecord, type Props, type TrackRecord,
+} from './records.js';
+import { AliasBody, AliasResponse, EngageBody, EngageResponse, TrackBody, TrackResponse } from './schema.js';
+
+/** A record bound for one project. */
+interface Routed<R> {
+  project: Project;
+  record: R;
+}
+
+const DESTRUCTIVE_ERROR = '$delete/$unset require an owner or superadmin credential';
+
+/** Keys of a tracked event's properties that are columns, not stored properties. */
+const COLUMN_KEYS = new Set(['token', 'distinct_id', 'time']);
+
+export function ingestionRoutes(deps: Deps): RouteSpec[] {
+  /** Projects of the tokens used in a request; any unknown or missing token refuses the whole request. */
+  async function resolveTokens(tokens: Array<string | undefined>): Promise<Project[]> {
+    const unique = [...new Set(tokens)];
+    const found = new Map<string, Project>();
+    for (const token of unique) {
+      if (!token || token.length > 200) throw invalidToken();
+      const project = await deps.projects.byToken(token);
+      if (!project) throw invalidToken();
+      found.set(token, project);
+    }
+    return tokens.map((t) => found.get(t!)!);
+  }
+
+  function limit(ctx: Context, projects: Project[], perIp: boolean) {
+    const checks: Array<[RateLimiter, string]> = [];
+    if (perIp) checks.push([deps.rateLimits.perIp, clientIp(ctx, deps.config.trustedProxies)]);
+    for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, String(id)]);
+    enforceRateLimits(checks);
+  }
+
+  /** Groups records per project (keeping their order) into one batch each. */
+  function batches<R>(kind: IngestionKind, batchId: string, acceptedAt: number, routed: Routed<R>[]): IngestionBatch[] {
+    const byProject = new Map<number, R[]>();
+    for (const r of routed) {
+      let list = byProject.get(r.project.id);
+      if (!list) byProject.set(r.project.id, (list = []));
+      list.push(r.record);
+    }
+    const many = byProject.size > 1;
+    return [...byProject].map(([projectId, records]) => ({
+      id: many ? `${batchId}.${projectId}` : batchId, kind, projectId, acceptedAt, records,
+    }));
+  }
+
+  /**
+   * Counts accepted events against each organisation's monthly quota and publishes, in one
+   * metadata transaction: over quota, or a publish failing, stores and counts nothing.
+   */
+  async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: Project; n: number }>, acceptedAt: number) {
+    const counted = [...eventsPerProject.values()].filter((e) => e.n > 0);
+    if (counted.length === 0) {
+      for (const b of out) await deps.buffer.publish(b);
+      return;
+    }
+    const month = monthOf(acceptedAt);
+    await deps.db.transaction(async (trx) => {
+      const perOrg = new Map<number, number>();
+      for (const { project, n } of counted) if (project.org_id !== null) perOrg.set(project.org_id, (perOrg.get(project.org_id) ?? 0) + n);
+      for (const [orgId, n] of [...perOrg].sort((a, b) => a[0] - b[0])) {
+        let q = trx('organizations').where({ id: orgId }).first('monthly_event_quota');
+        if (isPostgres(deps.db)) q = q.forUpdate();
+        const org = await q;
+        const quota = org?.monthly_event_quota;
+        if (quota !== null && quota !== undefined) {
+          const used = await deps.usage.orgEvents(orgId, month, trx);
+          if (used + n > Number(quota)) {
+            throw new AppError(429, 'monthly event quota exceeded', { headers: { 'Retry-After': String(LIMITS.quotaRetryAfterSeconds) } });
+          }
+        }
+      }
+      for (const { project, n } of counted) await deps.usage.add(project.org_id, project.id, month, n, trx);
+      for (const b of out) await deps.buffer.publish(b);
+    });
+  }
+
+  /** Mixpanel-encoded requests without `verbose=1` get Mixpanel's `1` text answer. */
+  function reply(req: DecodedRequest, body: Record<string, unknown>) {
+    if (req.mixpanel && !req.verbose) return body.status === 1 ? '1' : '0';
+    return req.mixpanel ? { error: null, ...body } : body;
+  }
+
+  async function track(ctx: Context) {
+    const acceptedAt = Date.now();
+    const req = decodeRequest(ctx);
+    const raw = asRecords(req.payload);
+    const headerToken = ctx.get('x-service-token') || undefined;
+    const ip = req.useIp ? clientIp(ctx, deps.config.trustedProxies) : undefined;
+    const geo = geoCache();
+    const batchId = randomUUID();
+    // Shape first (400), then credentials (401), then limits (429): nothing is published unless all pass.
+    const drafts = raw.map((rec, i) => {
+      if (!isPlainObject(rec)) throw invalidRecord(`${i}: must be an object`);
+      const event = typeof rec.event === 'string' ? cleanString(rec.event) : undefined;
+      if (!event || event.length > 255) throw invalidRecord(`${i}.event: must be a non-empty string of at most 255 characters`);
+      const props = rec.properties === undefined ? {} : rec.properties;
+      if (!isPlainObject(props)) throw invalidRecord(`${i}.properties: must be an object`);
+      const distinctId = idOf(props.distinct_id);
+      const token = recordToken(props.token) ?? headerToken;
+      if (event === '$create_alias') {
+        const alias = idOf(props.alias);
+        if (!alias || !distinctId) throw invalidRecord(`${i}.properties: alias and distinct_id required`);
+        return { token, make: (): TrackRecord => ({ t: 'a', alias, distinct_id: distinctId }) };
+      }
+      if (!distinctId) throw invalidRecord(`${i}.properties.distinct_id: must be a non-empty string of at most 255 characters`);
+      const time = props.time === undefined || props.time === null ? acceptedAt : timeOf(props.time, `${i}.properties.time`);
+      const stored: Props = Object.create(null);
+      for (const k of Object.keys(props)) {
+        if (COLUMN_KEYS.has(k)) continue;
+        stored[cleanString(k)] = sanitize(props[k], `${i}.properties.${k}`, 1);
+      }
+      const clientInsertId = typeof stored.$insert_id === 'string' && stored.$insert_id ? (stored.$insert_id as string).slice(0, 255) : undefined;
+      const insertId = clientInsertId ?? `${batchId}:${i}`;
+      const defaults: Props = {
+        $insert_id: insertId,
+        $received_at: acceptedAt,
+        $payload_size: Buffer.byteLength(event) + Buffer.byteLength(JSON.stringify(props)),
+        ...geo(typeof props.ip === 'string' ? props.ip : ip),
+      };
+      for (const k of Object.keys(defaults)) if (!(k in stored)) stored[k] = defaults[k];
+      return {
+        token,
+        make: (projectId: number): TrackRecord => ({
+          t: 'e', id: eventId(projectId, event, distinctId, time, insertId), event, distinct_id: distinctId, time,
+          insert_id: insertId, received_at: acceptedAt, properties: stored,
+        }),
+      };
+    });
+    const projects = await resolveTokens(drafts.map((d) => d.token));
+    limit(ctx, projects, true);
+    const routed = drafts.map((d, i) => ({ project: projects[i], record: d.make(projects[i].id) }));
+    const counts = new Map<number, { project: Project; n: number }>();
+    for (const r of routed) {
+      if (r.record.t !== 'e') continue;
+      const c = counts.get(r.project.id) ?? { project: r.project, n: 0 };
+      c.n++;
+      counts.set(r.project.id, c);
+    }
+    await admit(batches('track', batchId, acceptedAt, routed), counts, acceptedAt);
+    return reply(req, { status: 1, inserted: routed.length });
+  }
+
+  async function engage(ctx: Context) {
+    const acceptedAt = Date.now();
+    const req = decodeRequest(ctx);
+    const raw = asRecords(req.payload);
+    const headerToken = ctx.get('x-service-token') || undefined;
+    const ip = req.useIp ? clientIp(ctx, deps.config.trustedProxies) : undefined;
+    const geo = geoCache();
+    const drafts = raw.map((op, i) => {
+      if (!isPlainObject(op)) throw invalidRecord(`${i}: must be an object`);
+      const distinctId = idOf(op.distinct_id ?? op.$distinct_id);
+      if (!distinctId) throw invalidRecord(`${i}.distinct_id: must be a non-empty string of at most 255 characters`);
+      const rec: EngageRecord = { index: i, distinct_id: distinctId };
+      for (const verb of ['$set', '$set_once'] as const) {
+        if (op[verb] === undefined) continue;
+        if (!isPlainObject(op[verb])) throw invalidRecord(`${i}.${verb}: must be an object`);
+        const obj = sanitize(op[verb], `${i}.${verb}`, 1) as Props;
+        const g = geo(typeof op.$ip === 'string' ? op.$ip : ip);
+        for (const k of Object.keys(g)) if (!(k in obj)) obj[k] = g[k];
+        if (verb === '$set') rec.set = obj;
+        else rec.set_once = obj;
+      }
+      if ((rec.set || rec.set_once) && op.$ignore_time !== true && !(rec.set && '$last_seen' in rec.set) && !(rec.set_once && '$last_seen' in rec.set_once)) {
+        rec.set ??= Object.create(null);
+        rec.set!.$last_seen = acceptedAt;
+      }
+      if (op.$add !== undefined) {
+        if (!isPlainObject(op.$add)) throw invalidRecord(`${i}.$add: must be an object of numbers`);
+        const add: Record<string, number> = Object.create(null);
+        for (const k of Object.keys(op.$add)) {
+          const v = op.$add[k];
+          if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRecord(`${i}.$add.${k}: must be a number`);
+          add[cleanString(k)] = v;
+        }
+        rec.add = add;
+      }
+      if (op.$unset !== undefined) {
+        if (!Array.isArray(op.$unset) || !op.$unset.every((k) => typeof k === 'string')) throw invalidRecord(`${i}.$unset: must be an array of strings`);
+        rec.unset = (op.$unset as string[]).map(cleanString);
+      }
+      if (op.$delete !== undefined && op.$delete !== false && op.$delete !== null) rec.delete = true;
+      return { token: recordToken(op.token) ?? recordToken(op.$token) ?? headerToken, rec };
+    });
+    const projects = await resolveTokens(drafts.map((d) => d.token));
+    limit(ctx, projects, true);
+    // Destructive verbs: superadmin key, or an ID token of an owner of the project's organisation.
+    const refused: Array<{ index: number; op: '$delete' | '$unset' }> = [];
+    const routed: Routed<EngageRecord>[] = [];
+    let elevated: ((p: Project) => Promise<boolean>) | undefined;
+    for (let i = 0; i < drafts.length; i++) {
+      const { rec } = drafts[i];
+      if (rec.delete || rec.unset) {
+        elevated ??= await elevation(ctx);
+        if (!(await elevated(projects[i]))) {
+          refused.push({ index: i, op: rec.delete ? '$delete' : '$unset' });
+          continue;
+        }
+      }
+      routed.push({ project: projects[i], record: rec });
+    }
+    await admit(batches('engage', randomUUID(), acceptedAt, routed), new Map(), acceptedAt);
+    if (refused.length) return reply(req, { status: 0, error: DESTRUCTIVE_ERROR, applied: routed.length, refused });
+    return reply(req, { status: 1, applied: routed.length });
+  }
+
+  /** Whether the request's bearer credential may make destructive profile changes in a project. */
+  async function elevation(ctx: Context): Promise<(p: Project) => Promise<boolean>> {
+    const token = bearerToken(ctx);
+    const auth = token ? await deps.auth.resolve(token).catch(() => undefined) : undefined;
+    const cache = new Map<number | null, boolean>();
+    return async (project) => {
+      if (!auth) return false;
+      if (auth.kind === 'superadmin') return true;
+      if (project.org_id === null) return false;
+      if (!cache.has(project.org_id)) {
+        const m = await deps.orgs.membershipOfUser(project.org_id, auth.userId);
+        cache.set(project.org_id, m?.role === 'owner');
+      }
+      return cache.get(project.org_id)!;
+    };
+  }
+
+  async function alias(ctx: Context) {
+    const acceptedAt = Date.now();
+    const req = decodeRequest(ctx);
+    const raw = asRecords(req.payload);
+    const headerToken = ctx.get('x-service-token') || undefined;
+    const drafts = raw.map((r) => {
+      const rec = isPlainObject(r) ? r : {};
+      const a = idOf(rec.alias);
+      const d = idOf(rec.distinct_id);
+      if (!a || !d) throw new AppError(400, 'alias and distinct_id required');
+      return { token: recordToken(rec.token) ?? headerToken, rec: { alias: a, distinct_id: d } as AliasRecord };
+    });
+    const projects = await resolveTokens(drafts.map((d) => d.token));
+    limit(ctx, projects, false);
+    const routed = drafts.map((d, i) => ({ project: projects[i], record: d.rec }));
+    await admit(batches('alias', randomUUID(), acceptedAt, routed), new Map(), acceptedAt);
+    return reply(req, { status: 1 });
+  }
+
+  const specs: RouteSpec[] = [];
+  for (const prefix of ['', '/v/0.14']) {
+    specs.push(
+      route({
+        method: 'post', path: `${prefix}/track`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: TrackBody, response: TrackResponse,
+        summary: 'Tracks one event or a batch of at most 500 (JSON, or Mixpanel form encoding with data=)',
+        handler: ({ ctx }) => track(ctx),
+      }),
+      route({
+        method: 'get', path: `${prefix}/track`, tag: 'Ingestion', auth: 'custom', rawBody: true, response: TrackResponse,
+        summary: 'Tracks events sent Mixpanel-style in the query string (data=base64 JSON)',
+        handler: ({ ctx }) => track(ctx),
+      }),
+      route({
+        method: 'post', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: EngageBody, response: EngageResponse,
+        summary: 'Applies profile updates ($set, $set_once, $add; $unset and $delete with an owner or superadmin credential)',
+        handler: ({ ctx }) => engage(ctx),
+      }),
+      route({
+        method: 'get', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'custom', rawBody: true, response: EngageResponse,
+        summary: 'Profile updates sent Mixpanel-style in the query string (data=base64 JSON)',
+        handler: ({ ctx }) => engage(ctx),
+      }),
+      route({
+        method: 'post', path: `${prefix}/alias`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: AliasBody, response: AliasResponse,
+        summary: 'Links alias into the identity cluster of distinct_id (some links are silently refused)',
+        handler: ({ ctx }) => alias(ctx),
+      }),
+    );
+  }
+  return specs;
+}
