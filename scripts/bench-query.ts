@@ -1,0 +1,119 @@
+/**
+ * Analyses benchmark (not a test). Loads a deterministic dataset (10M events, 200k identities,
+ * 40 event names, 10 properties, 90 days, 20% of events under anonymous ids linked to their user)
+ * into each configured store, generated inside the engine (DuckDB: range(); ClickHouse: numbers()),
+ * then reports each analysis' median latency next to a bare `SELECT count()` with the same filter.
+ *
+ *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
+ *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query)
+ *   BENCH_EVENTS=1000000 BENCH_RUNS=5 ...       # smaller / more runs
+ */
+import path from 'node:path';
+import fs from 'node:fs';
+import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
+import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
+import type { EventStore } from '../apps/server/src/ports/events/index.js';
+import { dialectFor } from '../apps/server/src/query/dialects/index.js';
+import { EventMatcher } from '../apps/server/src/query/filters.js';
+import type { QueryContext } from '../apps/server/src/query/context.js';
+import { runSegmentation } from '../apps/server/src/query/segmentation.js';
+import { runFunnel } from '../apps/server/src/query/funnel.js';
+import { runRetention } from '../apps/server/src/query/retention.js';
+import { runFlows } from '../apps/server/src/query/flows.js';
+import { runSessions } from '../apps/server/src/query/sessions.js';
+import { runMetric } from '../apps/server/src/query/metric.js';
+import { membershipSql } from '../apps/server/src/cohorts/membership.js';
+
+const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
+const IDS = 200_000;
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const PROJECT = 1;
+const T0 = Date.UTC(2024, 0, 1);
+const DAYS = 90;
+const range = { fromMs: T0, toEndMs: T0 + DAYS * 86_400_000 };
+
+/** Row generator shared by both engines (only the spelling differs). `i` is the row number. */
+function generatorSql(dialect: 'duckdb' | 'clickhouse'): string {
+  const ch = dialect === 'clickhouse';
+  const i = ch ? 'number' : 'i';
+  const str = (e: string) => (ch ? `toString(${e})` : `CAST(${e} AS VARCHAR)`);
+  const cat = (...p: string[]) => (ch ? `concat(${p.join(', ')})` : p.join(' || '));
+  const mix = (m: number, mod: number) => `((${i} * ${m} + ${m % 1000}) % ${mod})`;
+  const user = mix(2654435761, IDS);
+  // Names skewed: low numbers more frequent (min of two draws).
+  const name = cat(`'e'`, str(ch ? `least(${mix(40503, 40)}, ${mix(9973, 40)})` : `least(${mix(40503, 40)}, ${mix(9973, 40)})`));
+  const distinct = `CASE WHEN ${mix(7919, 5)} = 0 THEN ${cat(`'a'`, str(user))} ELSE ${cat(`'u'`, str(user))} END`;
+  const time = `${T0} + ${mix(104729, DAYS * 86_400_000)}`;
+  const keys = `[${Array.from({ length: 10 }, (_, k) => `'p${k}'`).join(', ')}]`;
+  const values = `[${Array.from({ length: 10 }, (_, k) => cat(`'v'`, str(mix(31 + k * 7, 3 + k)))).join(', ')}]`;
+  const cols = `${PROJECT} AS project_id, ${i} AS id, ${name} AS event, ${distinct} AS distinct_id, ${time} AS time,
+    ${cat(`'i'`, str(i))} AS insert_id, '{}' AS properties, ${keys} AS prop_keys, ${values} AS prop_values, ${time} AS received_at`;
+  return ch ? `SELECT ${cols} FROM numbers(${N})` : `SELECT ${cols} FROM range(${N}) t(i)`;
+}
+
+async function load(store: EventStore): Promise<void> {
+  const have = await store.query<{ n: number }>(`SELECT count(*) AS n FROM events WHERE project_id = ${PROJECT}`);
+  if (Number(have[0].n) === N) return console.log(`  ${store.dialect}: ${N} events already loaded`);
+  const started = Date.now();
+  await store.command(store.dialect === 'clickhouse' ? 'TRUNCATE TABLE events' : 'DELETE FROM events');
+  await store.command(store.dialect === 'clickhouse' ? 'TRUNCATE TABLE identity_links' : 'DELETE FROM identity_links');
+  await store.command(`INSERT INTO events ${generatorSql(store.dialect)}`);
+  const links = store.dialect === 'clickhouse'
+    ? `INSERT INTO identity_links SELECT ${PROJECT}, concat('a', toString(number)), concat('u', toString(number)), 0, 1 FROM numbers(${IDS})`
+    : `INSERT INTO identity_links SELECT ${PROJECT}, 'a' || i, 'u' || i, 0, 1 FROM range(${IDS}) t(i)`;
+  await store.command(links);
+  if (store.dialect === 'clickhouse') await store.command('OPTIMIZE TABLE events FINAL');
+  console.log(`  ${store.dialect}: loaded ${N} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+async function median(fn: () => Promise<unknown>): Promise<number> {
+  await fn();
+  const times: number[] = [];
+  for (let r = 0; r < RUNS; r++) {
+    const s = performance.now();
+    await fn();
+    times.push(performance.now() - s);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}
+
+async function bench(store: EventStore) {
+  await store.migrate();
+  await load(store);
+  const d = dialectFor(store.dialect);
+  const q: QueryContext = { d, projectId: PROJECT, events: new EventMatcher(d, new Map()) };
+  const where = `project_id = ${PROJECT} AND time >= ${range.fromMs} AND time < ${range.toEndMs}`;
+  const scan = await median(() => store.query(`SELECT count(*) AS n FROM events WHERE ${where}`));
+  const scanFinal = store.dialect === 'clickhouse' ? await median(() => store.query(`SELECT count(*) AS n FROM events FINAL WHERE ${where}`)) : undefined;
+  const cases: Array<[string, () => Promise<unknown>]> = [
+    ['segmentation total/day', () => runSegmentation(store, q, { event: 'e1', unit: 'day', type: 'total' }, range)],
+    ['segmentation unique/week by p1', () => runSegmentation(store, q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)],
+    ['funnel 3 steps, 7 days', () => runFunnel(store, q, { steps: ['e0', 'e1', 'e2'], windowDays: 7 }, range)],
+    ['retention weekly, 8 buckets', () => runRetention(store, q, { bornEvent: 'e3', returnEvent: 'e0', unit: 'week', buckets: 8 }, range)],
+    ['flows after, 3 steps', () => runFlows(store, q, { event: 'e5', direction: 'after', steps: 3, limit: 20 }, range)],
+    ['sessions/day', () => runSessions(store, q, 'day', range)],
+    ['metric (A-B)/A', () => runMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v1' }] }] }, 'day', range)],
+    ['cohort size (behaviour)', () => store.query(`SELECT count(*) AS n FROM (${membershipSql(q, { op: 'and', criteria: [{ kind: 'behavior', event: 'e2', op: 'gte', count: 3, windowDays: 0 }] }, { now: range.toEndMs })}) m`)],
+  ];
+  console.log(`\n${store.dialect}: bare scan SELECT count() ${scan.toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}`);
+  console.log('| analysis | median ms | × bare scan |');
+  console.log('|---|---:|---:|');
+  for (const [name, fn] of cases) {
+    const ms = await median(fn);
+    console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);
+  }
+}
+
+const dir = process.env.BENCH_DIR ?? '/tmp/bench-query';
+fs.mkdirSync(dir, { recursive: true });
+console.log(`dataset: ${N} events, ${IDS} identities, 40 names, 10 properties, ${DAYS} days; median of ${RUNS} runs`);
+const duck = new DuckDbEventStore(path.join(dir, `events-${N}.duckdb`));
+await bench(duck);
+await duck.close();
+const chUrl = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
+if (chUrl) {
+  const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query' });
+  await bench(ch);
+  await ch.close();
+}
