@@ -157,7 +157,7 @@ export class DataStore {
     const who = `person = ${this.str(person)}`;
     const sql = this.d === 'clickhouse'
       ? `SELECT arrayCount((t, p) -> t - p >= ${GAP}, ts, arrayPushFront(arrayPopBack(ts), toInt64(-${GAP} - 1))) AS n
-         FROM (SELECT arraySort(groupArray(time)) AS ts FROM ${src} WHERE ${who})`
+         FROM (SELECT person, arraySort(groupArray(time)) AS ts FROM ${src} WHERE ${who} GROUP BY person)`
       : `SELECT count(*) AS n FROM (SELECT time - lag(time) OVER (ORDER BY time) AS gap FROM ${src} WHERE ${who})
          WHERE gap IS NULL OR gap >= ${GAP}`;
     const rows = await this.events.query<{ n: number }>(sql);

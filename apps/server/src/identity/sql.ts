@@ -38,15 +38,15 @@ export const EVENT_COLUMNS = ['id', 'event', 'distinct_id', 'time', 'insert_id',
 export function resolvedProfiles(dialect: EventDialect, projectId: number): string {
   const p = sqlInt(projectId);
   if (dialect === 'clickhouse') {
-    return `(SELECT person, argMax(properties, updated_at) AS properties, max(updated_at) AS updated_at FROM (
-        SELECT if(l_canonical != '', l_canonical, distinct_id) AS person, properties, updated_at FROM
+    return `(SELECT person, argMax(p_json, p_version) AS properties, max(p_version) AS updated_at FROM (
+        SELECT if(l_canonical != '', l_canonical, distinct_id) AS person, properties AS p_json, updated_at AS p_version FROM
           (SELECT distinct_id, properties, updated_at, deleted FROM profiles FINAL WHERE project_id = ${p})
           ANY LEFT JOIN (SELECT distinct_id, canonical_id AS l_canonical FROM identity_links FINAL WHERE project_id = ${p}) USING (distinct_id)
         WHERE deleted = 0)
       GROUP BY person)`;
   }
-  return `(SELECT person, arg_max(properties, updated_at) AS properties, max(updated_at) AS updated_at FROM (
-      SELECT coalesce(l.canonical_id, pr.distinct_id) AS person, pr.properties, pr.updated_at
+  return `(SELECT person, arg_max(p_json, p_version) AS properties, max(p_version) AS updated_at FROM (
+      SELECT coalesce(l.canonical_id, pr.distinct_id) AS person, pr.properties AS p_json, pr.updated_at AS p_version
       FROM profiles pr LEFT JOIN identity_links l ON l.project_id = pr.project_id AND l.distinct_id = pr.distinct_id
       WHERE pr.project_id = ${p} AND pr.deleted = 0)
     GROUP BY person)`;

@@ -245,6 +245,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   async function alias(ctx: Context) {
     const acceptedAt = Date.now();
     const req = decodeRequest(ctx);
+    if (!isPlainObject(req.payload) && !Array.isArray(req.payload)) throw new AppError(400, 'alias and distinct_id required');
     const raw = asRecords(req.payload);
     const headerToken = ctx.get('x-service-token') || undefined;
     const drafts = raw.map((r) => {
