@@ -92,6 +92,38 @@ forEachBackend('sdk ingestion', (backend) => {
     }
   });
 
+  it('cohort rules end to end: membership from tracked events, identity from /alias', async () => {
+    const cohort = await acme.owner.post('/api/cohorts', {
+      projectId: acme.project.id, name: 'buyers',
+      definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'purchase', op: 'gte', count: 1, windowDays: 30 }] },
+    });
+    assert.equal(cohort.status, 201, JSON.stringify(cohort.body));
+    const flag = await acme.owner.post('/api/flags', {
+      projectId: acme.project.id, key: 'buyers-banner', name: 'buyers',
+      variants: [{ key: 'gold', rolloutPct: 100, payload: { tier: 'gold' } }],
+      rules: [{ rolloutPct: 100, cohortId: cohort.body.id }],
+    });
+    assert.equal(flag.status, 201, JSON.stringify(flag.body));
+    const secret = (await acme.owner.post(`/api/projects/${acme.project.id}/flag-secret`)).body.secret;
+    const c = new Tally({ token: acme.project.token, host: t.url, flagSecret: secret, flushOnExit: false });
+    await c.ready();
+    assert.equal((await c.getFlag('buyers-banner', 'buyer-x')).reason, 'no_match');
+    c.track('purchase', 'buyer-x', { amount: 10 });
+    c.alias('$device:buyer-phone', 'buyer-x');
+    await c.flush();
+    await waitFor(async () => (await count('events', ` AND event = 'purchase' AND distinct_id = 'buyer-x'`)) === 1);
+    const expected = { enabled: true, variant: 'gold', payload: { tier: 'gold' }, reason: 'rule:0' };
+    for (const id of ['buyer-x', '$device:buyer-phone']) {
+      const viaSdk = await c.getFlag('buyers-banner', id);
+      assert.equal(viaSdk.source, 'remote', 'cohort flags are evaluated remotely');
+      const { source: _s, ...plain } = viaSdk;
+      assert.deepEqual(plain, expected, id);
+      assert.deepEqual((await acme.owner.post(`/api/flags/${flag.body.id}/preview`, { distinctId: id })).body, expected);
+    }
+    assert.equal((await c.getFlag('buyers-banner', 'someone-else')).reason, 'no_match');
+    await c.shutdown();
+  });
+
   it('flushes queued events when the process exits', async () => {
     const before = await count('events', ` AND event = 'on-exit'`);
     const script = `
