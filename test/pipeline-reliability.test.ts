@@ -20,6 +20,8 @@ import {
  * PIPELINE_EVENTS scales the worker-kill load (default 200,000, the issue's figure).
  */
 const KILL_EVENTS = Number(process.env.PIPELINE_EVENTS ?? 200_000);
+/** Paced so the load lasts long enough for the kill to land in its middle (about 10 s at the default). */
+const KILL_RATE = Math.max(5000, KILL_EVENTS / 10);
 const SUPERADMIN_KEY = 'pipeline-superadmin-key';
 
 describe('pipeline: reliability (real nats-server, clickhouse-server, api and worker processes)', function () {
@@ -82,10 +84,14 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     return (await res.json()) as { id: number; token: string };
   }
 
-  async function startWorker(name: string, extra: Record<string, string> = {}): Promise<Child> {
-    const w = startRole(name, 'worker', { ...env, ...extra }, logDir);
+  /** Starts a worker process and waits until it answers on its metrics port (it is consuming). */
+  async function startWorker(name: string, extra: Record<string, string> = {}): Promise<Child & { metricsUrl: string }> {
+    const port = await freePort();
+    const w = startRole(name, 'worker', { ...env, METRICS_PORT: String(port), ...extra }, logDir);
     children.push(w);
-    return w;
+    const metricsUrl = `http://127.0.0.1:${port}`;
+    await waitFor(`${name} up (log: ${w.logFile})`, async () => (await fetch(`${metricsUrl}/health/live`)).ok, 60_000, 100);
+    return Object.assign(w, { metricsUrl });
   }
 
   async function metric(url: string, name: string): Promise<number> {
@@ -166,15 +172,18 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
   it(`worker SIGKILLed in the middle of a ${KILL_EVENTS.toLocaleString('en')}-event load, then restarted: every accepted event stored exactly once`, async function () {
     const project = await newProject('kill');
     const timeBase = Date.UTC(2024, 0, 1);
-    const w1 = await startWorker('worker-kill-1');
-    const load = sendEvents({ url: apiUrl, token: project.token, total: KILL_EVENTS, batchSize: 500, concurrency: 6, timeBase, retry: true });
-    await waitFor('a quarter stored', async () => (await counts(project.id)).raw >= KILL_EVENTS / 4, 120_000, 100);
+    // small fetches, so the kill lands between and inside many inserts
+    const small = { NATS_FETCH_BATCH: '40' };
+    const w1 = await startWorker('worker-kill-1', small);
+    const progress = { accepted: 0 };
+    const load = sendEvents({ url: apiUrl, token: project.token, total: KILL_EVENTS, batchSize: 250, concurrency: 6, timeBase, retry: true, progress, eventsPerSecond: KILL_RATE });
+    await waitFor('a third accepted and some stored', async () => progress.accepted >= KILL_EVENTS / 3 && (await counts(project.id)).raw > 0, 120_000, 50);
     w1.proc.kill('SIGKILL');
-    const atKill = await counts(project.id);
-    assert.ok(atKill.distinct < KILL_EVENTS, 'killed while events were still waiting');
     await w1.exited;
+    const atKill = await counts(project.id);
+    assert.ok(progress.accepted < KILL_EVENTS, 'killed in the middle of the load');
     await sleep(1000);
-    const w2 = await startWorker('worker-kill-2');
+    const w2 = await startWorker('worker-kill-2', small);
     const result = await load;
     assert.equal(result.accepted, KILL_EVENTS, JSON.stringify(result.statuses));
     const c = await assertExactlyOnce(project.id, KILL_EVENTS, timeBase);
@@ -186,7 +195,7 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const project = await newProject('clickhouse-down');
     const timeBase = Date.UTC(2024, 1, 1);
     const total = 60_000;
-    const worker = await startWorker('worker-ch', { METRICS_PORT: String(await freePort()) });
+    const worker = await startWorker('worker-ch');
     const load = sendEvents({ url: apiUrl, token: project.token, total, batchSize: 250, concurrency: 4, timeBase, eventsPerSecond: total / 40, retry: false });
     await waitFor('events flowing', async () => (await counts(project.id)).raw > 0, 30_000, 200);
     await ch.stop();
@@ -239,17 +248,13 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const project = await newProject('two-workers');
     const timeBase = Date.UTC(2024, 3, 1);
     const total = 100_000;
-    const ports = [await freePort(), await freePort()];
-    const workers = [
-      await startWorker('worker-a', { METRICS_PORT: String(ports[0]) }),
-      await startWorker('worker-b', { METRICS_PORT: String(ports[1]) }),
-    ];
+    const workers = [await startWorker('worker-a'), await startWorker('worker-b')];
     const result = await sendEvents({ url: apiUrl, token: project.token, total, batchSize: 100, concurrency: 6, timeBase, retry: true });
     assert.equal(result.accepted, total);
     await assertExactlyOnce(project.id, total, timeBase);
-    const stored = await Promise.all(ports.map((p) => metric(`http://127.0.0.1:${p}`, 'ingest_stored_records_total')));
+    const stored = await Promise.all(workers.map((w) => metric(w.metricsUrl, 'ingest_stored_records_total')));
     assert.ok(stored.every((s) => s > 0), `both workers stored events: ${stored}`);
-    assert.equal(stored[0] + stored[1] >= total, true);
+    assert.ok(stored[0] + stored[1] >= total, `the workers' counters add up: ${stored}`);
     console.log(`      stored per worker: ${stored.join(' / ')}`);
     for (const w of workers) await w.kill('SIGTERM');
   });

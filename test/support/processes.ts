@@ -170,11 +170,14 @@ export class ClickHouseServer {
   }
 }
 
-/** The service's entry point as a child process: `npx tsx apps/server/src/main.ts <role>`. */
+/**
+ * The service's entry point as a child process: `node --import tsx apps/server/src/main.ts <role>`
+ * (node itself, not the tsx CLI, which would run the service in a grandchild that a SIGKILL of
+ * the child would not reach).
+ */
 export function startRole(name: string, role: 'api' | 'worker' | 'all', env: Record<string, string>, logDir: string): Child {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-  const tsx = path.join(root, 'node_modules/.bin/tsx');
-  return spawnLogged(name, tsx, [path.join(root, 'apps/server/src/main.ts'), role], {
+  return spawnLogged(name, process.execPath, ['--import', 'tsx', path.join(root, 'apps/server/src/main.ts'), role], {
     env: { ...process.env, ...env, ROLE: role },
     cwd: root,
     logDir,
@@ -197,6 +200,8 @@ export interface LoadOptions {
   retry?: boolean;
   /** Upper bound on the wait between retries (ms). */
   maxRetryWaitMs?: number;
+  /** Updated as the load runs (events answered 200 so far). */
+  progress?: { accepted: number };
 }
 
 export interface LoadResult {
@@ -262,6 +267,7 @@ export async function sendEvents(o: LoadOptions): Promise<LoadResult> {
         statuses[status] = (statuses[status] ?? 0) + 1;
         if (status === 200) {
           accepted += n;
+          if (o.progress) o.progress.accepted = accepted;
           acceptedCurve.push([Date.now() - started, accepted]);
           break;
         }
