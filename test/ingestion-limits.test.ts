@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { Client } from './support/http.js';
+import { drained, ev, ingest } from './ingestion.support.js';
+
+forEachBackend('ingestion limits', (backend) => {
+  describe('rate limits', () => {
+    let t: TestService;
+    let acme: Tenant;
+    let globex: Tenant;
+
+    before(async () => {
+      // Small buckets; X-Forwarded-For picks the client address so each test has its own IP.
+      t = await startTestService(backend, {
+        RATE_LIMIT_PER_IP: '3', RATE_LIMIT_PER_PROJECT: '5', RATE_LIMIT_WINDOW_MS: '60000', TRUSTED_PROXIES: '127.0.0.1',
+      });
+      acme = await createTenant(t, 'Acme');
+      globex = await createTenant(t, 'Globex');
+    });
+    after(async () => t?.close());
+
+    const total = async (tenant: Tenant) => {
+      await drained(t);
+      return (await tenant.owner.get(`/api/data/events?projectId=${tenant.project.id}`)).body.total;
+    };
+
+    it('limits /track and /engage per IP with 429 and Retry-After, storing nothing of the rejected batch', async () => {
+      const c = ingest(t, acme.project.token, { 'x-forwarded-for': '10.0.0.1' });
+      for (let i = 0; i < 2; i++) assert.equal((await c.post('/track', ev('Limited', `l${i}`))).status, 200);
+      assert.equal((await c.post('/engage', { distinct_id: 'l', $set: { a: 1 } })).status, 200);
+      const r = await c.post('/track', [ev('Limited', 'over-1'), ev('Limited', 'over-2')]);
+      assert.equal(r.status, 429);
+      assert.deepEqual(r.body, { status: 0, error: 'rate limited' });
+      const retry = Number(r.headers.get('retry-after'));
+      assert.ok(Number.isInteger(retry) && retry >= 1, `Retry-After ${r.headers.get('retry-after')}`);
+      assert.equal((await c.post('/engage', { distinct_id: 'l', $set: { a: 2 } })).status, 429);
+      await drained(t);
+      const rows = (await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&event=Limited`)).body;
+      assert.equal(rows.total, 2);
+      // Another address is not affected; /alias has no per-IP limit.
+      assert.equal((await ingest(t, acme.project.token, { 'x-forwarded-for': '10.0.0.2' }).post('/track', ev('Other', 'o'))).status, 200);
+      assert.equal((await c.post('/alias', { alias: '$device:x', distinct_id: 'y' })).status, 200);
+    });
+
+    it('limits each project (all ingestion endpoints), independently of other projects', async () => {
+      // Acme has used 5 requests of its 5 in the previous test (3 + 1 + 1 alias; rejected ones count nothing).
+      const fresh = ingest(t, acme.project.token, { 'x-forwarded-for': '10.0.0.9' });
+      const r = await fresh.post('/alias', { alias: '$device:z', distinct_id: 'z' });
+      assert.equal(r.status, 429);
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      const before = await total(acme);
+      assert.equal((await fresh.post('/track', ev('P', 'p'))).status, 429);
+      assert.equal(await total(acme), before);
+      assert.equal((await ingest(t, globex.project.token, { 'x-forwarded-for': '10.0.0.10' }).post('/track', ev('P', 'p'))).status, 200);
+      // A batch mixing a limited project with a free one is rejected whole.
+      const mixed = await ingest(t, globex.project.token, { 'x-forwarded-for': '10.0.0.11' })
+        .post('/track', [ev('Mixed', 'm1'), ev('Mixed', 'm2', { token: acme.project.token })]);
+      assert.equal(mixed.status, 429);
+      assert.equal((await globex.owner.get(`/api/data/events?projectId=${globex.project.id}&event=Mixed`)).body.total, 0);
+    });
+  });
+
+  describe('monthly quota', () => {
+    let t: TestService;
+    let acme: Tenant;
+
+    before(async () => {
+      t = await startTestService(backend);
+      acme = await createTenant(t, 'Quota');
+      await t.admin.patch(`/admin/orgs/${acme.org.id}`, { monthlyEventQuota: 5 });
+    });
+    after(async () => t?.close());
+
+    it('rejects a batch that would exceed the quota atomically with 429 and Retry-After 3600', async () => {
+      const c = ingest(t, acme.project.token);
+      assert.deepEqual((await c.post('/track', [ev('Q', 'a'), ev('Q', 'b'), ev('Q', 'c')])).body, { status: 1, inserted: 3 });
+      const r = await c.post('/track', [ev('Q', 'd'), ev('Q', 'e'), ev('Q', 'f')]);
+      assert.equal(r.status, 429);
+      assert.deepEqual(r.body, { status: 0, error: 'monthly event quota exceeded' });
+      assert.equal(r.headers.get('retry-after'), '3600');
+      assert.deepEqual((await c.post('/track', [ev('Q', 'd'), ev('Q', 'e')])).body, { status: 1, inserted: 2 });
+      assert.equal((await c.post('/track', ev('Q', 'g'))).status, 429);
+      // Profiles and links are not events: they still pass.
+      assert.equal((await c.post('/engage', { distinct_id: 'a', $set: { x: 1 } })).status, 200);
+      await drained(t);
+      const rows = (await acme.owner.get(`/api/data/events?projectId=${acme.project.id}`)).body;
+      assert.deepEqual(rows.events.map((e: any) => e.distinct_id).sort(), ['a', 'b', 'c', 'd', 'e']);
+      const month = new Date().toISOString().slice(0, 7);
+      const usage = (await t.admin.get(`/admin/usage?month=${month}`)).body.find((u: any) => u.org_id === acme.org.id);
+      assert.deepEqual([usage.events, usage.monthly_event_quota], [5, 5]);
+      // Raising the quota lets events in again.
+      await t.admin.patch(`/admin/orgs/${acme.org.id}`, { monthlyEventQuota: null });
+      assert.equal((await c.post('/track', ev('Q', 'g'))).status, 200);
+    });
+
+    it('holds under concurrent batches (check-and-add in one transaction)', async () => {
+      await t.admin.patch(`/admin/orgs/${acme.org.id}`, { monthlyEventQuota: 16 });
+      // 6 used so far; 10 left: of 20 concurrent single-event requests exactly 10 pass.
+      const anon = new Client(t.url);
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => anon.post('/track', ev('C', `c${i}`), { headers: { 'x-service-token': acme.project.token } })),
+      );
+      assert.equal(replies.filter((r) => r.status === 200).length, 10);
+      assert.equal(replies.filter((r) => r.status === 429).length, 10);
+      await drained(t);
+      assert.equal((await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&event=C`)).body.total, 10);
+    });
+  });
+});
