@@ -11,9 +11,10 @@ export const clickhouse: Dialect = {
     return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
-  canonicalEvents({ projectId, where, props }) {
+  canonicalEvents({ projectId, where, props, identity = true }) {
     const cols = ['event', 'time', 'distinct_id', ...(props ? ['prop_keys', 'prop_values'] : [])];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
+    if (!identity) return `(SELECT event, time, distinct_id AS cid${props ? ', prop_keys, prop_values' : ''} FROM events FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')})`;
     return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${props ? ', prop_keys, prop_values' : ''}
       FROM (SELECT ${cols.join(', ')} FROM events FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')})
       ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;

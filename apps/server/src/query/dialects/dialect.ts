@@ -24,9 +24,10 @@ export interface Dialect {
   /**
    * Events of a project (deduplicated) with their identity resolved: columns `event`, `time`,
    * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
-   * columns (event, time, distinct_id, prop_keys, prop_values).
+   * columns (event, time, distinct_id, prop_keys, prop_values). `identity: false` skips the
+   * link lookup (cid = distinct_id) for counts that never look at identities.
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean }): string;
   /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
   canonicalProfiles(projectId: number, where?: string[]): string;
   /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */
