@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { AppError, invalidToken } from '../http/errors.js';
@@ -48,6 +48,18 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     if (perIp) checks.push([deps.rateLimits.perIp, clientIp(ctx, deps.config.trustedProxies)]);
     for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, String(id)]);
     enforceRateLimits(checks);
+  }
+
+  /**
+   * Batch id derived from the request (path, query, project token header, body), so a client
+   * retry of the same request gets the same buffer message id (and the same generated
+   * `$insert_id`s) and JetStream stores it once within its duplicate window.
+   */
+  function requestId(ctx: Context): string {
+    const h = createHash('sha256');
+    for (const part of [ctx.path, ctx.querystring, ctx.get('x-service-token')]) h.update(part).update('\0');
+    if (ctx.state.rawBody) h.update(ctx.state.rawBody);
+    return h.digest('base64url').slice(0, 32);
   }
 
   /** Groups records per project (keeping their order) into one batch each. */
@@ -108,7 +120,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const headerToken = ctx.get('x-service-token') || undefined;
     const ip = req.useIp ? clientIp(ctx, deps.config.trustedProxies) : undefined;
     const geo = geoCache();
-    const batchId = randomUUID();
+    const batchId = requestId(ctx);
     // Shape first (400), then credentials (401), then limits (429): nothing is published unless all pass.
     const drafts = raw.map((rec, i) => {
       if (!isPlainObject(rec)) throw invalidRecord(`${i}: must be an object`);
@@ -220,7 +232,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       }
       routed.push({ project: projects[i], record: rec });
     }
-    await admit(batches('engage', randomUUID(), acceptedAt, routed), new Map(), acceptedAt);
+    await admit(batches('engage', requestId(ctx), acceptedAt, routed), new Map(), acceptedAt);
     if (refused.length) return reply(req, { status: 0, error: DESTRUCTIVE_ERROR, applied: routed.length, refused });
     return reply(req, { status: 1, applied: routed.length });
   }
@@ -258,7 +270,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const projects = await resolveTokens(drafts.map((d) => d.token));
     limit(ctx, projects, false);
     const routed = drafts.map((d, i) => ({ project: projects[i], record: d.rec }));
-    await admit(batches('alias', randomUUID(), acceptedAt, routed), new Map(), acceptedAt);
+    await admit(batches('alias', requestId(ctx), acceptedAt, routed), new Map(), acceptedAt);
     return reply(req, { status: 1 });
   }
 
