@@ -44,8 +44,8 @@ describe('pipeline: JetStream buffer', function () {
     jsm = await nc.jetstreamManager();
   });
 
-  async function open(cfg: ReturnType<typeof freshConfig>, opts: { mergeTrack?: boolean } = {}) {
-    const b = await JetStreamBuffer.open(NATS_URL!, cfg, opts);
+  async function open(cfg: ReturnType<typeof freshConfig>) {
+    const b = await JetStreamBuffer.open(NATS_URL!, cfg);
     opened.push(b);
     if (!streams.includes(cfg.stream)) streams.push(cfg.stream, `${cfg.stream}_DEAD`);
     return b;
@@ -100,16 +100,16 @@ describe('pipeline: JetStream buffer', function () {
       const list = seen.get(b.projectId) ?? [];
       for (const r of b.records as Array<{ n: number }>) list.push(r.n);
       seen.set(b.projectId, list);
-    });
+    }, { mergeable: (b) => b.kind === 'track' });
     await waitFor('all records', async () => [...seen.values()].reduce((a, l) => a + l.length, 0) === 30, 15_000);
     await consumer.stop();
     for (const p of [1, 2, 3]) {
       const expected = sent.filter((b) => b.projectId === p).map((b) => (b.records[0] as { n: number }).n);
       assert.deepEqual(seen.get(p), expected, `project ${p} in acceptance order`);
     }
-    // consecutive track batches of a project are merged: fewer handler calls than batches
+    // consecutive mergeable batches of a project are merged: fewer handler calls than batches
     assert.ok(calls.length < 30, `merged: ${calls.length} calls`);
-    assert.ok(calls.every((c) => c.kind !== 'alias' || c.records.length === 1), 'alias batches are never merged');
+    assert.ok(calls.every((c) => c.kind !== 'alias' || c.records.length === 1), 'unmergeable batches stay alone');
     const lag = await buf.lag();
     assert.deepEqual(lag, { pending: 0, ackPending: 0 });
     assert.equal((await jsm.streams.info(cfg.stream)).state.messages, 0, 'work queue emptied by the acks');
@@ -117,7 +117,7 @@ describe('pipeline: JetStream buffer', function () {
 
   it('naks a failing store write with backoff and redelivers it, still in order per project', async function () {
     const cfg = freshConfig();
-    const buf = await open(cfg, { mergeTrack: false });
+    const buf = await open(cfg);
     for (let i = 0; i < 10; i++) await buf.publish(batch(7, i === 5 ? 'engage' : 'track', [{ n: i }]));
     let failures = 0;
     const applied: number[] = [];
@@ -148,7 +148,7 @@ describe('pipeline: JetStream buffer', function () {
       const recs = b.records as Array<{ n: number; bad?: boolean }>;
       if (recs.some((r) => r.bad)) throw new PoisonError('record 1 can never be stored');
       applied.push(...recs.map((r) => r.n));
-    });
+    }, { mergeable: () => true });
     await waitFor('good records', async () => applied.length >= 2, 15_000);
     await sleep(300);
     await consumer.stop();
@@ -180,8 +180,8 @@ describe('pipeline: JetStream buffer', function () {
 
   it('shares one durable consumer between two workers without duplicates', async function () {
     const cfg = freshConfig({ NATS_FETCH_BATCH: '20' });
-    const a = await open(cfg, { mergeTrack: false });
-    const b = await open(cfg, { mergeTrack: false });
+    const a = await open(cfg);
+    const b = await open(cfg);
     const n = 400;
     for (let i = 0; i < n; i++) await a.publish(batch(1 + (i % 5), 'track', [{ n: i }]));
     const got: number[] = [];

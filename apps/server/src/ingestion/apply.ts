@@ -23,6 +23,16 @@ export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<voi
   }
 }
 
+/**
+ * Whether the buffer may merge this batch with its neighbours into one call (one large insert):
+ * track batches without `$create_alias` records. Such an alias is retroactive or not depending on
+ * the events stored before it, so its batch is applied on its own, in order. ($device_id/$user_id
+ * links are retroactive regardless of stored events, so they merge safely.)
+ */
+export function isMergeable(batch: IngestionBatch): boolean {
+  return batch.kind === 'track' && (batch.records as TrackRecord[]).every((r) => r.t !== 'a');
+}
+
 async function applyTrack(deps: Deps, batch: IngestionBatch) {
   const records = batch.records as TrackRecord[];
   const processedAt = Date.now();

@@ -25,7 +25,7 @@ export function instrumentBuffer<B extends IngestionBuffer>(buffer: B): B {
     }
     ingestMetrics.published.inc({ kind: batch.kind }, n);
   };
-  buffer.consume = (handler) =>
+  buffer.consume = (handler, opts) =>
     consume(async (batch) => {
       const end = ingestMetrics.insertSeconds.startTimer();
       try {
@@ -37,6 +37,6 @@ export function instrumentBuffer<B extends IngestionBuffer>(buffer: B): B {
         end();
       }
       ingestMetrics.stored.inc({ kind: batch.kind }, batch.records.length);
-    });
+    }, opts);
   return buffer;
 }

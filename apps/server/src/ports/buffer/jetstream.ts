@@ -3,7 +3,7 @@ import {
   connect, headers, nanos,
   type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type StreamConfig,
 } from 'nats';
-import type { BufferConsumer, IngestionBatch, IngestionBuffer, IngestionKind } from './port.js';
+import type { BufferConsumer, ConsumeOptions, IngestionBatch, IngestionBuffer, IngestionKind } from './port.js';
 import { isPoison } from './port.js';
 import type { NatsConfig } from './jetstream-config.js';
 import type { Logger } from '../../http/errors.js';
@@ -21,8 +21,9 @@ import { ingestMetrics, setLagSource } from '../../metrics/registry.js';
  *   retried request inside the duplicate window is stored once. Unreachable NATS, a publish
  *   timeout or a full stream throw 503 with Retry-After.
  * - `consume`: every worker pulls from the same durable consumer. A fetch (up to `fetchBatch`
- *   messages) is decoded, grouped per project in stream order, consecutive `track` batches of a
- *   project are merged into one handler call (one store insert per fetch and project), each
+ *   messages) is decoded, grouped per project in stream order, consecutive mergeable batches
+ *   (ConsumeOptions.mergeable) of a project and kind are merged into one handler call (one store
+ *   insert per fetch and project), each
  *   project's batches are applied in order, and messages are acked after the handler resolved.
  *   A handler failure naks that batch and every later batch of the project in the fetch with an
  *   exponential delay (they come back first, in order). A message that cannot be decoded, or
@@ -44,14 +45,12 @@ export class JetStreamBuffer implements IngestionBuffer {
     private jsm: JetStreamManager,
     readonly cfg: NatsConfig,
     private log: Logger,
-    /** Merge consecutive `track` batches of a project into one handler call (default on). */
-    private mergeTrack: boolean,
   ) {}
 
   static async open(
     url: string,
     cfg: NatsConfig,
-    opts: { log?: Logger; name?: string; mergeTrack?: boolean } = {},
+    opts: { log?: Logger; name?: string } = {},
   ): Promise<JetStreamBuffer> {
     const nc = await connect({
       servers: url.split(',').map((s) => s.trim()).filter(Boolean),
@@ -65,7 +64,7 @@ export class JetStreamBuffer implements IngestionBuffer {
       const jsm = await nc.jetstreamManager({ timeout: Math.max(cfg.publishTimeoutMs, 2000) });
       const js = nc.jetstream({ timeout: cfg.publishTimeoutMs });
       const log = opts.log ?? { info() {}, error() {} };
-      const buffer = new JetStreamBuffer(nc, js, jsm, cfg, log, opts.mergeTrack ?? true);
+      const buffer = new JetStreamBuffer(nc, js, jsm, cfg, log);
       await buffer.ensureStreams();
       buffer.watchStatus();
       setLagSource(() => buffer.lag());
@@ -207,9 +206,10 @@ export class JetStreamBuffer implements IngestionBuffer {
 
   // ---------------------------------------------------------------- worker side
 
-  consume(handler: (batch: IngestionBatch) => Promise<void>): BufferConsumer {
+  consume(handler: (batch: IngestionBatch) => Promise<void>, opts: ConsumeOptions = {}): BufferConsumer {
     const state = { stopping: false, wake: () => {} };
-    const done = this.runConsumer(handler, state).catch((err) => {
+    const mergeable = opts.mergeable ?? (() => false);
+    const done = this.runConsumer(handler, mergeable, state).catch((err) => {
       this.log.error('ingestion: consumer loop ended', { err: String(err) });
     });
     const consumer = {
@@ -226,6 +226,7 @@ export class JetStreamBuffer implements IngestionBuffer {
 
   private async runConsumer(
     handler: (batch: IngestionBatch) => Promise<void>,
+    mergeable: (batch: IngestionBatch) => boolean,
     state: { stopping: boolean; wake: () => void },
   ) {
     const sleep = (ms: number) =>
@@ -250,7 +251,7 @@ export class JetStreamBuffer implements IngestionBuffer {
           fetchError = err;
         }
         // Messages received before an error are ours until acked: always process them.
-        const pauseMs = msgs.length > 0 ? await this.processFetch(msgs, handler) : 0;
+        const pauseMs = msgs.length > 0 ? await this.processFetch(msgs, handler, mergeable) : 0;
         if (fetchError && msgs.length === 0) throw fetchError;
         failures = 0;
         if (pauseMs > 0 && !state.stopping) await sleep(pauseMs);
@@ -264,7 +265,11 @@ export class JetStreamBuffer implements IngestionBuffer {
   }
 
   /** Applies one fetch; returns how long to pause before the next fetch (after a store failure). */
-  private async processFetch(msgs: JsMsg[], handler: (batch: IngestionBatch) => Promise<void>): Promise<number> {
+  private async processFetch(
+    msgs: JsMsg[],
+    handler: (batch: IngestionBatch) => Promise<void>,
+    mergeable: (batch: IngestionBatch) => boolean,
+  ): Promise<number> {
     const settled = new Set<JsMsg>();
     const keepAlive = setInterval(() => {
       for (const m of msgs) if (!settled.has(m)) m.working();
@@ -282,7 +287,7 @@ export class JetStreamBuffer implements IngestionBuffer {
         list.push({ msg, batch: decoded });
         byProject.set(decoded.projectId, list);
       }
-      const pauses = await mapLimit([...byProject.values()], 4, (items) => this.processProject(items, handler, settled));
+      const pauses = await mapLimit([...byProject.values()], 4, (items) => this.processProject(items, handler, mergeable, settled));
       // Make sure the acks reached the server before the next fetch (they free the window).
       await this.nc.flush().catch(() => undefined);
       const pause = Math.max(0, ...pauses);
@@ -295,9 +300,10 @@ export class JetStreamBuffer implements IngestionBuffer {
   private async processProject(
     items: Item[],
     handler: (batch: IngestionBatch) => Promise<void>,
+    mergeable: (batch: IngestionBatch) => boolean,
     settled: Set<JsMsg>,
   ): Promise<number> {
-    const queue = this.units(items);
+    const queue = units(items, mergeable);
     while (queue.length > 0) {
       const unit = queue.shift()!;
       const batch = unit.length === 1 ? unit[0].batch : mergeBatches(unit.map((i) => i.batch));
@@ -323,24 +329,6 @@ export class JetStreamBuffer implements IngestionBuffer {
       }
     }
     return 0;
-  }
-
-  /** Consecutive track batches merged (bounded), everything else on its own, in order. */
-  private units(items: Item[]): Item[][] {
-    const units: Item[][] = [];
-    let records = 0;
-    for (const item of items) {
-      const last = units[units.length - 1];
-      const n = item.batch.records.length;
-      if (this.mergeTrack && last && item.batch.kind === 'track' && last[0].batch.kind === 'track' && records + n <= MAX_MERGED_RECORDS) {
-        last.push(item);
-        records += n;
-      } else {
-        units.push([item]);
-        records = n;
-      }
-    }
-    return units;
   }
 
   private nakDelay(msg: JsMsg): number {
@@ -406,6 +394,27 @@ interface Item {
 }
 
 const MAX_MERGED_RECORDS = 50_000;
+
+/** Consecutive mergeable batches of one kind merged (bounded), everything else on its own, in order. */
+function units(items: Item[], mergeable: (batch: IngestionBatch) => boolean): Item[][] {
+  const out: Item[][] = [];
+  let records = 0;
+  let open = false; // whether the last unit may take more batches
+  for (const item of items) {
+    const last = out[out.length - 1];
+    const n = item.batch.records.length;
+    const canMerge = mergeable(item.batch);
+    if (open && canMerge && last[0].batch.kind === item.batch.kind && records + n <= MAX_MERGED_RECORDS) {
+      last.push(item);
+      records += n;
+    } else {
+      out.push([item]);
+      records = n;
+      open = canMerge;
+    }
+  }
+  return out;
+}
 const KINDS: IngestionKind[] = ['track', 'engage', 'alias'];
 
 /** The batch a message carries, or why it can never be applied (poison). */

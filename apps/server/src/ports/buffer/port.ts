@@ -17,6 +17,17 @@ export interface IngestionBatch {
   records: unknown[];
 }
 
+export interface ConsumeOptions {
+  /**
+   * Batches for which this returns true may reach the handler merged with their mergeable
+   * neighbours of the same project and kind (records concatenated in acceptance order): the
+   * JetStream buffer turns many small requests into one large store insert that way. A batch
+   * whose effect depends on what earlier batches wrote (identity links) must answer false.
+   * Unset: every batch on its own.
+   */
+  mergeable?: (batch: IngestionBatch) => boolean;
+}
+
 export interface BufferConsumer {
   /** Stops taking new batches and waits for in-flight ones to finish. */
   stop(): Promise<void>;
@@ -25,7 +36,7 @@ export interface BufferConsumer {
 export interface IngestionBuffer {
   readonly kind: 'memory' | 'jetstream';
   publish(batch: IngestionBatch): Promise<void>;
-  consume(handler: (batch: IngestionBatch) => Promise<void>): BufferConsumer;
+  consume(handler: (batch: IngestionBatch) => Promise<void>, opts?: ConsumeOptions): BufferConsumer;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
