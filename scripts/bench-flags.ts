@@ -11,8 +11,8 @@
  *    of @growthbook/growthbook and of unleash-client, each evaluating the equivalent 100 flags for
  *    the same rotating ids in the same process.
  *
- * Env: BENCH_DURATION (seconds per autocannon phase, default 10), BENCH_EVALS (local evaluations
- * per library and round, default 300000).
+ * Env: BENCH_DURATION (seconds per remote phase, default 10), BENCH_RATE (requests per second of
+ * the uniform phase, default 1000), BENCH_EVALS (local evaluations per library and round, default 300000).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -33,6 +33,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const EVALS = Number(process.env.BENCH_EVALS ?? 300_000);
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const FLAGS = 100;
 const KEY = 'bench-superadmin-key';
 
@@ -265,10 +266,10 @@ async function main() {
     // warm-up, then the two remote phases
     await cannon(url, project.token, { connections: 10 }).catch(() => undefined);
     const max = await cannon(url, project.token, { connections: 10 });
-    const fixed = await uniformLoad(url, project.token, 1000, DURATION);
+    const fixed = await uniformLoad(url, project.token, RATE, DURATION);
     console.log('\nremote POST /flags/evaluate (100 flags per request)');
     console.log(`  max throughput (autocannon, 10 connections): ${max.rps} req/s, p50 ${max.p50} ms, p99 ${max.p99} ms, errors ${max.errors}`);
-    console.log(`  uniform 1,000 req/s (open loop): ${fixed.rps} req/s, p50 ${fixed.p50} ms, p99 ${fixed.p99} ms, max ${fixed.max} ms, errors ${fixed.errors}`);
+    console.log(`  uniform ${RATE.toLocaleString('en')} req/s (open loop): ${fixed.rps} req/s, p50 ${fixed.p50} ms, p99 ${fixed.p99} ms, max ${fixed.max} ms, errors ${fixed.errors}`);
 
     const sdk = new Tally({ token: project.token, host: url, flagSecret: secret, flushOnExit: false });
     await sdk.ready();
