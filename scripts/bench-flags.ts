@@ -116,6 +116,8 @@ async function uniformLoad(url: string, token: string, ratePerSecond: number, se
   const idle: net.Socket[] = [];
   const all: net.Socket[] = [];
   const latencies: number[] = [];
+  /** How late the generator itself sent each request (its own scheduling delay on a busy machine). */
+  const sendLag: number[] = [];
   let errors = 0;
   let n = 0;
   let pending = 0;
@@ -152,6 +154,7 @@ async function uniformLoad(url: string, token: string, ratePerSecond: number, se
     pending++;
     const sock = idle.pop() ?? (await socket());
     waiting.set(sock, { scheduled, buf: Buffer.alloc(0) });
+    sendLag.push(performance.now() - scheduled);
     sock.write(request(`user-${n++ % 10000}`));
   };
   const start = performance.now();
@@ -169,9 +172,14 @@ async function uniformLoad(url: string, token: string, ratePerSecond: number, se
   while (pending > 0) await new Promise((r) => setTimeout(r, 5));
   const elapsed = (performance.now() - start) / 1000;
   for (const s of all) s.destroy();
-  latencies.sort((a, b) => a - b);
-  const q = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] * 100) / 100;
-  return { rps: Math.round(total / elapsed), p50: q(0.5), p99: q(0.99), max: q(1), errors };
+  const quantile = (xs: number[], p: number) => {
+    xs.sort((a, b) => a - b);
+    return Math.round(xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] * 100) / 100;
+  };
+  return {
+    rps: Math.round(total / elapsed), p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: quantile(latencies, 1),
+    lag50: quantile(sendLag, 0.5), lag99: quantile(sendLag, 0.99), errors,
+  };
 }
 
 /** GrowthBook features equivalent to flagSpecs(): force rules for override lists, a force rollout, an experiment. */
@@ -269,7 +277,7 @@ async function main() {
     const fixed = await uniformLoad(url, project.token, RATE, DURATION);
     console.log('\nremote POST /flags/evaluate (100 flags per request)');
     console.log(`  max throughput (autocannon, 10 connections): ${max.rps} req/s, p50 ${max.p50} ms, p99 ${max.p99} ms, errors ${max.errors}`);
-    console.log(`  uniform ${RATE.toLocaleString('en')} req/s (open loop): ${fixed.rps} req/s, p50 ${fixed.p50} ms, p99 ${fixed.p99} ms, max ${fixed.max} ms, errors ${fixed.errors}`);
+    console.log(`  uniform ${RATE.toLocaleString('en')} req/s (open loop): ${fixed.rps} req/s, p50 ${fixed.p50} ms, p99 ${fixed.p99} ms, max ${fixed.max} ms, errors ${fixed.errors} (generator's own send delay p50 ${fixed.lag50} ms, p99 ${fixed.lag99} ms)`);
 
     const sdk = new Tally({ token: project.token, host: url, flagSecret: secret, flushOnExit: false });
     await sdk.ready();
