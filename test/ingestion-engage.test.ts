@@ -50,6 +50,14 @@ forEachBackend('ingestion /engage', (backend) => {
     assert.equal(q.$last_seen, 7);
   });
 
+  it('applies two identical requests twice (a repeated $add is not a redelivery)', async () => {
+    const op = { distinct_id: 'p-twice', $add: { clicks: 1 } };
+    await engage(op);
+    await drained(t);
+    await engage(op);
+    assert.equal((await profile('p-twice')).clicks, 2);
+  });
+
   it('refuses $unset and $delete one by one without an elevated credential, applying the rest', async () => {
     await engage({ distinct_id: 'p-2', $set: { a: 1, b: 2 } });
     for (const auth of [undefined, acme.tokens.admin, acme.tokens.member, globex.tokens.owner, 'garbage']) {

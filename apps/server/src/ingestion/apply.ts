@@ -2,7 +2,7 @@ import type { Deps } from '../deps.js';
 import type { IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
-import { writeEvents } from './events.js';
+import { flushEvents, storeEvents } from './events.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { nullProto, propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
 
@@ -17,8 +17,10 @@ export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<voi
     case 'track':
       return applyTrack(deps, batch);
     case 'engage':
-      return applyEngage(deps, batch);
+      await applyEngage(deps, batch);
+      return storeEvents(deps, batch.projectId, []); // writes held events when this batch empties the queue
     case 'alias':
+      await flushEvents(deps);
       return applyLinks(deps, batch, (batch.records as AliasRecord[]).map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
   }
 }
@@ -51,7 +53,8 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
       links.push({ alias: device, distinctId: user, always: true });
     }
   }
-  await writeEvents(deps, batch.projectId, rows);
+  // Links look at stored events (is the alias anonymous-only?): everything held is written first.
+  await storeEvents(deps, batch.projectId, rows, links.length > 0);
   await applyLinks(deps, batch, links);
 }
 
@@ -113,10 +116,17 @@ async function mergeProfileIntoCluster(deps: Deps, batch: IngestionBatch, link: 
   for (const k of Object.keys(own.properties)) merged[k] = own.properties[k];
   if (target && !target.deleted) for (const k of Object.keys(target.properties)) merged[k] = target.properties[k];
   await writeProfiles(deps, batch.projectId, [
-    { distinct_id: link.canonical_id, properties: merged, updated_at: nextVersion(target?.updated_at, now), deleted: false, batch_id: batch.id },
-    { distinct_id: link.distinct_id, properties: Object.create(null), updated_at: nextVersion(own.updated_at, now), deleted: true, batch_id: batch.id },
+    { distinct_id: link.canonical_id, properties: merged, updated_at: nextVersion(target?.updated_at, now), deleted: false, batch_id: versionTag(batch) },
+    { distinct_id: link.distinct_id, properties: Object.create(null), updated_at: nextVersion(own.updated_at, now), deleted: true, batch_id: versionTag(batch) },
   ]);
 }
+
+/**
+ * What a profile version records about the batch that wrote it. Batch ids are derived from the
+ * request (identical requests share one), so the accept time is part of the tag: a redelivery of
+ * this batch carries both, a second identical request (say, the same `$add` twice) does not.
+ */
+const versionTag = (batch: IngestionBatch) => `${batch.id}@${batch.acceptedAt}`;
 
 async function applyEngage(deps: Deps, batch: IngestionBatch) {
   const ops = batch.records as EngageRecord[];
@@ -132,7 +142,7 @@ async function applyEngage(deps: Deps, batch: IngestionBatch) {
   const keyOf = (id: string) => canonical.get(id) ?? id;
   const keys = [...new Set(ids.map(keyOf))];
   const current = await loadProfiles(deps, batch.projectId, keys);
-  for (const row of current.values()) if (row.batch_id === batch.id) return; // redelivered: already written
+  for (const row of current.values()) if (row.batch_id === versionTag(batch)) return; // redelivered: already written
   const now = Date.now();
   const next = new Map<string, ProfileRow>();
   for (const op of ops) {
@@ -142,7 +152,7 @@ async function applyEngage(deps: Deps, batch: IngestionBatch) {
       const prev = current.get(key);
       const props: Props = Object.create(null);
       if (prev && !prev.deleted) for (const k of Object.keys(prev.properties)) props[k] = prev.properties[k];
-      state = { distinct_id: key, properties: props, deleted: prev ? prev.deleted : true, updated_at: nextVersion(prev?.updated_at, now), batch_id: batch.id };
+      state = { distinct_id: key, properties: props, deleted: prev ? prev.deleted : true, updated_at: nextVersion(prev?.updated_at, now), batch_id: versionTag(batch) };
       next.set(key, state);
     }
     applyOp(state, op);
