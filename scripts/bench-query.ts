@@ -6,7 +6,7 @@
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query)
- *   BENCH_EVENTS=1000000 BENCH_RUNS=5 ...       # smaller / more runs
+ *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -100,19 +100,26 @@ async function bench(store: EventStore) {
   console.log('| analysis | median ms | × bare scan |');
   console.log('|---|---:|---:|');
   for (const [name, fn] of cases) {
-    const ms = await median(fn);
-    console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);
+    try {
+      const ms = await median(fn);
+      console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);
+    } catch (e) {
+      console.log(`| ${name} | failed: ${String((e as Error).message ?? e).split('\n')[0].slice(0, 120)} | |`);
+    }
   }
 }
 
 const dir = process.env.BENCH_DIR ?? '/tmp/bench-query';
 fs.mkdirSync(dir, { recursive: true });
 console.log(`dataset: ${N} events, ${IDS} identities, 40 names, 10 properties, ${DAYS} days; median of ${RUNS} runs`);
-const duck = new DuckDbEventStore(path.join(dir, `events-${N}.duckdb`));
-await bench(duck);
-await duck.close();
+const engines = (process.env.BENCH_ENGINES ?? 'duckdb,clickhouse').split(',');
+if (engines.includes('duckdb')) {
+  const duck = new DuckDbEventStore(path.join(dir, `events-${N}.duckdb`));
+  await bench(duck);
+  await duck.close();
+}
 const chUrl = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
-if (chUrl) {
+if (chUrl && engines.includes('clickhouse')) {
   const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query' });
   await bench(ch);
   await ch.close();
