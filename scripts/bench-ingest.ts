@@ -10,7 +10,7 @@
  * end-to-end events/s (first send to the last event readable), and the server's peak RSS (VmHWM).
  *
  * Env: BENCH_EVENTS (default 300000), BENCH_CONNECTIONS (default 4), BENCH_CPU_SERVER /
- * BENCH_CPU_CLIENT (default 0 / 1).
+ * BENCH_CPU_CLIENT (default 0 / 1), BENCH_NODE_ARGS (extra node flags for the server, e.g. --cpu-prof).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -79,7 +79,8 @@ function makeBodies(start: number): string[] {
 
 async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-ingest-'));
-  const node = [process.execPath, '--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+  const node = [process.execPath, ...extra, '--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
   const [cmd, ...args] = hasTaskset ? ['taskset', '-c', CPU_SERVER, ...node] : node;
   const child = spawn(cmd, args, {
     cwd: ROOT,

@@ -4,7 +4,7 @@ import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
 import { flushEvents, storeEvents } from './events.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
-import { nullProto, propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
+import { propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
 
 /**
  * Writes one accepted batch to the stores. Idempotent on redelivery: events dedup on their key
@@ -59,7 +59,8 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
 }
 
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {
-  const props: Props = nullProto(r.properties);
+  // The record's own map (null-prototype, or JSON.parse output when the batch crossed NATS).
+  const props: Props = r.properties;
   if (!('$processed_at' in props)) props.$processed_at = processedAt;
   return {
     project_id: projectId, id: r.id, event: r.event, distinct_id: r.distinct_id, time: r.time, insert_id: r.insert_id,

@@ -65,7 +65,7 @@ export async function writeEvents(deps: Deps, projectId: number, rows: StoredEve
  * are equally in process memory; with JetStream every batch is written before it is acknowledged.
  * A failed write keeps the held rows and fails the current batch, which the buffer retries.
  */
-const MAX_HELD_ROWS = 25_000;
+const MAX_HELD_ROWS = 10_000;
 
 class GroupWriter {
   private held = new Map<number, StoredEvent[]>();

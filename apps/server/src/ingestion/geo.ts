@@ -34,8 +34,11 @@ function geoip(): GeoLookup {
 }
 
 /** Geo properties of an address (`$country_code`, `$region`, `$city`, `$timezone`); empty when unknown. */
+/** Loopback, private and link-local addresses have no geo (and never load the database). */
+const PRIVATE = /^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|0\.|::1$|::$|f[cd][0-9a-f]{2}:|fe80:)/i;
+
 export function geoProps(ip: string | undefined): Record<string, string> {
-  if (!ip || !isIP(ip)) return {};
+  if (!ip || !isIP(ip) || PRIVATE.test(ip)) return {};
   const g = geoip()(ip);
   if (!g) return {};
   const out: Record<string, string> = {};

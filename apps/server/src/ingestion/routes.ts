@@ -24,6 +24,9 @@ interface Routed<R> {
   record: R;
 }
 
+/** Batches the in-process buffer may hold before new requests wait (see roomInBuffer). */
+const MAX_QUEUED_BATCHES = 8;
+
 const DESTRUCTIVE_ERROR = '$delete/$unset require an owner or superadmin credential';
 
 /** Keys of a tracked event's properties that are columns, not stored properties. */
@@ -77,10 +80,23 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   }
 
   /**
+   * Backpressure for the in-process buffer: while the worker is more than MAX_QUEUED_BATCHES
+   * behind, requests wait (up to 30 s) before publishing, so memory stays bounded under a flood
+   * (JetStream keeps its backlog on disk and refuses with 503 when full).
+   */
+  async function roomInBuffer() {
+    const buffer = deps.buffer as { kind: string; depth?: number };
+    if (buffer.kind !== 'memory' || typeof buffer.depth !== 'number') return;
+    const until = Date.now() + 30_000;
+    while ((buffer.depth ?? 0) > MAX_QUEUED_BATCHES && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+  }
+
+  /**
    * Counts accepted events against each organisation's monthly quota and publishes, in one
    * metadata transaction: over quota, or a publish failing, stores and counts nothing.
    */
   async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: Project; n: number }>, acceptedAt: number) {
+    await roomInBuffer();
     const counted = [...eventsPerProject.values()].filter((e) => e.n > 0);
     if (counted.length === 0) {
       for (const b of out) await deps.buffer.publish(b);
