@@ -1,7 +1,7 @@
 /**
  * Pipeline benchmark: API -> NATS JetStream -> worker(s) -> ClickHouse, every part a real process.
  *
- *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1]
+ *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1] [--drain]
  *
  * Starts a private nats-server (file store) and clickhouse-server (own ports and data dir), uses
  * PostgreSQL from TEST_DATABASE_URL / DATABASE_URL (scripts/services.sh), runs `api` and `worker`
@@ -9,9 +9,11 @@
  * the API accepts). Reports: accepted events/s at the API, sustained end-to-end events/s (first
  * request to last event queryable), end-to-end lag p50/p99/max (accepted -> queryable in
  * ClickHouse, per event, matching the k-th accepted with the k-th stored), and peak RSS of
- * every process.
+ * every process. `--drain` measures the workers alone: the whole load is accepted first (workers
+ * stopped, the backlog waits in JetStream), then the workers start and drain it.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -29,6 +31,7 @@ const RATE = arg('rate', 0);
 const BATCH = arg('batch', 100);
 const CONCURRENCY = arg('concurrency', 16);
 const WORKERS = arg('workers', 1);
+const DRAIN = process.argv.includes('--drain');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
 
 /** Peak RSS (VmHWM) of a process and its descendants (tsx runs the service in a child node). */
@@ -51,6 +54,17 @@ function peakRssMb(pid: number): number {
     } catch { /* gone */ }
   }
   return Math.round(max);
+}
+
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -79,7 +93,10 @@ async function main() {
     children.push(api);
     const url = `http://127.0.0.1:${port}`;
     await waitFor('api', async () => (await fetch(`${url}/health/ready`)).status === 200, 60_000, 250);
-    for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', env, logDir));
+    const startWorkers = () => {
+      for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', env, logDir));
+    };
+    startWorkers();
     const post = async (p: string, body: unknown) => {
       const r = await fetch(url + p, { method: 'POST', headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       if (r.status !== 201) throw new Error(`${p}: ${r.status} ${await r.text()}`);
@@ -95,9 +112,24 @@ async function main() {
     await sendEvents({ url, token: project.token, total: 2000, batchSize: BATCH, concurrency: 4, timeBase: Date.UTC(2023, 0, 1), retry: true });
     await waitFor('warm-up stored', async () => (await count()) >= 2000, 60_000, 100);
     const base = await count();
+    if (DRAIN) {
+      for (const c of children.filter((c) => c.name.startsWith('worker-'))) await c.kill('SIGTERM');
+      children.splice(0, children.length, ...children.filter((c) => !c.name.startsWith('worker-')));
+    }
 
+    const procs: Array<[string, number]> = [
+      ...children.map((c) => [c.name, c.pid] as [string, number]),
+      ['nats-server', nats.child!.pid], ['clickhouse-server', ch.child!.pid], ['load generator (this process)', process.pid],
+    ];
+    const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const storedCurve: Array<[number, number]> = [];
-    const started = Date.now();
+    let started = Date.now();
+    let load = undefined as Awaited<ReturnType<typeof sendEvents>> | undefined;
+    if (DRAIN) {
+      load = await sendEvents({ url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY, timeBase: Date.UTC(2024, 0, 1), retry: true });
+      startWorkers();
+      started = Date.now();
+    }
     let polling = true;
     const poller = (async () => {
       while (polling) {
@@ -107,7 +139,7 @@ async function main() {
         await sleep(50);
       }
     })();
-    const load = await sendEvents({
+    load ??= await sendEvents({
       url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY,
       timeBase: Date.UTC(2024, 0, 1), eventsPerSecond: RATE || undefined, retry: true,
     });
@@ -115,6 +147,17 @@ async function main() {
     polling = false;
     await poller;
     const doneMs = storedCurve.at(-1)![0];
+    if (DRAIN) {
+      const workerProcs = children.filter((c) => c.name.startsWith('worker-'));
+      console.log(JSON.stringify({
+        mode: 'drain', events: EVENTS, batch: BATCH, workers: WORKERS,
+        drainMsIncludingWorkerStart: doneMs,
+        workerDrainPerSec: Math.round(EVENTS / ((doneMs - (storedCurve.find(([, k]) => k > 0)?.[0] ?? 0)) / 1000)),
+        peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
+      }, null, 2));
+      return;
+    }
+    const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((cpuSeconds(pid) - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
 
     // lag of the k-th event: first time stored >= k minus first time accepted >= k
     const lags: number[] = [];
@@ -139,6 +182,9 @@ async function main() {
       sustainedEndToEndPerSec: Math.round(EVENTS / (doneMs / 1000)),
       lagMs: { p50: pct(lags, 50), p99: pct(lags, 99), max: lags.at(-1) },
       peakRssMb: rss,
+      /** CPU cores used on average while the load ran (the machine has os.cpus().length). */
+      cpuCores: cpu,
+      machineCores: os.cpus().length,
     };
     console.log(JSON.stringify(report, null, 2));
   } finally {

@@ -187,7 +187,8 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const result = await load;
     assert.equal(result.accepted, KILL_EVENTS, JSON.stringify(result.statuses));
     const c = await assertExactlyOnce(project.id, KILL_EVENTS, timeBase);
-    console.log(`      killed at ${atKill.distinct} stored; load ${result.elapsedMs} ms; raw rows ${c.raw} (duplicates from redelivery before merge: ${c.raw - KILL_EVENTS})`);
+    const redelivered = await metric(w2.metricsUrl, 'ingest_redelivered_messages_total');
+    console.log(`      killed at ${atKill.distinct} stored; load ${result.elapsedMs} ms; redelivered to the new worker: ${redelivered} messages; raw rows ${c.raw} (copies collapsed by the dedup key: ${c.raw - KILL_EVENTS})`);
     await w2.kill('SIGTERM');
   });
 

@@ -37,6 +37,8 @@ export class JetStreamBuffer implements IngestionBuffer {
   readonly kind = 'jetstream' as const;
   private consumers = new Set<{ stop(): Promise<void> }>();
   private closed = false;
+  /** False between a disconnect and the next reconnect: publishes fail fast (503) meanwhile. */
+  private connected = true;
   private lastLoggedError = 0;
 
   private constructor(
@@ -172,7 +174,7 @@ export class JetStreamBuffer implements IngestionBuffer {
   // ---------------------------------------------------------------- API side
 
   async publish(batch: IngestionBatch): Promise<void> {
-    if (this.closed) throw serviceUnavailable('ingestion buffer unavailable', LIMITS.retryAfterMinSeconds);
+    if (this.closed || !this.connected) throw serviceUnavailable('ingestion buffer unavailable', LIMITS.retryAfterMinSeconds);
     const data = Buffer.from(JSON.stringify(batch));
     try {
       await this.js.publish(this.subject(batch.projectId), data, {
@@ -189,7 +191,7 @@ export class JetStreamBuffer implements IngestionBuffer {
   }
 
   async ping(): Promise<void> {
-    if (this.nc.isClosed()) throw new Error('NATS connection closed');
+    if (this.nc.isClosed() || !this.connected) throw new Error('NATS not connected');
     await this.jsm.streams.info(this.cfg.stream);
   }
 
@@ -366,6 +368,8 @@ export class JetStreamBuffer implements IngestionBuffer {
   private watchStatus() {
     void (async () => {
       for await (const s of this.nc.status()) {
+        if (s.type === 'disconnect') this.connected = false;
+        if (s.type === 'reconnect') this.connected = true;
         if (s.type === 'disconnect' || s.type === 'reconnect') this.log.info(`nats: ${s.type}`, { server: String(s.data) });
       }
     })().catch(() => undefined);
