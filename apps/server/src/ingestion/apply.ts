@@ -53,8 +53,9 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
       links.push({ alias: device, distinctId: user, always: true });
     }
   }
-  // Links look at stored events (is the alias anonymous-only?): everything held is written first.
-  await storeEvents(deps, batch.projectId, rows, links.length > 0);
+  // `$create_alias` links look at stored events (does the alias have any?): everything held is
+  // written first. $device_id/$user_id links are retroactive regardless, so they do not need it.
+  await storeEvents(deps, batch.projectId, rows, links.some((l) => !l.always));
   await applyLinks(deps, batch, links);
 }
 
@@ -74,6 +75,8 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
  */
 async function applyLinks(deps: Deps, batch: IngestionBatch, requests: Array<{ alias: string; distinctId: string; always: boolean }>) {
   if (requests.length === 0) return;
+  const mirrored = mirroredSet(deps);
+  const remember = (l: IdentityLink) => mirrored.add(mirrorKey(l));
   const seen = new Set<string>();
   const unique = requests.filter((r) => {
     const k = `${r.alias}\u0000${r.distinctId}`;
@@ -92,7 +95,9 @@ async function applyLinks(deps: Deps, batch: IngestionBatch, requests: Array<{ a
     const current = existing.get(r.alias);
     if (current) {
       const canonical = existing.get(r.distinctId)?.canonical_id ?? r.distinctId;
-      if (current.canonical_id === canonical) remirror.push(current);
+      // The same link again (SDKs send $device_id/$user_id on every identified event): mirror it
+      // once per process, which repairs a crash between the metadata and event-store writes.
+      if (current.canonical_id === canonical && !mirrored.has(mirrorKey(current))) remirror.push(current);
       continue; // already in a cluster: this one, or another (silently refused)
     }
     const outcome = await linkIdentity(deps, {
@@ -100,10 +105,22 @@ async function applyLinks(deps: Deps, batch: IngestionBatch, requests: Array<{ a
     });
     if (outcome.linked) {
       existing.set(r.alias, outcome.link);
+      remember(outcome.link);
       await mergeProfileIntoCluster(deps, batch, outcome.link);
     }
   }
   await mirrorLinks(deps, remirror);
+  for (const l of remirror) remember(l);
+}
+
+/** Links this process has mirrored into an event store (bounded; forgetting only costs a re-mirror). */
+const mirroredBy = new WeakMap<object, Set<string>>();
+const mirrorKey = (l: IdentityLink) => `${l.project_id}\u0000${l.distinct_id}\u0000${l.canonical_id}`;
+function mirroredSet(deps: Deps): Set<string> {
+  let set = mirroredBy.get(deps.events);
+  if (!set) mirroredBy.set(deps.events, (set = new Set()));
+  if (set.size >= 100_000) set.clear();
+  return set;
 }
 
 /** When an id with a profile of its own joins a cluster, its properties fill gaps in the cluster's profile. */
