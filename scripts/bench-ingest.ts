@@ -178,6 +178,11 @@ async function run(store: string, env: Record<string, string>) {
 }
 
 async function main() {
+  // Pipeline mode (API -> JetStream -> worker -> ClickHouse, separate processes): scripts/bench-pipeline.ts.
+  if (process.argv.includes('--pipeline')) {
+    await import('./bench-pipeline.js');
+    return;
+  }
   if (hasTaskset && process.env.BENCH_PINNED !== '1') {
     // Re-run this script pinned to the generator's CPU.
     const r = spawnSync('taskset', ['-c', CPU_CLIENT, process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)], {
