@@ -52,6 +52,9 @@ forEachBackend('ingestion limits', (backend) => {
       const before = await total(acme);
       assert.equal((await fresh.post('/track', ev('P', 'p'))).status, 429);
       assert.equal(await total(acme), before);
+      // The project bucket is the one /flags/* counts in too.
+      const flags = await new Client(t.url).post('/flags/evaluate', { distinct_id: 'x', token: acme.project.token });
+      assert.deepEqual([flags.status, flags.body], [429, { status: 0, error: 'rate limited' }]);
       assert.equal((await ingest(t, globex.project.token, { 'x-forwarded-for': '10.0.0.10' }).post('/track', ev('P', 'p'))).status, 200);
       // A batch mixing a limited project with a free one is rejected whole.
       const mixed = await ingest(t, globex.project.token, { 'x-forwarded-for': '10.0.0.11' })

@@ -49,7 +49,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   function limit(ctx: Context, projects: Project[], perIp: boolean) {
     const checks: Array<[RateLimiter, string]> = [];
     if (perIp) checks.push([deps.rateLimits.perIp, clientIp(ctx, deps.config.trustedProxies)]);
-    for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, String(id)]);
+    for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, 'p:' + id]); // the bucket /flags/* uses too
     enforceRateLimits(checks);
   }
 
