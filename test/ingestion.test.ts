@@ -91,6 +91,10 @@ forEachBackend('ingestion /track', (backend) => {
 
   it('stores duplicates once: in a batch, across batches and across retries', async () => {
     const dup = ev('Dup', 'd-1', { time: 1_710_000_000_000, $insert_id: 'ins-1', v: 1 });
+    const numeric = ev('DupNum', 'd-1', { time: 1_710_000_000_000, $insert_id: 42 });
+    await ingest(t, acme.project.token).post('/track', [numeric, numeric]);
+    await ingest(t, acme.project.token).post('/track', numeric);
+    assert.equal((await events(acme, '&event=DupNum')).total, 1, 'numeric $insert_id dedups too');
     await ingest(t, acme.project.token).post('/track', [dup, dup, ev('Dup', 'd-1', { time: 1_710_000_000_000, $insert_id: 'ins-2' })]);
     await ingest(t, acme.project.token).post('/track', dup);
     await ingest(t, acme.project.token).post('/track', [dup, dup]);
@@ -125,6 +129,10 @@ forEachBackend('ingestion /track', (backend) => {
     // One record with a bad token refuses the whole batch.
     r = await ingest(t, acme.project.token).post('/track', [ev('X', 'x'), ev('X', 'y', { token: 'nope' })]);
     assert.equal(r.status, 401);
+    r = await anon.post('/track', []);
+    assert.deepEqual([r.status, r.body], [401, { status: 0, error: 'invalid token' }]);
+    r = await ingest(t, acme.project.token).post('/track', []);
+    assert.deepEqual([r.status, r.body], [200, { status: 1, inserted: 0 }]);
     r = await ingest(t, acme.project.token).raw('/track', '{"event": "X", ');
     assert.deepEqual([r.status, r.body], [400, { status: 0, error: 'invalid json' }]);
     r = await ingest(t, acme.project.token).post('/track', Array.from({ length: 501 }, (_, i) => ev('X', `x${i}`)));

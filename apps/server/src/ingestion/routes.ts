@@ -34,8 +34,9 @@ const COLUMN_KEYS = new Set(['token', 'distinct_id', 'time']);
 
 export function ingestionRoutes(deps: Deps): RouteSpec[] {
   /** Projects of the tokens used in a request; any unknown or missing token refuses the whole request. */
-  async function resolveTokens(tokens: Array<string | undefined>): Promise<Project[]> {
-    const unique = [...new Set(tokens)];
+  async function resolveTokens(tokens: Array<string | undefined>, headerToken: string | undefined): Promise<Project[]> {
+    // An empty batch still needs a valid credential.
+    const unique = tokens.length ? [...new Set(tokens)] : [headerToken];
     const found = new Map<string, Project>();
     for (const token of unique) {
       if (!token || token.length > 200) throw invalidToken();
@@ -158,7 +159,9 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
         if (COLUMN_KEYS.has(k)) continue;
         stored[cleanString(k)] = sanitize(props[k], `${i}.properties.${k}`, 1);
       }
-      const clientInsertId = typeof stored.$insert_id === 'string' && stored.$insert_id ? (stored.$insert_id as string).slice(0, 255) : undefined;
+      const sent = stored.$insert_id;
+      const clientInsertId =
+        typeof sent === 'string' && sent ? sent.slice(0, 255) : typeof sent === 'number' && Number.isFinite(sent) ? String(sent) : undefined;
       const insertId = clientInsertId ?? `${batchId}:${i}`;
       const defaults: Props = {
         $insert_id: insertId,
@@ -175,7 +178,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
         }),
       };
     });
-    const projects = await resolveTokens(drafts.map((d) => d.token));
+    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
     limit(ctx, projects, true);
     const routed = drafts.map((d, i) => ({ project: projects[i], record: d.make(projects[i].id) }));
     const counts = new Map<number, { project: Project; n: number }>();
@@ -231,7 +234,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       if (op.$delete !== undefined && op.$delete !== false && op.$delete !== null) rec.delete = true;
       return { token: recordToken(op.token) ?? recordToken(op.$token) ?? headerToken, rec };
     });
-    const projects = await resolveTokens(drafts.map((d) => d.token));
+    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
     limit(ctx, projects, true);
     // Destructive verbs: superadmin key, or an ID token of an owner of the project's organisation.
     const refused: Array<{ index: number; op: '$delete' | '$unset' }> = [];
@@ -283,7 +286,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       if (!a || !d) throw new AppError(400, 'alias and distinct_id required');
       return { token: recordToken(rec.token) ?? headerToken, rec: { alias: a, distinct_id: d } as AliasRecord };
     });
-    const projects = await resolveTokens(drafts.map((d) => d.token));
+    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
     limit(ctx, projects, false);
     const routed = drafts.map((d, i) => ({ project: projects[i], record: d.rec }));
     await admit(batches('alias', requestId(ctx), acceptedAt, routed), new Map(), acceptedAt);
