@@ -163,6 +163,34 @@ describe('pipeline: JetStream buffer', function () {
     assert.deepEqual(await buf.lag(), { pending: 0, ackPending: 0 });
   });
 
+  it('dead-letters a batch that keeps failing while the stores answer, and only then', async function () {
+    const cfg = freshConfig({ NATS_POISON_AFTER_DELIVERIES: '3' });
+    const buf = await open(cfg);
+    for (let i = 0; i < 4; i++) await buf.publish(batch(6, 'track', [{ n: i, bad: i === 1 }]));
+    let healthy = false;
+    let healthChecks = 0;
+    const applied: number[] = [];
+    let attemptsOnBad = 0;
+    const consumer = buf.consume(async (b) => {
+      const recs = b.records as Array<{ n: number; bad?: boolean }>;
+      if (recs.some((r) => r.bad)) {
+        attemptsOnBad++;
+        throw new Error('Cannot parse input: a value ClickHouse refuses forever');
+      }
+      applied.push(...recs.map((r) => r.n));
+    }, { mergeable: () => true, storesHealthy: async () => { healthChecks++; return healthy; } });
+    await waitFor('checked the stores', async () => healthChecks >= 2, 20_000);
+    assert.ok(!applied.includes(2) && !applied.includes(3), 'while the stores look down, the failing batch holds back the later ones (order)');
+    assert.equal((await jsm.streams.info(`${cfg.stream}_DEAD`)).state.messages, 0);
+    healthy = true;
+    await waitFor('rest applied', async () => applied.length === 3, 20_000);
+    await consumer.stop();
+    assert.deepEqual([...applied].sort(), [0, 2, 3]);
+    assert.ok(attemptsOnBad >= 3);
+    const dead = await jsm.streams.getMessage(`${cfg.stream}_DEAD`, { seq: 1 });
+    assert.match(dead.header.get('Ingest-Error'), /while the stores answered: Cannot parse input/);
+  });
+
   it('keeps a long handler run alive with working() instead of being redelivered', async function () {
     const cfg = freshConfig({ NATS_ACK_WAIT_MS: '1000' });
     const buf = await open(cfg);

@@ -5,7 +5,11 @@ import { flushEvents } from './events.js';
 
 /** The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after each. */
 export function ingestionWorker(deps: Deps): Worker {
-  const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), { mergeable: isMergeable });
+  const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), {
+    mergeable: isMergeable,
+    // a batch failing again and again while both stores answer is dead-lettered (JetStream)
+    storesHealthy: () => Promise.all([deps.events.ping(), deps.db.raw('select 1')]).then(() => true, () => false),
+  });
   return {
     name: 'ingestion',
     async stop() {

@@ -26,6 +26,8 @@ export interface NatsConfig {
   publishTimeoutMs: number;
   /** Cap of the exponential nak backoff after a store failure. */
   nakMaxDelayMs: number;
+  /** A batch failing this many deliveries while the stores answer is dead-lettered. */
+  poisonAfterDeliveries: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -64,5 +66,6 @@ export function natsConfig(env: Env): NatsConfig {
     maxAckPending,
     publishTimeoutMs: Math.max(100, int(env, 'NATS_PUBLISH_TIMEOUT_MS', 2000)),
     nakMaxDelayMs: Math.max(100, int(env, 'NATS_NAK_MAX_DELAY_MS', 5000)),
+    poisonAfterDeliveries: Math.max(2, int(env, 'NATS_POISON_AFTER_DELIVERIES', 10)),
   };
 }

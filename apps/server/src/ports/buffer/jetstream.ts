@@ -40,6 +40,8 @@ export class JetStreamBuffer implements IngestionBuffer {
   /** False between a disconnect and the next reconnect: publishes fail fast (503) meanwhile. */
   private connected = true;
   private lastLoggedError = 0;
+  private storesHealthy?: () => Promise<boolean>;
+  private healthyFailures = new Map<number, number>();
 
   private constructor(
     private nc: NatsConnection,
@@ -211,6 +213,7 @@ export class JetStreamBuffer implements IngestionBuffer {
   consume(handler: (batch: IngestionBatch) => Promise<void>, opts: ConsumeOptions = {}): BufferConsumer {
     const state = { stopping: false, wake: () => {} };
     const mergeable = opts.mergeable ?? (() => false);
+    this.storesHealthy = opts.storesHealthy;
     const done = this.runConsumer(handler, mergeable, state).catch((err) => {
       this.log.error('ingestion: consumer loop ended', { err: String(err) });
     });
@@ -314,13 +317,14 @@ export class JetStreamBuffer implements IngestionBuffer {
         for (const { msg } of unit) { msg.ack(); settled.add(msg); }
         continue;
       } catch (err) {
-        if (isPoison(err)) {
+        const reason = isPoison(err) ? (err as Error).message : await this.failsForever(unit, err);
+        if (reason !== undefined) {
           if (unit.length > 1) {
             // Find the poison message: apply the merged batches one by one.
             queue.unshift(...unit.map((i) => [i]));
             continue;
           }
-          if (await this.deadLetter(unit[0].msg, (err as Error).message, settled)) continue;
+          if (await this.deadLetter(unit[0].msg, reason, settled)) continue;
         }
         // Store failure: this batch and every later one of the project come back later, in order.
         const rest = [unit, ...queue].flat();
@@ -331,6 +335,25 @@ export class JetStreamBuffer implements IngestionBuffer {
       }
     }
     return 0;
+  }
+
+  /**
+   * A reason when a batch failed `poisonAfterDeliveries` deliveries and, in this worker, at least
+   * HEALTHY_FAILURES times while the stores answered (so a store that is just coming back does
+   * not turn good data into dead letters); undefined otherwise.
+   */
+  private async failsForever(unit: Item[], err: unknown): Promise<string | undefined> {
+    const deliveries = Math.min(...unit.map((i) => i.msg.info.redeliveryCount));
+    if (!this.storesHealthy || deliveries < this.cfg.poisonAfterDeliveries) return undefined;
+    if (!(await this.storesHealthy().catch(() => false))) return undefined;
+    if (unit.length > 1) return 'split'; // merged: retried one by one, each batch judged alone
+    const key = unit[0].msg.seq;
+    const n = (this.healthyFailures.get(key) ?? 0) + 1;
+    if (this.healthyFailures.size > 10_000) this.healthyFailures.clear();
+    this.healthyFailures.set(key, n);
+    if (n < HEALTHY_FAILURES) return undefined;
+    this.healthyFailures.delete(key);
+    return `failed ${deliveries} deliveries, ${n} of them while the stores answered: ${err instanceof Error ? err.message : String(err)}`;
   }
 
   private nakDelay(msg: JsMsg): number {
@@ -398,6 +421,7 @@ interface Item {
 }
 
 const MAX_MERGED_RECORDS = 50_000;
+const HEALTHY_FAILURES = 3;
 
 /** Consecutive mergeable batches of one kind merged (bounded), everything else on its own, in order. */
 function units(items: Item[], mergeable: (batch: IngestionBatch) => boolean): Item[][] {

@@ -26,6 +26,12 @@ export interface ConsumeOptions {
    * Unset: every batch on its own.
    */
   mergeable?: (batch: IngestionBatch) => boolean;
+  /**
+   * Asked when a batch keeps failing (JetStream: NATS_POISON_AFTER_DELIVERIES deliveries): true
+   * (the stores answer) means the batch itself is at fault, and it is dead-lettered like a
+   * PoisonError instead of blocking its project forever. Unset: retried as long as it fails.
+   */
+  storesHealthy?: () => Promise<boolean>;
 }
 
 export interface BufferConsumer {
