@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { IngestionBatch } from '../ports/buffer/port.js';
+import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
 import { flushEvents, storeEvents } from './events.js';
@@ -22,6 +22,8 @@ export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<voi
     case 'alias':
       await flushEvents(deps);
       return applyLinks(deps, batch, (batch.records as AliasRecord[]).map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
+    default:
+      throw new PoisonError(`unknown ingestion batch kind ${JSON.stringify((batch as { kind?: unknown }).kind)}`);
   }
 }
 

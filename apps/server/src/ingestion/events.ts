@@ -7,9 +7,10 @@ import { sqlInt, sqlString } from '../ports/events/index.js';
 
 /**
  * Event writes with deduplication on (project, event, distinct_id, time, insert_id).
- * DuckDB dedups at write: the batch is read with DuckDB's JSON reader from a temporary NDJSON
- * file (much faster than a VALUES list), deduplicated within itself, and anti-joined against the
- * stored rows of the same project and time span (zone maps keep that scan short).
+ * DuckDB dedups at write: copies inside the batch are dropped here, the batch is read with
+ * DuckDB's JSON reader from a temporary NDJSON file (much faster than a VALUES list) and
+ * anti-joined against the stored rows of the same project and time span (zone maps keep that
+ * scan short while events arrive roughly in time order; a batch spanning years scans more).
  * ClickHouse stores every copy (ReplacingMergeTree on the key) and readers use FINAL; a batch is
  * inserted per month partition so no insert block spans many partitions.
  */
@@ -33,23 +34,25 @@ export async function writeEvents(deps: Deps, projectId: number, rows: StoredEve
   }
   let min = Infinity;
   let max = -Infinity;
+  let text = '';
+  const seen = new Set<string>();
   for (const r of rows) {
+    const key = `${r.event}\u0000${r.distinct_id}\u0000${r.time}\u0000${r.insert_id}`;
+    if (seen.has(key)) continue; // a copy within the batch
+    seen.add(key);
     if (r.time < min) min = r.time;
     if (r.time > max) max = r.time;
+    text += JSON.stringify(r) + '\n';
   }
   const file = path.join(os.tmpdir(), `analytics-ingest-${process.pid}-${++fileSeq}.ndjson`);
-  let text = '';
-  for (const r of rows) text += JSON.stringify(r) + '\n';
   await fs.writeFile(file, text);
   try {
     await deps.events.command(`INSERT INTO events
       SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at
-      FROM (SELECT DISTINCT ON (event, distinct_id, time, insert_id) *
-            FROM read_json(${sqlString('duckdb', file)}, format = 'newline_delimited', ${DUCKDB_COLUMNS})) n
-      LEFT JOIN (SELECT event, distinct_id, time, insert_id FROM events
+      FROM read_json(${sqlString('duckdb', file)}, format = 'newline_delimited', ${DUCKDB_COLUMNS}) n
+      ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                  WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
-        USING (event, distinct_id, time, insert_id)
-      WHERE e.insert_id IS NULL`);
+        USING (event, distinct_id, time, insert_id)`);
   } finally {
     await fs.unlink(file).catch(() => undefined);
   }
