@@ -1,11 +1,12 @@
 /**
  * Analyses benchmark (not a test). Loads a deterministic dataset (10M events, 200k identities,
- * 40 event names, 10 properties, 90 days, 20% of events under anonymous ids linked to their user)
+ * 40 event names, 10 properties, 90 days, visits of 8 events one minute apart, 20% of visits under
+ * anonymous ids linked to their user; dataset v3: file events-v3-N.duckdb, ClickHouse database bench_query_v3)
  * into each configured store, generated inside the engine (DuckDB: range(); ClickHouse: numbers()),
  * then reports each analysis' median latency next to a bare `SELECT count()` with the same filter.
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
- *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query)
+ *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v3)
  *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
  */
 import path from 'node:path';
@@ -38,12 +39,18 @@ function generatorSql(dialect: 'duckdb' | 'clickhouse'): string {
   const i = ch ? 'number' : 'i';
   const str = (e: string) => (ch ? `toString(${e})` : `CAST(${e} AS VARCHAR)`);
   const cat = (...p: string[]) => (ch ? `concat(${p.join(', ')})` : p.join(' || '));
-  const mix = (m: number, mod: number) => `((${i} * ${m} + ${m % 1000}) % ${mod})`;
-  const user = mix(2654435761, IDS);
+  const mix = (m: number, mod: number, x = i) => `((${x} * ${m} + ${m % 1000}) % ${mod})`;
+  // Draws that the user (a function of the row number modulo 200k) does not determine: reduce
+  // modulo a number coprime with 200k first.
+  const draw = (m: number, mod: number, x = i) => `(((${x} * ${m} + ${m % 1000}) % 40013) % ${mod})`;
+  // Visits: 8 consecutive rows (one minute apart) belong to one visit of one user, so identities
+  // have varied event names (funnels convert, flows branch) and multi-event sessions.
+  const visit = ch ? `intDiv(${i}, 8)` : `(${i} // 8)`;
+  const user = mix(2654435761, IDS, visit);
   // Names skewed: low numbers more frequent (min of two draws).
-  const name = cat(`'e'`, str(ch ? `least(${mix(40503, 40)}, ${mix(9973, 40)})` : `least(${mix(40503, 40)}, ${mix(9973, 40)})`));
-  const distinct = `CASE WHEN ${mix(7919, 5)} = 0 THEN ${cat(`'a'`, str(user))} ELSE ${cat(`'u'`, str(user))} END`;
-  const time = `${T0} + ${mix(104729, DAYS * 86_400_000)}`;
+  const name = cat(`'e'`, str(ch ? `least(${draw(40503, 40)}, ${draw(9973, 40)})` : `least(${draw(40503, 40)}, ${draw(9973, 40)})`));
+  const distinct = `CASE WHEN ${draw(7919, 5, visit)} = 0 THEN ${cat(`'a'`, str(user))} ELSE ${cat(`'u'`, str(user))} END`;
+  const time = `${T0} + ${mix(104729, DAYS * 86_400_000 - 8 * 60_000, visit)} + (${i} % 8) * 60000`;
   const keys = `[${Array.from({ length: 10 }, (_, k) => `'p${k}'`).join(', ')}]`;
   const values = `[${Array.from({ length: 10 }, (_, k) => cat(`'v'`, str(mix(31 + k * 7, 3 + k)))).join(', ')}]`;
   const cols = `${PROJECT} AS project_id, ${i} AS id, ${name} AS event, ${distinct} AS distinct_id, ${time} AS time,
@@ -114,13 +121,13 @@ fs.mkdirSync(dir, { recursive: true });
 console.log(`dataset: ${N} events, ${IDS} identities, 40 names, 10 properties, ${DAYS} days; median of ${RUNS} runs`);
 const engines = (process.env.BENCH_ENGINES ?? 'duckdb,clickhouse').split(',');
 if (engines.includes('duckdb')) {
-  const duck = new DuckDbEventStore(path.join(dir, `events-${N}.duckdb`));
+  const duck = new DuckDbEventStore(path.join(dir, `events-v3-${N}.duckdb`));
   await bench(duck);
   await duck.close();
 }
 const chUrl = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
 if (chUrl && engines.includes('clickhouse')) {
-  const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query' });
+  const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query_v3' });
   await bench(ch);
   await ch.close();
 }
