@@ -26,28 +26,45 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
   const { d } = q;
   const anchor = q.events.condition(f.event);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
-  const perId = `SELECT cid, ${d.minIf('time', anchor)} AS ta,
-      ${d.groupArraySorted('event', ['time', 'event'])} AS names, ${d.groupArraySorted('time', ['time', 'event'])} AS ts
-    FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: q.events.needsProps(f.event) })} ev GROUP BY cid HAVING ${d.countIf(anchor)} > 0`;
+  const props = q.events.needsProps(f.event);
   const S = sqlInt(f.steps);
-  let path: string;
-  if (f.direction === 'after') {
-    const next = d.map(d.slice(d.filterIdx('ts', 'j', 'ts[j] > ta'), '1', S), 'j', 'names[j]');
-    path = d.concat(`[${d.str(f.event)}]`, next);
-  } else {
-    const prevIdx = d.filterIdx('ts', 'j', 'ts[j] < ta');
-    const last = d.name === 'clickhouse'
-      ? `arraySlice(${prevIdx}, greatest(1, length(${prevIdx}) - ${S} + 1), ${S})`
-      : `list_slice(${prevIdx}, greatest(1, len(${prevIdx}) - ${S} + 1), len(${prevIdx}))`;
-    path = d.concat(d.map(last, 'j', 'names[j]'), `[${d.str(f.event)}]`);
+  const A = d.str(f.event);
+  if (d.name === 'clickhouse') {
+    // Per identity: its events as (time, name) tuples sorted once, then one linear filter around the
+    // first anchor (lambdas capture only the scalar \`ta\`). Read FINAL: every event of the path counts.
+    const ev = d.canonicalEvents({ projectId: q.projectId, where, props });
+    const perId = `SELECT cid, minIf(time, ${anchor}) AS ta, arraySort(groupArray((time, event))) AS evs
+      FROM ${ev} ev GROUP BY cid HAVING countIf(${anchor}) > 0`;
+    const path = f.direction === 'after'
+      ? `arrayConcat([${A}], arrayMap(x -> x.2, arraySlice(arrayFilter(x -> x.1 > ta, evs), 1, ${S})))`
+      : `arrayConcat(arrayMap(x -> x.2, arraySlice(arrayFilter(x -> x.1 < ta, evs) AS pv, greatest(1, length(pv) - ${S} + 1), ${S})), [${A}])`;
+    return `SELECT p, count() AS n FROM (SELECT arrayStringConcat(${path}, ${d.str(SEP)}) AS p FROM (${perId}) pi WHERE ${d.keep(['ta', 'evs'])}) pp
+      GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
   }
-  return `SELECT p, count(*) AS n FROM (SELECT ${d.join(path, d.str(SEP))} AS p FROM (${perId}) pi WHERE ${d.keep(['ta', 'names', 'ts'])}) pp GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
+  // DuckDB: the first anchor per identity, then the identity's events strictly after (before) it
+  // numbered by a window function; the first (last) \`steps\` of them form the path.
+  const ev = d.canonicalEvents({ projectId: q.projectId, where, props });
+  const after = f.direction === 'after';
+  const order = after ? 'ev.time, ev.event' : 'ev.time DESC, ev.event DESC';
+  const agg = after
+    ? `${A} || coalesce(string_agg(${d.str(SEP)} || r.event, '' ORDER BY r.time, r.event), '')`
+    : `coalesce(string_agg(r.event || ${d.str(SEP)}, '' ORDER BY r.time, r.event), '') || ${A}`;
+  return `WITH ev AS MATERIALIZED (SELECT cid, time, event, CASE WHEN ${anchor} THEN 1 ELSE 0 END AS isa FROM ${ev} ev0),
+    a AS (SELECT cid, min(time) AS ta FROM ev WHERE isa = 1 GROUP BY cid)
+    SELECT p, count(*) AS n FROM (
+      SELECT a.cid, ${agg} AS p FROM a LEFT JOIN (
+        SELECT cid, time, event FROM (
+          SELECT ev.cid, ev.time, ev.event, row_number() OVER (PARTITION BY ev.cid ORDER BY ${order}) AS rn
+          FROM ev JOIN a ON ev.cid = a.cid AND ev.time ${after ? '>' : '<'} a.ta
+        ) x WHERE rn <= ${S}
+      ) r ON r.cid = a.cid GROUP BY a.cid
+    ) pp GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
 }
 
 /** Identities with the anchor in range (reads the anchor's events only). */
 export function flowsTotalSql(q: QueryContext, f: FlowsSpec, range: DateRange): string {
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, q.events.condition(f.event)];
-  return `SELECT ${q.d.uniq('cid')} AS total FROM ${q.d.canonicalEvents({ projectId: q.projectId, where, props: q.events.needsProps(f.event) })} ev`;
+  return `SELECT ${q.d.uniq('cid')} AS total FROM ${q.d.canonicalEvents({ projectId: q.projectId, where, props: q.events.needsProps(f.event), dedup: false })} ev`;
 }
 
 export async function runFlows(events: EventStore, q: QueryContext, f: FlowsSpec, range: DateRange): Promise<FlowsResult> {

@@ -40,32 +40,41 @@ export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): str
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, `(${conds.join(' OR ')})`, filtersSql(d, f.filters)];
   const flags = conds.map((c, k) => `CASE WHEN ${c} THEN 1 ELSE 0 END AS f${k}`).join(', ');
   const bv = f.breakdown ? `CASE WHEN ${d.propHas(f.breakdown)} THEN concat('1', ${d.propValueOr(f.breakdown, "''")}) ELSE '0' END` : `'0'`;
-  const perEvent = `SELECT cid, time, ${bv} AS bv, ${flags} FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps })} ev`;
-  const arrays = [
-    `${d.groupArray('time')} AS ts`,
-    `${d.groupArray('bv')} AS bvs`,
-    ...conds.map((_, k) => `${d.groupArray(`f${k}`)} AS fs${k}`),
-  ];
-  // Layer 0: start indexes; layer k: for every start, the time of step k (0 = not reached).
-  let sql = `SELECT cid, ts, bvs, ${conds.map((_, k) => `fs${k}`).join(', ')}, ${d.filterIdx('ts', 'i', 'fs0[i] = 1')} AS st
-    FROM (SELECT cid, ${arrays.join(', ')} FROM (${perEvent}) pe GROUP BY cid) pg`;
-  const carried = ['cid', 'ts', 'bvs', ...conds.map((_, k) => `fs${k}`), 'st'];
-  for (let k = 1; k < n; k++) {
-    const prev = k === 1 ? 'ts[st[m]]' : `t${k - 1}[m]`;
-    const chain = d.minOr0(d.map(d.filterIdx('ts', 'j', `fs${k}[j] = 1 AND ts[j] > ${prev} AND ts[j] <= ts[st[m]] + ${W}`), 'j', 'ts[j]'));
-    const body = k === 1 ? chain : `CASE WHEN ${prev} = 0 THEN 0 ELSE ${chain} END`;
-    sql = `SELECT ${carried.join(', ')}, ${d.mapIdx('st', 'm', body)} AS t${k} FROM (${sql}) l${k} WHERE ${d.keep(carried)}`;
-    carried.push(`t${k}`);
+  let sql: string;
+  // Duplicates of the dedup key have the same identity, time and flags: they change no chain.
+  const ev = d.canonicalEvents({ projectId: q.projectId, where, props: needProps, dedup: false });
+  const perEvent = `SELECT cid, time, ${bv} AS bv, ${flags} FROM ${ev} ev`;
+  const ks = Array.from({ length: n - 1 }, (_, i) => i + 1);
+  // c_k: the unbounded greedy chain from a start (earliest step-k time strictly after c_{k-1};
+  // 0/NULL when none). Chains are strictly increasing, so the start's level is 1 + the number of
+  // c_k inside the window. The path: the most steps, then the earliest start, then the smallest bv.
+  if (d.name === 'clickhouse') {
+    // Per identity: starts as sorted (time, bv) tuples and each step's sorted times; lambdas run over
+    // the starts and search one step's times (arrayFirst), capturing no whole-identity array.
+    const arrays = [`arraySort(groupArrayIf((time, bv), f0 = 1)) AS s0`, ...ks.map((k) => `arraySort(groupArrayIf(time, f${k} = 1)) AS T${k}`)];
+    const chains = ks.map((k) => (k === 1
+      ? `arrayMap(s -> arrayFirst(x -> x > s.1, T1), s0) AS c1`
+      : `arrayMap(p -> if(p = 0, 0, arrayFirst(x -> x > p, T${k})), c${k - 1}) AS c${k}`));
+    const lvBody = ['1', ...ks.map((k) => `(y${k} != 0 AND y${k} <= s.1 + ${W})`)].join(' + ');
+    const lv = `arrayMap((s${ks.map((k) => `, y${k}`).join('')}) -> ${lvBody}, s0${ks.map((k) => `, c${k}`).join('')}) AS lv`;
+    sql = `SELECT cid, arrayReduce('max', lv) AS level, s0[indexOf(lv, level)] AS st, st.2 AS seg,
+        [toInt64(0)${ks.map((k) => `, c${k}[indexOf(lv, level)] - st.1`).join('')}] AS durs
+      FROM (SELECT cid, s0, ${[...chains, lv].join(', ')} FROM (
+        SELECT cid, ${arrays.join(', ')} FROM (${perEvent}) pe GROUP BY cid HAVING countIf(f0 = 1) > 0
+      ) pg WHERE ${d.keep(['s0', ...ks.map((k) => `T${k}`)])}) pc`;
+  } else {
+    // DuckDB: each chain step is an ASOF join (the earliest step-k event strictly after c_{k-1}).
+    const cte = [`ev AS MATERIALIZED (${perEvent})`, `c0 AS (SELECT cid, time AS t0, bv FROM ev WHERE f0 = 1)`];
+    for (const k of ks) {
+      const prev = k === 1 ? 'c.t0' : `c.c${k - 1}`;
+      cte.push(`c${k} AS (SELECT c.*, e.time AS c${k} FROM c${k - 1} c ASOF LEFT JOIN (SELECT cid, time FROM ev WHERE f${k} = 1) e ON c.cid = e.cid AND ${prev} < e.time)`);
+    }
+    const level = ['1', ...ks.map((k) => `CASE WHEN c${k} IS NOT NULL AND c${k} <= t0 + ${W} THEN 1 ELSE 0 END`)].join(' + ');
+    cte.push(`lv AS (SELECT *, ${level} AS level FROM c${n - 1})`);
+    sql = `WITH ${cte.join(',\n')}
+      SELECT cid, level, bv AS seg, [0::BIGINT${ks.map((k) => `, c${k} - t0`).join('')}] AS durs
+      FROM lv QUALIFY row_number() OVER (PARTITION BY cid ORDER BY level DESC, t0, bv) = 1`;
   }
-  // Levels per start, best level, then the earliest start (and smallest breakdown value) among the best.
-  const levelExpr = ['1', ...Array.from({ length: n - 1 }, (_, k) => `CASE WHEN t${k + 1}[m] > 0 THEN 1 ELSE 0 END`)].join(' + ');
-  sql = `SELECT ${carried.join(', ')}, ${d.mapIdx('st', 'm', levelExpr)} AS lv FROM (${sql}) lv0 WHERE ${d.length('st')} > 0 AND ${d.keep(carried)}`;
-  sql = `SELECT ${carried.join(', ')}, lv, ${d.maxOr0('lv')} AS level FROM (${sql}) lv1 WHERE ${d.keep([...carried, 'lv'])}`;
-  sql = `SELECT ${carried.join(', ')}, lv, level, ${d.minOr0(d.map(d.filterIdx('st', 'm', 'lv[m] = level'), 'm', 'ts[st[m]]'))} AS t0 FROM (${sql}) lv2 WHERE ${d.keep([...carried, 'lv', 'level'])}`;
-  sql = `SELECT ${carried.join(', ')}, lv, level, t0, ${d.filterIdx('st', 'm', 'lv[m] = level AND ts[st[m]] = t0')} AS best FROM (${sql}) lv3 WHERE ${d.keep([...carried, 'lv', 'level', 't0'])}`;
-  const bestBv = d.name === 'clickhouse' ? `arrayReduce('min', ${d.map('best', 'm', 'bvs[st[m]]')})` : `list_min(${d.map('best', 'm', 'bvs[st[m]]')})`;
-  const durs = ['0', ...Array.from({ length: n - 1 }, (_, k) => `t${k + 1}[best[1]] - t0`)];
-  sql = `SELECT cid, level, ${bestBv} AS seg, [${durs.join(', ')}] AS durs FROM (${sql}) lv4 WHERE ${d.keep([...carried, 'lv', 'level', 't0', 'best'])}`;
   // One row per (identity, step reached); then per (step, segment) and per (step, all).
   sql = `SELECT cid, level, seg, durs, ${d.explode(d.name === 'clickhouse' ? 'range(level)' : 'generate_series(0, level - 1)')} AS k FROM (${sql}) pi WHERE ${d.keep(['cid', 'level', 'seg', 'durs'])}`;
   sql = `SELECT cid, level, k, durs[k + 1] AS dur, ${d.explode(f.breakdown ? "[seg, '*']" : "['*']")} AS sg FROM (${sql}) pk WHERE ${d.keep(['cid', 'level', 'seg', 'durs', 'k'])}`;

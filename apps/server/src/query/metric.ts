@@ -15,7 +15,7 @@ export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit
   const needProps = def.metrics.some((m) => (m.filters?.length ?? 0) > 0 || q.events.needsProps(m.event));
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, conds.map((c) => `(${c})`).join(' OR ')];
   const cols = def.metrics.map((m, i) => `${m.type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`);
-  return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: def.metrics.some((m) => m.type === 'unique') })} ev GROUP BY b`;
+  return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: def.metrics.some((m) => m.type === 'unique'), dedup: def.metrics.some((m) => m.type === 'total') })} ev GROUP BY b`;
 }
 
 export async function runMetric(events: EventStore, q: QueryContext, name: string, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): Promise<SegmentationResult> {

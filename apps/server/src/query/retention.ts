@@ -29,7 +29,7 @@ export function retentionSql(q: QueryContext, r: RetentionSpec, range: DateRange
   const needProps = q.events.needsProps(r.bornEvent) || q.events.needsProps(r.returnEvent);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(returnEnd)}`, `(${born}) OR (${ret})`];
   const perId = `SELECT cid, ${d.minIf('time', isBorn)} AS bt, ${d.groupArrayIf('time', ret)} AS rts
-    FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps })} ev GROUP BY cid HAVING ${d.countIf(isBorn)} > 0`;
+    FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, dedup: false })} ev GROUP BY cid HAVING ${d.countIf(isBorn)} > 0`;
   const offsets = d.filter(
     d.distinct(d.map(d.filter('rts', 't', 't > bt'), 't', d.intDiv(`${d.bucket(r.unit, 't')} - ${d.bucket(r.unit, 'bt')}`, sqlInt(unitMs)))),
     'o', `o < ${sqlInt(r.buckets)}`,

@@ -31,7 +31,7 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
     : ', 0 AS bh, \'\' AS bv';
   const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
   return `SELECT b, bh, bv, ${value} AS v FROM (
-    SELECT ${d.bucket(s.unit, 'time')} AS b${bd}, cid FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: s.type === 'unique' })} ev
+    SELECT ${d.bucket(s.unit, 'time')} AS b${bd}, cid FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: s.type === 'unique', dedup: s.type === 'total' })} ev
   ) x GROUP BY b, bh, bv`;
 }
 

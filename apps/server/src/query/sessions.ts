@@ -15,15 +15,27 @@ export const SESSION_GAP_MS = 30 * 60 * 1000;
  */
 export function sessionsSql(q: QueryContext, unit: Unit, range: DateRange): string {
   const { d } = q;
+  const GAP = sqlInt(SESSION_GAP_MS);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
-  const perId = `SELECT cid, ${d.groupArraySorted('time', ['time'])} AS ts FROM ${d.canonicalEvents({ projectId: q.projectId, where })} ev GROUP BY cid`;
-  const starts = d.filterIdx('ts', 'i', `i = 1 OR ts[i] - ts[i - 1] >= ${sqlInt(SESSION_GAP_MS)}`);
-  const ends = d.mapIdx('st', 'm', `CASE WHEN m = ${d.length('st')} THEN ts[${d.length('ts')}] ELSE ts[st[m + 1] - 1] END`);
-  const withSt = `SELECT ts, ${starts} AS st FROM (${perId}) pi WHERE ${d.keep(['ts'])}`;
-  const withEnds = `SELECT ts, st, ${ends} AS en FROM (${withSt}) ps WHERE ${d.keep(['ts', 'st'])}`;
-  const exploded = `SELECT ts, st, en, ${d.explode(d.mapIdx('st', 'm', 'm'))} AS m FROM (${withEnds}) pe WHERE ${d.keep(['ts', 'st', 'en'])}`;
-  return `SELECT b, count(*) AS n, avg(${d.toFloat('dur')}) AS avg_ms FROM (
-    SELECT ${d.bucket(unit, 'ts[st[m]]')} AS b, en[m] - ts[st[m]] AS dur FROM (${exploded}) px WHERE ${d.keep(['ts', 'st', 'en', 'm'])}
+  // A duplicate of the dedup key has the same identity and time: a zero gap changes no session.
+  const ev = d.canonicalEvents({ projectId: q.projectId, where, dedup: false });
+  if (d.name === 'clickhouse') {
+    // Per identity: sorted times and one linear pass (arrayDifference): starts are times whose gap
+    // before is >= GAP (or the first), ends are times whose gap after is >= GAP (or the last).
+    return `SELECT ${d.bucket(unit, 's')} AS b, count() AS n, avg(toFloat64(e - s)) AS avg_ms FROM (
+      SELECT arraySort(groupArray(time)) AS ts, arrayDifference(ts) AS g,
+        arrayFilter((t, x) -> x >= ${GAP}, ts, arrayPushFront(arrayPopFront(g), toInt64(${GAP}))) AS ss,
+        arrayFilter((t, x) -> x >= ${GAP}, ts, arrayPushBack(arrayPopFront(g), toInt64(${GAP}))) AS es
+      FROM ${ev} ev GROUP BY cid
+    ) ARRAY JOIN ss AS s, es AS e GROUP BY b`;
+  }
+  // DuckDB: window functions. Session starts are rows whose previous event is missing or >= GAP
+  // earlier; a session ends at the event before the next start (that start's `prev`), the last
+  // one at the identity's last event.
+  return `SELECT ${d.bucket(unit, 'st')} AS b, count(*) AS n, avg(CAST(en - st AS DOUBLE)) AS avg_ms FROM (
+    SELECT time AS st, coalesce(lead(prev) OVER (PARTITION BY cid ORDER BY time), last) AS en FROM (
+      SELECT cid, time, lag(time) OVER (PARTITION BY cid ORDER BY time) AS prev, max(time) OVER (PARTITION BY cid) AS last FROM ${ev} ev
+    ) w WHERE prev IS NULL OR time - prev >= ${GAP}
   ) x GROUP BY b`;
 }
 

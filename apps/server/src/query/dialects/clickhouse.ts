@@ -11,12 +11,15 @@ export const clickhouse: Dialect = {
     return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
-  canonicalEvents({ projectId, where, props, identity = true }) {
-    const cols = ['event', 'time', 'distinct_id', ...(props ? ['prop_keys', 'prop_values'] : [])];
+  canonicalEvents({ projectId, where, props, identity = true, dedup = true, cols: extra = [] }) {
+    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id')];
+    const cols = ['event', 'time', 'distinct_id', ...pass];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
-    if (!identity) return `(SELECT event, time, distinct_id AS cid${props ? ', prop_keys, prop_values' : ''} FROM events FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')})`;
-    return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${props ? ', prop_keys, prop_values' : ''}
-      FROM (SELECT ${cols.join(', ')} FROM events FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')})
+    const from = `events${dedup ? ' FINAL' : ''} WHERE ${conds.map((c) => `(${c})`).join(' AND ')}`;
+    const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
+    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM ${from})`;
+    return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${tail}
+      FROM (SELECT ${cols.join(', ')} FROM ${from})
       ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
   },
   canonicalProfiles(projectId, where = []) {

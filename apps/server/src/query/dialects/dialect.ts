@@ -26,8 +26,11 @@ export interface Dialect {
    * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
    * columns (event, time, distinct_id, prop_keys, prop_values). `identity: false` skips the
    * link lookup (cid = distinct_id) for counts that never look at identities.
+   * `dedup: false` allows unmerged duplicates of the dedup key (ClickHouse reads without FINAL):
+   * only for analyses a duplicate cannot change (unique counts, funnels, retention, sessions) or
+   * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; dedup?: boolean; cols?: string[] }): string;
   /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
   canonicalProfiles(projectId: number, where?: string[]): string;
   /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */
