@@ -111,6 +111,24 @@ forEachBackend('ingestion /track', (backend) => {
     assert.equal((await events(acme, '&event=Dup')).total, 4);
   });
 
+  it('stores __proto__ and constructor as ordinary properties, and sanitises strings and numbers', async () => {
+    const raw = '{"event":"Proto","properties":{"distinct_id":"pp","__proto__":{"polluted":1},"constructor":"c",' +
+      '"lone":"\\ud800x","nul":"a\\u0000b","big":1e400,"deep":{"a":{"b":[1,{"c":true}]}}}}';
+    const r = await ingest(t, acme.project.token).raw('/track', raw);
+    assert.deepEqual(r.body, { status: 1, inserted: 1 });
+    const [row] = (await events(acme, '&event=Proto')).events;
+    assert.ok(Object.hasOwn(row.properties, '__proto__'));
+    assert.deepEqual(Object.getOwnPropertyDescriptor(row.properties, '__proto__')!.value, { polluted: 1 });
+    assert.equal(row.properties.constructor, 'c');
+    assert.equal(row.properties.lone, '\ufffdx');
+    assert.equal(row.properties.nul, 'a\ufffdb');
+    assert.equal(row.properties.big, null);
+    assert.deepEqual(row.properties.deep, { a: { b: [1, { c: true }] } });
+    assert.equal(({} as any).polluted, undefined);
+    const keys = (await acme.owner.get(`/api/data/properties?projectId=${acme.project.id}&event=Proto`)).body.map((p: any) => p.key);
+    assert.ok(keys.includes('__proto__') && keys.includes('constructor'));
+  });
+
   it('reads Mixpanel-style time in seconds', async () => {
     await ingest(t, acme.project.token).post('/track', ev('Seconds', 's-1', { time: 1_700_000_123 }));
     await ingest(t, acme.project.token).post('/track', ev('Seconds', 's-1', { time: 1_700_000_124.5 }));

@@ -64,7 +64,7 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {
   // The record's own map (null-prototype, or JSON.parse output when the batch crossed NATS).
   const props: Props = r.properties;
-  if (!('$processed_at' in props)) props.$processed_at = processedAt;
+  if (!Object.hasOwn(props, '$processed_at')) props.$processed_at = processedAt;
   return {
     project_id: projectId, id: r.id, event: r.event, distinct_id: r.distinct_id, time: r.time, insert_id: r.insert_id,
     properties: JSON.stringify(props), ...propArrays(props), received_at: r.received_at,

@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import { AppError } from '../http/errors.js';
 import { LIMITS } from '../limits.js';
 
 /**
  * Validation, sanitising and enrichment of ingestion records, and the record shapes the API
- * publishes to the buffer (plain JSON: they cross NATS). Property maps are null-prototype
- * objects so `__proto__` keys are stored as ordinary keys and never touch a prototype.
+ * publishes to the buffer (plain JSON: they cross NATS). `__proto__` keys become ordinary own
+ * properties (setOwn) and never touch a prototype.
  */
 
 /** Longest distinct_id / alias / event name accepted (the metadata store keys ids in 255 characters). */
@@ -69,11 +68,29 @@ export function cleanString(s: string): string {
   return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
 }
 
+/** Sets an own property, also for the key `__proto__` (plain assignment would set the prototype). */
+export function setOwn(obj: Props, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+const TOO_DEEP = new Error('too deep');
+
 /**
  * A JSON-safe copy of a property value: well-formed strings without NUL, finite numbers (others
- * become null), null-prototype objects; deeper than MAX_PROPERTY_DEPTH is refused.
+ * become null), plain objects whose `__proto__` keys are own properties; deeper than
+ * MAX_PROPERTY_DEPTH is refused (`path` names the value in the 400).
  */
 export function sanitize(value: unknown, path: string, depth = 0): unknown {
+  try {
+    return copy(value, depth);
+  } catch (err) {
+    if (err === TOO_DEEP) throw invalidRecord(`${path}: nested deeper than ${MAX_PROPERTY_DEPTH} levels`);
+    throw err;
+  }
+}
+
+function copy(value: unknown, depth: number): unknown {
   switch (typeof value) {
     case 'string':
       return cleanString(value);
@@ -83,10 +100,14 @@ export function sanitize(value: unknown, path: string, depth = 0): unknown {
       return value;
     case 'object': {
       if (value === null) return null;
-      if (depth >= MAX_PROPERTY_DEPTH) throw invalidRecord(`${path}: nested deeper than ${MAX_PROPERTY_DEPTH} levels`);
-      if (Array.isArray(value)) return value.map((v, i) => sanitize(v, `${path}.${i}`, depth + 1));
-      const out: Props = Object.create(null);
-      for (const k of Object.keys(value)) out[cleanString(k)] = sanitize((value as Props)[k], `${path}.${k}`, depth + 1);
+      if (depth >= MAX_PROPERTY_DEPTH) throw TOO_DEEP;
+      if (Array.isArray(value)) {
+        const arr = new Array(value.length);
+        for (let i = 0; i < value.length; i++) arr[i] = copy(value[i], depth + 1);
+        return arr;
+      }
+      const out: Props = {};
+      for (const k of Object.keys(value)) setOwn(out, cleanString(k), copy((value as Props)[k], depth + 1));
       return out;
     }
     default:
@@ -126,10 +147,22 @@ export function asRecords(payload: unknown): unknown[] {
   return records;
 }
 
-/** EventRow.id: 52 bits of SHA-1 over the dedup key (exact in a double, the same for every copy). */
+/**
+ * EventRow.id: a 53-bit hash (cyrb53) of the dedup key, exact in a double and the same for every
+ * copy of an event. Not cryptographic; it only needs to spread ids.
+ */
 export function eventId(projectId: number, event: string, distinctId: string, time: number, insertId: string): number {
-  const h = createHash('sha1').update(`${projectId}\u0000${event}\u0000${distinctId}\u0000${time}\u0000${insertId}`).digest('hex');
-  return parseInt(h.slice(0, 13), 16);
+  const str = `${projectId}\u0000${event}\u0000${distinctId}\u0000${time}\u0000${insertId}`;
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < str.length; i++) {
+    const ch = str.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
 /** The stored form of property values (parallel arrays beside the JSON). */

@@ -13,7 +13,7 @@ import { monthOf } from '../usage/store.js';
 import { decodeRequest, type DecodedRequest } from './decode.js';
 import { clientIp, geoCache } from './geo.js';
 import {
-  asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, recordToken, sanitize, timeOf,
+  asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, recordToken, sanitize, setOwn, timeOf,
   type AliasRecord, type EngageRecord, type Props, type TrackRecord,
 } from './records.js';
 import { AliasBody, AliasResponse, EngageBody, EngageResponse, TrackBody, TrackResponse } from './schema.js';
@@ -154,10 +154,11 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       }
       if (!distinctId) throw invalidRecord(`${i}.properties.distinct_id: must be a non-empty string of at most 255 characters`);
       const time = props.time === undefined || props.time === null ? acceptedAt : timeOf(props.time, `${i}.properties.time`);
-      const stored: Props = Object.create(null);
+      const stored: Props = {};
       for (const k of Object.keys(props)) {
         if (COLUMN_KEYS.has(k)) continue;
-        stored[cleanString(k)] = sanitize(props[k], `${i}.properties.${k}`, 1);
+        const v = props[k];
+        setOwn(stored, cleanString(k), typeof v === 'object' && v !== null ? sanitize(v, `${i}.properties.${k}`, 1) : sanitize(v, '', 1));
       }
       const sent = stored.$insert_id;
       const clientInsertId =
@@ -169,7 +170,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
         $payload_size: Buffer.byteLength(event) + Buffer.byteLength(JSON.stringify(props)),
         ...geo(typeof props.ip === 'string' ? props.ip : ip),
       };
-      for (const k of Object.keys(defaults)) if (!(k in stored)) stored[k] = defaults[k];
+      for (const k of Object.keys(defaults)) if (!Object.hasOwn(stored, k)) stored[k] = defaults[k];
       return {
         token,
         make: (projectId: number): TrackRecord => ({
