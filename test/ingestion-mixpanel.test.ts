@@ -93,6 +93,14 @@ forEachBackend('ingestion: Mixpanel SDK compatibility', (backend) => {
     assert.deepEqual([r.status, r.body], [400, { status: 0, error: 'invalid json' }]);
     r = await c.get(`/engage?data=${encodeURIComponent(Buffer.from(JSON.stringify({ $token: acme.project.token, $distinct_id: 'f-1', $set: { via: 'get' } })).toString('base64'))}`);
     assert.deepEqual([r.status, r.text], [200, '1']);
+    // mixpanel-browser's $identify (original ID merge) links the anonymous id retroactively.
+    const identify = [
+      { event: 'Landing', properties: { distinct_id: 'anon-17f3c', token: acme.project.token, time: 1_700_000_002 } },
+      { event: '$identify', properties: { distinct_id: 'f-3', $anon_distinct_id: 'anon-17f3c', token: acme.project.token } },
+    ];
+    r = await c.post('/track?verbose=1', undefined, { raw: `data=${encodeURIComponent(Buffer.from(JSON.stringify(identify)).toString('base64'))}`, headers: form });
+    assert.equal(r.body.status, 1);
+    assert.deepEqual((await events('&event=Landing')).map((e) => e.distinct_id), ['f-3']);
     const rows = await events('&event=Form');
     assert.deepEqual(rows.map((e) => e.distinct_id).sort(), ['f-1', 'f-2']);
     assert.equal(rows.find((e) => e.distinct_id === 'f-1').time, 1_700_000_001_000);

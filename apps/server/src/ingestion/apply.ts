@@ -54,6 +54,11 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
     if (typeof device === 'string' && typeof user === 'string' && device && device !== user && r.distinct_id === user) {
       links.push({ alias: device, distinctId: user, always: true });
     }
+    // mixpanel-browser's `$identify` (original ID merge): the anonymous id's history joins the user.
+    const anon = r.properties.$anon_distinct_id;
+    if (r.event === '$identify' && typeof anon === 'string' && anon && anon !== r.distinct_id) {
+      links.push({ alias: anon, distinctId: r.distinct_id, always: true });
+    }
   }
   // `$create_alias` links look at stored events (does the alias have any?): everything held is
   // written first. $device_id/$user_id links are retroactive regardless, so they do not need it.
