@@ -3,6 +3,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { Client } from './support/http.js';
 import { drained, ev, ingest } from './ingestion.support.js';
+import { serviceUnavailable } from '../apps/server/src/http/errors.js';
 
 forEachBackend('ingestion limits', (backend) => {
   describe('rate limits', () => {
@@ -95,6 +96,23 @@ forEachBackend('ingestion limits', (backend) => {
       // Raising the quota lets events in again.
       await t.admin.patch(`/admin/orgs/${acme.org.id}`, { monthlyEventQuota: null });
       assert.equal((await c.post('/track', ev('Q', 'g'))).status, 200);
+    });
+
+    it('uncounts the events of a batch the buffer refused', async () => {
+      const month = new Date().toISOString().slice(0, 7);
+      const usage = async () => (await t.admin.get(`/admin/usage?month=${month}`)).body.find((u: any) => u.org_id === acme.org.id).events;
+      const before = await usage();
+      const buffer = t.svc.deps.buffer;
+      const publish = buffer.publish;
+      buffer.publish = async () => { throw serviceUnavailable('ingestion buffer unavailable', 5); };
+      try {
+        const r = await ingest(t, acme.project.token).post('/track', [ev('Down', 'x'), ev('Down', 'y')]);
+        assert.equal(r.status, 503);
+        assert.equal(r.headers.get('retry-after'), '5');
+      } finally {
+        buffer.publish = publish;
+      }
+      assert.equal(await usage(), before);
     });
 
     it('holds under concurrent batches (check-and-add in one transaction)', async () => {

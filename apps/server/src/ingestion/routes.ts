@@ -93,35 +93,51 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   }
 
   /**
-   * Counts accepted events against each organisation's monthly quota and publishes, in one
-   * metadata transaction: over quota, or a publish failing, stores and counts nothing.
+   * Counts accepted events against each organisation's monthly quota, then publishes. The check
+   * and the count are one metadata transaction (PostgreSQL locks the rows of organisations that
+   * have a quota; SQLite serialises writers), so concurrent requests cannot both pass; over quota
+   * counts and publishes nothing. The transaction commits before publishing (no lock is held
+   * while the buffer answers); batches that then fail to publish are counted back out.
    */
   async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: Project; n: number }>, acceptedAt: number) {
     await roomInBuffer();
     const counted = [...eventsPerProject.values()].filter((e) => e.n > 0);
-    if (counted.length === 0) {
-      for (const b of out) await deps.buffer.publish(b);
-      return;
-    }
     const month = monthOf(acceptedAt);
-    await deps.db.transaction(async (trx) => {
-      const perOrg = new Map<number, number>();
-      for (const { project, n } of counted) if (project.org_id !== null) perOrg.set(project.org_id, (perOrg.get(project.org_id) ?? 0) + n);
-      for (const [orgId, n] of [...perOrg].sort((a, b) => a[0] - b[0])) {
-        let q = trx('organizations').where({ id: orgId }).first('monthly_event_quota');
-        if (isPostgres(deps.db)) q = q.forUpdate();
-        const org = await q;
-        const quota = org?.monthly_event_quota;
-        if (quota !== null && quota !== undefined) {
+    if (counted.length > 0) {
+      await deps.db.transaction(async (trx) => {
+        const perOrg = new Map<number, number>();
+        for (const { project, n } of counted) if (project.org_id !== null) perOrg.set(project.org_id, (perOrg.get(project.org_id) ?? 0) + n);
+        for (const [orgId, n] of [...perOrg].sort((a, b) => a[0] - b[0])) {
+          const org = await trx('organizations').where({ id: orgId }).first('monthly_event_quota');
+          if (org?.monthly_event_quota === null || org?.monthly_event_quota === undefined) continue;
+          if (isPostgres(deps.db)) await trx('organizations').where({ id: orgId }).forUpdate().first('id');
+          const locked = await trx('organizations').where({ id: orgId }).first('monthly_event_quota');
+          const quota = locked?.monthly_event_quota;
+          if (quota === null || quota === undefined) continue;
           const used = await deps.usage.orgEvents(orgId, month, trx);
           if (used + n > Number(quota)) {
             throw new AppError(429, 'monthly event quota exceeded', { headers: { 'Retry-After': String(LIMITS.quotaRetryAfterSeconds) } });
           }
         }
+        for (const { project, n } of counted) await deps.usage.add(project.org_id, project.id, month, n, trx);
+      });
+    }
+    for (let i = 0; i < out.length; i++) {
+      try {
+        await deps.buffer.publish(out[i]);
+      } catch (err) {
+        const unpublished = new Set(out.slice(i).map((b) => b.projectId));
+        const back = counted.filter((c) => unpublished.has(c.project.id));
+        if (back.length) {
+          await deps.db
+            .transaction(async (trx) => {
+              for (const { project, n } of back) await deps.usage.add(project.org_id, project.id, month, -n, trx);
+            })
+            .catch((e) => deps.log.error('ingestion: could not uncount events of a failed publish', { err: String(e) }));
+        }
+        throw err;
       }
-      for (const { project, n } of counted) await deps.usage.add(project.org_id, project.id, month, n, trx);
-      for (const b of out) await deps.buffer.publish(b);
-    });
+    }
   }
 
   /** Mixpanel-encoded requests without `verbose=1` get Mixpanel's `1` text answer. */
