@@ -8,6 +8,7 @@
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v3)
  *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
+ *   BENCH_CASES=flows,sessions ...             # only the cases whose name starts so
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -106,7 +107,9 @@ async function bench(store: EventStore) {
   console.log(`\n${store.dialect}: bare scan SELECT count() ${scan.toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}`);
   console.log('| analysis | median ms | × bare scan |');
   console.log('|---|---:|---:|');
+  const only = process.env.BENCH_CASES?.split(',');
   for (const [name, fn] of cases) {
+    if (only && !only.some((o) => name.startsWith(o))) continue;
     try {
       const ms = await median(fn);
       console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);

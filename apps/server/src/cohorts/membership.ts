@@ -36,6 +36,15 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
   }
   const needProps = criteria.some((c) => c.kind === 'behavior' && q.events.needsProps(c.event));
   const evSel = ['cid', ...eventCols].join(', ');
+  const zeroSel = ['cid', ...criteria.map((_, i) => flag('1 = 0', i))].join(', ');
+  // Behaviour counts read only the events some criterion counts (deduplicated); the universe
+  // (identities with any event) comes from canonicalIds, which needs no deduplication.
+  const counted = criteria.flatMap((c) => (c.kind === 'behavior'
+    ? [`(${q.events.condition(c.event)}${c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : ''})`] : []));
+  const countedSql = counted.length
+    ? `SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, where: [...where, counted.join(' OR ')], props: needProps })} ce
+      UNION ALL
+      ` : '';
   const prSel = ['cid', ...profileCols].join(', ');
   const agg = criteria.map((c, i) => (c.kind === 'behavior' ? `sum(c${i}) AS n${i}` : `max(c${i}) AS n${i}`));
   const conds = criteria.map((c, i) => criterionCondition(c, `n${i}`));
@@ -43,7 +52,7 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
   const idFilter = opts.canonicalId !== undefined ? ` WHERE cid = ${d.str(opts.canonicalId)}` : '';
   return `SELECT cid FROM (
     SELECT cid${agg.length ? ', ' + agg.join(', ') : ''} FROM (
-      SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, where, props: needProps })}
+      ${countedSql}SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where)} ci
       UNION ALL
       SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
     )${idFilter} GROUP BY cid

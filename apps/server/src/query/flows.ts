@@ -30,11 +30,13 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
   const S = sqlInt(f.steps);
   const A = d.str(f.event);
   if (d.name === 'clickhouse') {
-    // Per identity: its events as (time, name) tuples sorted once, then one linear filter around the
-    // first anchor (lambdas capture only the scalar \`ta\`). Read FINAL: every event of the path counts.
-    const ev = d.canonicalEvents({ projectId: q.projectId, where, props });
-    const perId = `SELECT cid, minIf(time, ${anchor}) AS ta, arraySort(groupArray((time, event))) AS evs
-      FROM ${ev} ev GROUP BY cid HAVING countIf(${anchor}) > 0`;
+    // Per identity: its events as (time, name, distinct_id, insert_id) tuples sorted once; a tuple
+    // equal to its predecessor is an unmerged duplicate of the dedup key and is dropped (no FINAL);
+    // then one linear filter around the first anchor (lambdas capture only the scalar `ta`).
+    const ev = d.canonicalEvents({ projectId: q.projectId, where, props, dedup: false, cols: ['distinct_id', 'insert_id'] });
+    const perId = `SELECT ta, arrayFilter((x, y) -> x != y, ss, arrayPushFront(arrayPopBack(ss), (toInt64(-1), '', '', ''))) AS evs FROM (
+      SELECT cid, minIf(time, ${anchor}) AS ta, arraySort(groupArray((time, event, distinct_id, insert_id))) AS ss
+      FROM ${ev} ev GROUP BY cid HAVING countIf(${anchor}) > 0) pd WHERE ${d.keep(['ta', 'ss'])}`;
     const path = f.direction === 'after'
       ? `arrayConcat([${A}], arrayMap(x -> x.2, arraySlice(arrayFilter(x -> x.1 > ta, evs), 1, ${S})))`
       : `arrayConcat(arrayMap(x -> x.2, arraySlice(arrayFilter(x -> x.1 < ta, evs) AS pv, greatest(1, length(pv) - ${S} + 1), ${S})), [${A}])`;
@@ -42,7 +44,7 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
       GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
   }
   // DuckDB: the first anchor per identity, then the identity's events strictly after (before) it
-  // numbered by a window function; the first (last) \`steps\` of them form the path.
+  // numbered by a window function; the first (last) `steps` of them form the path.
   const ev = d.canonicalEvents({ projectId: q.projectId, where, props });
   const after = f.direction === 'after';
   const order = after ? 'ev.time, ev.event' : 'ev.time DESC, ev.event DESC';

@@ -22,6 +22,13 @@ export const clickhouse: Dialect = {
       FROM (SELECT ${cols.join(', ')} FROM ${from})
       ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
   },
+  canonicalIds(projectId, where) {
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
+    return `(SELECT arrayJoin(arrayConcat(if(canonical_id != '' AND mx >= from_time, [canonical_id], emptyArrayString()),
+        if(canonical_id = '' OR mn < from_time, [distinct_id], emptyArrayString()))) AS cid
+      FROM (SELECT distinct_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id)
+      ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
+  },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     return `(SELECT if(canonical_id != '', canonical_id, distinct_id) AS cid, prop_keys, prop_values

@@ -31,6 +31,12 @@ export interface Dialect {
    * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).
    */
   canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; dedup?: boolean; cols?: string[] }): string;
+  /**
+   * Canonical ids (column `cid`, possibly repeated) of the identities with at least one event
+   * matching `where` (raw event columns), any duplicates allowed: events are reduced per
+   * distinct_id (first and last time) before the link lookup, so the join sees one row per id.
+   */
+  canonicalIds(projectId: number, where: string[]): string;
   /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
   canonicalProfiles(projectId: number, where?: string[]): string;
   /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */

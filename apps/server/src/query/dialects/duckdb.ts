@@ -22,6 +22,13 @@ export const duckdb: Dialect = {
       FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
       LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
   },
+  canonicalIds(projectId, where) {
+    const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
+    return `(SELECT unnest(list_concat(CASE WHEN l.canonical_id IS NOT NULL AND e.mx >= l.from_time THEN [l.canonical_id] ELSE []::VARCHAR[] END,
+        CASE WHEN l.canonical_id IS NULL OR e.mn < l.from_time THEN [e.distinct_id] ELSE []::VARCHAR[] END)) AS cid
+      FROM (SELECT distinct_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id) e
+      LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
+  },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     return `(SELECT coalesce(l.canonical_id, p.distinct_id) AS cid, p.prop_keys, p.prop_values
