@@ -86,6 +86,13 @@ forEachBackend('ingestion: Mixpanel SDK compatibility', (backend) => {
     const b64 = Buffer.from(JSON.stringify([{ event: 'Form', properties: { distinct_id: 'f-1', token: acme.project.token, time: 1_700_000_001 } }])).toString('base64');
     let r = await c.post('/track?verbose=1&ip=1', undefined, { raw: `data=${encodeURIComponent(b64)}`, headers: form });
     assert.deepEqual([r.status, r.body], [200, { status: 1, error: null, inserted: 1 }]);
+    // Base64 with `+` sent without percent-encoding (as Mixpanel's SDKs do): `+` must not turn into a space.
+    const plus = JSON.stringify({ event: 'Plus', properties: { distinct_id: 'f-9', token: acme.project.token, v: ['>>>', 'a>>>', 'aa>>>', '???'] } });
+    const plusB64 = Buffer.from(plus).toString('base64');
+    assert.ok(plusB64.includes('+') && plusB64.includes('/'));
+    r = await c.post('/track?verbose=1', undefined, { raw: `data=${plusB64}`, headers: form });
+    assert.deepEqual([r.status, r.body], [200, { status: 1, error: null, inserted: 1 }]);
+    assert.deepEqual((await events('&event=Plus'))[0].properties.v, ['>>>', 'a>>>', 'aa>>>', '???']);
     const plain = JSON.stringify({ event: 'Form', properties: { distinct_id: 'f-2', token: acme.project.token } });
     r = await c.post('/track?ip=0', undefined, { raw: `data=${encodeURIComponent(plain)}`, headers: form });
     assert.deepEqual([r.status, r.text], [200, '1']);

@@ -25,7 +25,9 @@ export function decodeData(data: string): unknown {
   const s = data.trim();
   if (s.startsWith('{') || s.startsWith('[')) return parseJson(s);
   if (!/^[A-Za-z0-9+/\-_=\s]*$/.test(s) || s.length === 0) throw invalidJson();
-  const text = Buffer.from(s.replace(/-/g, '+').replace(/_/g, '/').replace(/\s/g, ''), 'base64').toString('utf8');
+  // A form body's `+` arrives as a space when the SDK did not percent-encode the base64 (Mixpanel's don't).
+  const b64 = s.replace(/ /g, '+').replace(/-/g, '+').replace(/_/g, '/').replace(/\s/g, '');
+  const text = Buffer.from(b64, 'base64').toString('utf8');
   return parseJson(text);
 }
 
