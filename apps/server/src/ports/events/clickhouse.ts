@@ -18,7 +18,12 @@ export class ClickHouseEventStore implements EventStore {
       username: this.opts.username,
       password: this.opts.password,
       request_timeout: 120_000,
-      clickhouse_settings: { output_format_json_quote_64bit_integers: 0 },
+      clickhouse_settings: {
+        output_format_json_quote_64bit_integers: 0,
+        // Progress headers keep long analyses' connections alive behind idle-timeout proxies.
+        send_progress_in_http_headers: 1,
+        http_headers_progress_interval_ms: '10000',
+      },
     });
   }
 
