@@ -9,7 +9,7 @@ import { propArrays, type AliasRecord, type EngageRecord, type Props, type Track
 /**
  * Writes one accepted batch to the stores. Idempotent on redelivery: events dedup on their key
  * (same ids, same insert ids), links are re-mirrored when they already exist, and a profile
- * version carrying this batch's id means the batch's profile writes are already done.
+ * version carrying this batch's tag (id and accept time) means its profile writes are done.
  * The caller applies a project's batches in acceptance order (one at a time).
  */
 export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<void> {
@@ -67,7 +67,7 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
 }
 
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {
-  // The record's own map (null-prototype, or JSON.parse output when the batch crossed NATS).
+  // The record's own map (the API's copy, or JSON.parse output when the batch crossed NATS).
   const props: Props = r.properties;
   if (!Object.hasOwn(props, '$processed_at')) props.$processed_at = processedAt;
   return {
