@@ -43,23 +43,21 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
     return `SELECT p, count() AS n FROM (SELECT arrayStringConcat(${path}, ${d.str(SEP)}) AS p FROM (${perId}) pi WHERE ${d.keep(['ta', 'evs'])}) pp
       GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
   }
-  // DuckDB: the first anchor per identity, then the identity's events strictly after (before) it
-  // numbered by a window function; the first (last) `steps` of them form the path.
+  // DuckDB: the first anchor per identity, then per identity the `steps` smallest (largest)
+  // (time, name) keys strictly after (before) it with min_by/max_by(…, n): bounded heaps, no sort.
   const ev = d.canonicalEvents({ projectId: q.projectId, where, props });
   const after = f.direction === 'after';
-  const order = after ? 'ev.time, ev.event' : 'ev.time DESC, ev.event DESC';
-  const agg = after
-    ? `${A} || coalesce(string_agg(${d.str(SEP)} || r.event, '' ORDER BY r.time, r.event), '')`
-    : `coalesce(string_agg(r.event || ${d.str(SEP)}, '' ORDER BY r.time, r.event), '') || ${A}`;
+  const names = after
+    ? `min_by(ev.event, {'t': ev.time, 'e': ev.event}, ${S})`
+    : `list_reverse(max_by(ev.event, {'t': ev.time, 'e': ev.event}, ${S}))`;
+  const path = after
+    ? `list_concat([${A}], coalesce(r.names, []::VARCHAR[]))`
+    : `list_concat(coalesce(r.names, []::VARCHAR[]), [${A}])`;
   return `WITH ev AS MATERIALIZED (SELECT cid, time, event, CASE WHEN ${anchor} THEN 1 ELSE 0 END AS isa FROM ${ev} ev0),
-    a AS (SELECT cid, min(time) AS ta FROM ev WHERE isa = 1 GROUP BY cid)
+    a AS (SELECT cid, min(time) AS ta FROM ev WHERE isa = 1 GROUP BY cid),
+    r AS (SELECT ev.cid, ${names} AS names FROM ev JOIN a ON ev.cid = a.cid AND ev.time ${after ? '>' : '<'} a.ta GROUP BY ev.cid)
     SELECT p, count(*) AS n FROM (
-      SELECT a.cid, ${agg} AS p FROM a LEFT JOIN (
-        SELECT cid, time, event FROM (
-          SELECT ev.cid, ev.time, ev.event, row_number() OVER (PARTITION BY ev.cid ORDER BY ${order}) AS rn
-          FROM ev JOIN a ON ev.cid = a.cid AND ev.time ${after ? '>' : '<'} a.ta
-        ) x WHERE rn <= ${S}
-      ) r ON r.cid = a.cid GROUP BY a.cid
+      SELECT array_to_string(${path}, ${d.str(SEP)}) AS p FROM a LEFT JOIN r ON r.cid = a.cid
     ) pp GROUP BY p ORDER BY n DESC, p ASC LIMIT ${sqlInt(f.limit)}`;
 }
 

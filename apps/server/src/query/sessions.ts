@@ -29,13 +29,14 @@ export function sessionsSql(q: QueryContext, unit: Unit, range: DateRange): stri
       FROM ${ev} ev GROUP BY cid
     ) ARRAY JOIN ss AS s, es AS e GROUP BY b`;
   }
-  // DuckDB: window functions. Session starts are rows whose previous event is missing or >= GAP
-  // earlier; a session ends at the event before the next start (that start's `prev`), the last
-  // one at the identity's last event.
+  // DuckDB: the same shape with lists: sorted times per identity, zipped with their predecessor
+  // (successor) list so the lambdas capture nothing (list_zip is linear).
+  const prev = `list_zip(ts, list_prepend(NULL::BIGINT, ts[1:len(ts) - 1]))`;
+  const next = `list_zip(ts, list_append(ts[2:], NULL::BIGINT))`;
   return `SELECT ${d.bucket(unit, 'st')} AS b, count(*) AS n, avg(CAST(en - st AS DOUBLE)) AS avg_ms FROM (
-    SELECT time AS st, coalesce(lead(prev) OVER (PARTITION BY cid ORDER BY time), last) AS en FROM (
-      SELECT cid, time, lag(time) OVER (PARTITION BY cid ORDER BY time) AS prev, max(time) OVER (PARTITION BY cid) AS last FROM ${ev} ev
-    ) w WHERE prev IS NULL OR time - prev >= ${GAP}
+    SELECT unnest(list_transform(list_filter(${prev}, p -> p[2] IS NULL OR p[1] - p[2] >= ${GAP}), p -> p[1])) AS st,
+      unnest(list_transform(list_filter(${next}, p -> p[2] IS NULL OR p[2] - p[1] >= ${GAP}), p -> p[1])) AS en
+    FROM (SELECT cid, list(time ORDER BY time) AS ts FROM ${ev} ev GROUP BY cid) pi
   ) x GROUP BY b`;
 }
 
