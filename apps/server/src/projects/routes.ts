@@ -7,12 +7,13 @@ import { sqlInt } from '../ports/events/index.js';
 import { publicProject, type Project } from './store.js';
 import { CreateProjectBody, IdParams, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
-/** Events stored per project, counted in the event store in one grouped query. */
+/** Events stored per project (each dedup key once), counted in the event store in one grouped query. */
 export async function eventCounts(deps: Deps, projects: Project[]): Promise<Map<number, number>> {
   if (projects.length === 0) return new Map();
   const ids = projects.map((p) => sqlInt(p.id)).join(', ');
+  const final = deps.events.dialect === 'clickhouse' ? 'FINAL' : '';
   const rows = await deps.events.query<{ project_id: number; n: number }>(
-    `SELECT project_id, count(*) AS n FROM events WHERE project_id IN (${ids}) GROUP BY project_id`,
+    `SELECT project_id, count(*) AS n FROM events ${final} WHERE project_id IN (${ids}) GROUP BY project_id`,
   );
   return new Map(rows.map((r) => [Number(r.project_id), Number(r.n)]));
 }
@@ -66,7 +67,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
         requireRole(ctx, 'admin');
         await projects.delete(project.id);
         // Events and links go asynchronously (a ClickHouse mutation); the project is gone for reads at once.
-        for (const table of ['events', 'identity_links']) {
+        for (const table of ['events', 'identity_links', 'profiles']) {
           const sql = deps.events.dialect === 'clickhouse'
             ? `ALTER TABLE ${table} DELETE WHERE project_id = ${sqlInt(project.id)}`
             : `DELETE FROM ${table} WHERE project_id = ${sqlInt(project.id)}`;
