@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { resolveProject } from '../apps/server/src/auth/project-scope.js';
+import { drained, ev, ingest } from './ingestion.support.js';
 
 forEachBackend('foundation', (backend) => {
   let t: TestService;
@@ -167,6 +168,15 @@ forEachBackend('foundation', (backend) => {
         assert.equal(r.body.error, 'not found');
       }
       assert.equal((await acme.owner.get(`/api/projects/${acme.project.id}`)).body.name, acme.project.name);
+    });
+
+    it('counts each stored event once in event_count, duplicates included', async () => {
+      const events = [ev('Signup', 'u1', { time: 1_700_000_000_000, $insert_id: 'a' }), ev('Signup', 'u1', { time: 1_700_000_000_000, $insert_id: 'a' }), ev('Login', 'u2')];
+      assert.equal((await ingest(t, globex.project.token).post('/track', events)).status, 200);
+      assert.equal((await ingest(t, globex.project.token).post('/track', events[0])).status, 200);
+      await drained(t);
+      const listed = (await globex.owner.get('/api/projects')).body.find((p: any) => p.id === globex.project.id);
+      assert.equal(listed.event_count, 2);
     });
 
     it('shows the superadmin every project', async () => {
