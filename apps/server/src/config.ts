@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { LIMITS } from './limits.js';
 import { natsConfig, type NatsConfig } from './ports/buffer/jetstream-config.js';
+import { int, type Env } from './env.js';
 
 /** Runtime configuration, read once from the environment (see README "Configuration"). */
 export interface Config {
@@ -28,15 +29,6 @@ export interface Config {
   logLevel: 'silent' | 'error' | 'info';
 }
 
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer (got ${raw})`);
-  return n;
-}
 
 export function loadConfig(env: Env = process.env): Config {
   const oidcIssuer = env.OIDC_ISSUER;

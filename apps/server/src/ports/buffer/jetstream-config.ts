@@ -1,3 +1,4 @@
+import { int, type Env } from '../../env.js';
 /**
  * Settings of the JetStream ingestion buffer, read from NATS_* variables (see docs/pipeline.md).
  * Kept beside the buffer so config.ts only holds one line for them.
@@ -30,15 +31,6 @@ export interface NatsConfig {
   poisonAfterDeliveries: number;
 }
 
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer (got ${raw})`);
-  return n;
-}
 
 function oneOf<T extends string>(env: Env, name: string, allowed: T[], fallback: T): T {
   const v = (env[name] || fallback) as T;
