@@ -46,15 +46,19 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
       UNION ALL
       ` : '';
   const prSel = ['cid', ...profileCols].join(', ');
+  // Identities with no counted event and no profile: only worth listing (a pass over every event)
+  // when such an identity (every count 0, no profile) satisfies the definition.
+  const universeSql = holdsWithoutData(def)
+    ? `SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where)} ci
+      UNION ALL
+      ` : '';
   const agg = criteria.map((c, i) => (c.kind === 'behavior' ? `sum(c${i}) AS n${i}` : `max(c${i}) AS n${i}`));
   const conds = criteria.map((c, i) => criterionCondition(c, `n${i}`));
   const combined = conds.length === 0 ? (def.op === 'and' ? '1 = 1' : '1 = 0') : conds.map((c) => `(${c})`).join(def.op === 'and' ? ' AND ' : ' OR ');
   const idFilter = opts.canonicalId !== undefined ? ` WHERE cid = ${d.str(opts.canonicalId)}` : '';
   return `SELECT cid FROM (
     SELECT cid${agg.length ? ', ' + agg.join(', ') : ''} FROM (
-      ${countedSql}SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where)} ci
-      UNION ALL
-      SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
+      ${countedSql}${universeSql}SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
     )${idFilter} GROUP BY cid
   ) WHERE ${combined}`;
 }
@@ -63,6 +67,15 @@ function positive(f: { key: string; op: string; value?: string }) {
   if (f.op === 'neq') return { ...f, op: 'eq' as const };
   if (f.op === 'not_set') return { ...f, op: 'set' as const };
   return f as { key: string; op: 'eq' | 'contains' | 'set'; value?: string };
+}
+
+/** Whether an identity with no counted event and no profile satisfies the definition. */
+export function holdsWithoutData(def: CohortDefinition): boolean {
+  const holds = (c: CohortCriterion): boolean => {
+    if (c.kind === 'property') return c.filter.op === 'neq' || c.filter.op === 'not_set';
+    return { gte: 0 >= c.count, lte: 0 <= c.count, gt: 0 > c.count, lt: 0 < c.count, eq: 0 === c.count }[c.op];
+  };
+  return def.op === 'and' ? def.criteria.every(holds) : def.criteria.some(holds);
 }
 
 function criterionCondition(c: CohortCriterion, col: string): string {
