@@ -8,14 +8,29 @@ import { evalFormula, parseFormula } from './formula.js';
 import { bucketLabel, bucketStarts, type DateRange } from './range.js';
 import type { SegmentationResult } from './schema.js';
 
-/** Every lettered metric per bucket in one scan; the formula is applied per bucket in Node. */
+/**
+ * Every lettered metric per bucket; the formula is applied per bucket in Node. Two scans at most,
+ * UNION ALL'ed and summed per bucket: `total` letters count events (deduplicated: ClickHouse FINAL)
+ * without the identity join; `unique` letters count canonical identities (no FINAL needed).
+ */
 export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): string {
   const { d } = q;
   const conds = def.metrics.map((m) => `(${q.events.condition(m.event)}) AND (${filtersSql(d, m.filters)})`);
-  const needProps = def.metrics.some((m) => (m.filters?.length ?? 0) > 0 || q.events.needsProps(m.event));
-  const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, conds.map((c) => `(${c})`).join(' OR ')];
-  const cols = def.metrics.map((m, i) => `${m.type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`);
-  return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: def.metrics.some((m) => m.type === 'unique'), dedup: def.metrics.some((m) => m.type === 'total') })} ev GROUP BY b`;
+  const part = (type: 'total' | 'unique') => {
+    const mine = def.metrics.map((m, i) => (m.type === type ? i : -1)).filter((i) => i >= 0);
+    if (mine.length === 0) return undefined;
+    const needProps = mine.some((i) => (def.metrics[i].filters?.length ?? 0) > 0 || q.events.needsProps(def.metrics[i].event));
+    const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, mine.map((i) => `(${conds[i]})`).join(' OR ')];
+    const cols = def.metrics.map((m, i) => {
+      if (m.type !== type) return `${d.name === 'clickhouse' ? 'toUInt64(0)' : 'CAST(0 AS BIGINT)'} AS m_${m.id}`;
+      return `${type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`;
+    });
+    const ev = d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: type === 'unique', dedup: type === 'total' });
+    return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${ev} ev GROUP BY b`;
+  };
+  const parts = [part('total'), part('unique')].filter((p): p is string => p !== undefined);
+  const sums = def.metrics.map((m) => `sum(m_${m.id}) AS m_${m.id}`).join(', ');
+  return `SELECT b, ${sums} FROM (${parts.join(' UNION ALL ')}) mp GROUP BY b`;
 }
 
 export async function runMetric(events: EventStore, q: QueryContext, name: string, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): Promise<SegmentationResult> {
