@@ -1,24 +1,16 @@
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { Deps } from '../deps.js';
 import type { EventStore, StoredEvent } from '../ports/events/index.js';
-import { sqlInt, sqlString } from '../ports/events/index.js';
+import type { DuckDbEventStore } from '../ports/events/duckdb.js';
 
 /**
  * Event writes with deduplication on (project, event, distinct_id, time, insert_id).
- * DuckDB dedups at write: copies inside the batch are dropped here, the batch is read with
- * DuckDB's JSON reader from a temporary NDJSON file (much faster than a VALUES list) and
- * anti-joined against the stored rows of the same project and time span (zone maps keep that
- * scan short while events arrive roughly in time order; a batch spanning years scans more).
+ * DuckDB dedups at write: copies inside the batch are dropped here, the batch goes through
+ * DuckDB's appender into a staging table and is anti-joined against the stored rows of the same
+ * project and time span (DuckDbEventStore.insertEventsDeduped; zone maps keep that scan short
+ * while events arrive roughly in time order; a batch spanning years scans more).
  * ClickHouse stores every copy (ReplacingMergeTree on the key) and readers use FINAL; a batch is
  * inserted per month partition so no insert block spans many partitions.
  */
-const DUCKDB_COLUMNS = `columns = {project_id: 'INTEGER', id: 'BIGINT', event: 'VARCHAR', distinct_id: 'VARCHAR', time: 'BIGINT',
-  insert_id: 'VARCHAR', properties: 'VARCHAR', prop_keys: 'VARCHAR[]', prop_values: 'VARCHAR[]', received_at: 'BIGINT'}`;
-
-let fileSeq = 0;
-
 export async function writeEvents(deps: Deps, projectId: number, rows: StoredEvent[]): Promise<void> {
   if (rows.length === 0) return;
   if (deps.events.dialect === 'clickhouse') {
@@ -32,30 +24,15 @@ export async function writeEvents(deps: Deps, projectId: number, rows: StoredEve
     for (const list of byMonth.values()) await deps.events.insertEvents(list);
     return;
   }
-  let min = Infinity;
-  let max = -Infinity;
-  let text = '';
   const seen = new Set<string>();
+  const unique: StoredEvent[] = [];
   for (const r of rows) {
     const key = `${r.event}\u0000${r.distinct_id}\u0000${r.time}\u0000${r.insert_id}`;
     if (seen.has(key)) continue; // a copy within the batch
     seen.add(key);
-    if (r.time < min) min = r.time;
-    if (r.time > max) max = r.time;
-    text += JSON.stringify(r) + '\n';
+    unique.push(r);
   }
-  const file = path.join(os.tmpdir(), `analytics-ingest-${process.pid}-${++fileSeq}.ndjson`);
-  await fs.writeFile(file, text);
-  try {
-    await deps.events.command(`INSERT INTO events
-      SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at
-      FROM read_json(${sqlString('duckdb', file)}, format = 'newline_delimited', ${DUCKDB_COLUMNS}) n
-      ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
-                 WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
-        USING (event, distinct_id, time, insert_id)`);
-  } finally {
-    await fs.unlink(file).catch(() => undefined);
-  }
+  await (deps.events as DuckDbEventStore).insertEventsDeduped(projectId, unique);
 }
 
 /**

@@ -1,9 +1,17 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventStore, StoredEvent } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
-import { sqlString } from './port.js';
+import { sqlInt, sqlString } from './port.js';
+
+/** A list as one string, each element preceded by NUL (split back with `string_split(s, chr(0))[2:]`). */
+function joinList(items: string[]): string {
+  let out = '';
+  for (const item of items) out += '\u0000' + (item.includes('\u0000') ? item.replace(/\u0000/g, '\uFFFD') : item);
+  return out;
+}
 
 /** Turns DuckDB's JS values into plain JSON-friendly ones (BIGINT -> number). */
 function plain(value: unknown): unknown {
@@ -17,6 +25,24 @@ function plain(value: unknown): unknown {
   return value;
 }
 
+/**
+ * Instance settings. `threads`: DuckDB counts the machine's cores and ignores the process's CPU
+ * affinity / cpuset, so a service pinned to one core ran two DuckDB threads fighting Node for it;
+ * `os.availableParallelism()` honours the affinity mask. `checkpoint_threshold`: DuckDB's 16 MB
+ * default checkpointed every few ingestion writes (each checkpoint recompresses the table's last
+ * row groups); 256 MB of WAL between checkpoints halved the insert cost (measured, see
+ * docs/ingestion.md). Both can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD,
+ * DUCKDB_MEMORY_LIMIT (DuckDB's default: 80 % of RAM).
+ */
+function duckDbSettings(): Record<string, string> {
+  const settings: Record<string, string> = {
+    threads: process.env.DUCKDB_THREADS || String(Math.max(1, os.availableParallelism())),
+    checkpoint_threshold: process.env.DUCKDB_CHECKPOINT_THRESHOLD || '256MB',
+  };
+  if (process.env.DUCKDB_MEMORY_LIMIT) settings.memory_limit = process.env.DUCKDB_MEMORY_LIMIT;
+  return settings;
+}
+
 /** Embedded event store: a DuckDB file in DATA_DIR (or in memory for tests). */
 export class DuckDbEventStore implements EventStore {
   readonly dialect = 'duckdb' as const;
@@ -24,13 +50,15 @@ export class DuckDbEventStore implements EventStore {
   private conn?: DuckDBConnection;
   /** DuckDB connections run one statement at a time; writes are serialised through this chain. */
   private writeChain: Promise<unknown> = Promise.resolve();
+  /** The connection's temporary staging table exists (see insertEventsDeduped). */
+  private staging = false;
 
   constructor(private file: string) {}
 
   private async connection(): Promise<DuckDBConnection> {
     if (!this.conn) {
       if (this.file !== ':memory:') fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      this.instance = await DuckDBInstance.create(this.file);
+      this.instance = await DuckDBInstance.create(this.file, duckDbSettings());
       this.conn = await this.instance.connect();
     }
     return this.conn;
@@ -71,6 +99,63 @@ export class DuckDbEventStore implements EventStore {
     await this.serialise(async () => (await this.connection()).run(sql));
   }
 
+  /**
+   * Inserts events that are not stored yet (dedup key: project, event, distinct_id, time,
+   * insert_id; the caller drops copies inside `rows`). The rows go through DuckDB's appender into
+   * a temporary staging table (no SQL text, no temporary file), then one `INSERT ... SELECT`
+   * anti-joins them against the stored rows of the project inside the batch's time span. The
+   * appender has no cheap way to append lists (one native value per element), so `prop_keys` /
+   * `prop_values` travel as one string each, every element preceded by NUL, and are split in SQL
+   * (ingestion makes every string NUL-free: NUL becomes U+FFFD, as the API does).
+   */
+  async insertEventsDeduped(projectId: number, rows: StoredEvent[]): Promise<void> {
+    if (rows.length === 0) return;
+    let min = Infinity;
+    let max = -Infinity;
+    for (const r of rows) {
+      if (r.time < min) min = r.time;
+      if (r.time > max) max = r.time;
+    }
+    await this.serialise(async () => {
+      const conn = await this.connection();
+      if (!this.staging) {
+        await conn.run(`CREATE TEMP TABLE IF NOT EXISTS ingest_staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR,
+          time BIGINT, insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT)`);
+        this.staging = true;
+      }
+      await conn.run('DELETE FROM ingest_staging');
+      try {
+        const a = await conn.createAppender('ingest_staging', null, 'temp');
+        try {
+          for (const r of rows) {
+            a.appendInteger(r.project_id);
+            a.appendBigInt(BigInt(r.id));
+            a.appendVarchar(r.event);
+            a.appendVarchar(r.distinct_id);
+            a.appendBigInt(BigInt(r.time));
+            a.appendVarchar(r.insert_id);
+            a.appendVarchar(r.properties);
+            a.appendVarchar(joinList(r.prop_keys));
+            a.appendVarchar(joinList(r.prop_values));
+            a.appendBigInt(BigInt(r.received_at));
+            a.endRow();
+          }
+        } finally {
+          a.closeSync(); // flushes the rows into the staging table
+        }
+        await conn.run(`INSERT INTO events
+          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties,
+                 string_split(n.prop_keys, chr(0))[2:], string_split(n.prop_values, chr(0))[2:], n.received_at
+          FROM ingest_staging n
+          ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
+                     WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
+            USING (event, distinct_id, time, insert_id)`);
+      } finally {
+        await conn.run('DELETE FROM ingest_staging');
+      }
+    });
+  }
+
   async query<T>(sql: string): Promise<T[]> {
     const reader = await this.serialise(async () => (await this.connection()).runAndReadAll(sql));
     return reader.getRowObjectsJS().map((r) => plain(r) as T);
@@ -86,5 +171,6 @@ export class DuckDbEventStore implements EventStore {
     this.instance?.closeSync();
     this.conn = undefined;
     this.instance = undefined;
+    this.staging = false;
   }
 }
