@@ -6,10 +6,9 @@ import { AppError, invalidToken } from '../http/errors.js';
 import { enforceRateLimits, type RateLimiter } from '../http/rate-limit.js';
 import { bearerToken } from '../auth/authenticate.js';
 import { LIMITS } from '../limits.js';
-import { isPostgres } from '../ports/metadata/knex.js';
 import type { IngestionBatch, IngestionKind } from '../ports/buffer/port.js';
 import type { Project } from '../projects/store.js';
-import { monthOf } from '../usage/store.js';
+import { monthOf, type UsageCount } from '../usage/store.js';
 import { decodeRequest, type DecodedRequest } from './decode.js';
 import { clientIp, geoCache } from './geo.js';
 import {
@@ -40,7 +39,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const found = new Map<string, Project>();
     for (const token of unique) {
       if (!token || token.length > 200) throw invalidToken();
-      const project = await deps.projects.byToken(token);
+      const project = await deps.projects.byTokenCached(token);
       if (!project) throw invalidToken();
       found.set(token, project);
     }
@@ -94,46 +93,26 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
 
   /**
    * Counts accepted events against each organisation's monthly quota, then publishes. The check
-   * and the count are one metadata transaction (PostgreSQL locks the rows of organisations that
-   * have a quota; SQLite serialises writers), so concurrent requests cannot both pass; over quota
-   * counts and publishes nothing. The transaction commits before publishing (no lock is held
-   * while the buffer answers); batches that then fail to publish are counted back out.
+   * and the count are one conditional upsert per organisation (usage/store.ts `admit`: atomic on
+   * PostgreSQL and SQLite, no lock held afterwards), so concurrent requests cannot both pass; over
+   * quota counts and publishes nothing. Batches that then fail to publish are counted back out.
    */
   async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: Project; n: number }>, acceptedAt: number) {
     await roomInBuffer();
-    const counted = [...eventsPerProject.values()].filter((e) => e.n > 0);
+    const counted: UsageCount[] = [];
+    for (const { project, n } of eventsPerProject.values()) if (n > 0) counted.push({ orgId: project.org_id, projectId: project.id, n });
     const month = monthOf(acceptedAt);
-    if (counted.length > 0) {
-      await deps.db.transaction(async (trx) => {
-        const perOrg = new Map<number, number>();
-        for (const { project, n } of counted) if (project.org_id !== null) perOrg.set(project.org_id, (perOrg.get(project.org_id) ?? 0) + n);
-        for (const [orgId, n] of [...perOrg].sort((a, b) => a[0] - b[0])) {
-          const org = await trx('organizations').where({ id: orgId }).first('monthly_event_quota');
-          if (org?.monthly_event_quota === null || org?.monthly_event_quota === undefined) continue;
-          if (isPostgres(deps.db)) await trx('organizations').where({ id: orgId }).forUpdate().first('id');
-          const locked = await trx('organizations').where({ id: orgId }).first('monthly_event_quota');
-          const quota = locked?.monthly_event_quota;
-          if (quota === null || quota === undefined) continue;
-          const used = await deps.usage.orgEvents(orgId, month, trx);
-          if (used + n > Number(quota)) {
-            throw new AppError(429, 'monthly event quota exceeded', { headers: { 'Retry-After': String(LIMITS.quotaRetryAfterSeconds) } });
-          }
-        }
-        for (const { project, n } of counted) await deps.usage.add(project.org_id, project.id, month, n, trx);
-      });
+    if (counted.length > 0 && !(await deps.usage.admit(counted, month))) {
+      throw new AppError(429, 'monthly event quota exceeded', { headers: { 'Retry-After': String(LIMITS.quotaRetryAfterSeconds) } });
     }
     for (let i = 0; i < out.length; i++) {
       try {
         await deps.buffer.publish(out[i]);
       } catch (err) {
         const unpublished = new Set(out.slice(i).map((b) => b.projectId));
-        const back = counted.filter((c) => unpublished.has(c.project.id));
+        const back = counted.filter((c) => unpublished.has(c.projectId));
         if (back.length) {
-          await deps.db
-            .transaction(async (trx) => {
-              for (const { project, n } of back) await deps.usage.add(project.org_id, project.id, month, -n, trx);
-            })
-            .catch((e) => deps.log.error('ingestion: could not uncount events of a failed publish', { err: String(e) }));
+          await deps.usage.uncount(back, month).catch((e) => deps.log.error('ingestion: could not uncount events of a failed publish', { err: String(e) }));
         }
         throw err;
       }

@@ -14,6 +14,9 @@ export interface Project {
 /** The spec's Project shape (no org, no secret). */
 export const publicProject = (p: Project) => ({ id: p.id, name: p.name, token: p.token, created_at: p.created_at });
 
+/** How long ingestion trusts a token lookup (byTokenCached). */
+const TOKEN_CACHE_MS = 1000;
+
 export class ProjectStore {
   constructor(private db: Db) {}
 
@@ -43,6 +46,25 @@ export class ProjectStore {
     return this.db('projects').where({ token }).first();
   }
 
+  /** Found projects by token, for ingestion (one metadata query per request was measurable). */
+  private tokenCache = new Map<string, { project: Project; until: number }>();
+
+  /**
+   * byToken, remembered for TOKEN_CACHE_MS. A project deleted through this store is forgotten at
+   * once; in other processes (or deleted by other means) its token is accepted at most that long.
+   * Unknown tokens are not remembered.
+   */
+  async byTokenCached(token: string): Promise<Project | undefined> {
+    const now = Date.now();
+    const hit = this.tokenCache.get(token);
+    if (hit && hit.until > now) return hit.project;
+    const project = await this.byToken(token);
+    if (this.tokenCache.size >= 10_000) this.tokenCache.clear();
+    if (project) this.tokenCache.set(token, { project, until: now + TOKEN_CACHE_MS });
+    else this.tokenCache.delete(token);
+    return project;
+  }
+
   async byFlagSecretHash(hash: string): Promise<Project | undefined> {
     return this.db('projects').where({ flag_secret_hash: hash }).first();
   }
@@ -53,9 +75,11 @@ export class ProjectStore {
 
   async rename(id: number, name: string): Promise<void> {
     await this.db('projects').where({ id }).update({ name });
+    this.tokenCache.clear();
   }
 
   async delete(id: number): Promise<void> {
     await this.db('projects').where({ id }).delete();
+    this.tokenCache.clear();
   }
 }

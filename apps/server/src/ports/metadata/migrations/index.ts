@@ -3,6 +3,7 @@ import { foundation } from './0001_foundation.js';
 import { identity } from './0002_identity.js';
 import { analyses } from './0004_analyses.js';
 import { flags } from './0005_flags.js';
+import { usageOrg } from './0006_usage_org.js';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,4 @@ export interface Migration {
  * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
  * here; names must sort in the order they are applied.
  */
-export const migrations: Migration[] = [foundation, identity, analyses, flags];
+export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg];
