@@ -13,7 +13,7 @@ import { decodeRequest, type DecodedRequest } from './decode.js';
 import { clientIp, geoCache } from './geo.js';
 import {
   asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, recordToken, sanitize, setOwn, timeOf,
-  type AliasRecord, type EngageRecord, type Props, type TrackRecord,
+  type AliasRecord, type EngageRecord, type Props, type TrackAliasRecord, type TrackEventRecord, type TrackRecord,
 } from './records.js';
 import { AliasBody, AliasResponse, EngageBody, EngageResponse, TrackBody, TrackResponse } from './schema.js';
 
@@ -27,9 +27,6 @@ interface Routed<R> {
 const MAX_QUEUED_BATCHES = 8;
 
 const DESTRUCTIVE_ERROR = '$delete/$unset require an owner or superadmin credential';
-
-/** Keys of a tracked event's properties that are columns, not stored properties. */
-const COLUMN_KEYS = new Set(['token', 'distinct_id', 'time']);
 
 export function ingestionRoutes(deps: Deps): RouteSpec[] {
   /** Projects of the tokens used in a request; any unknown or missing token refuses the whole request. */
@@ -134,24 +131,29 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const geo = geoCache();
     const batchId = requestId(ctx);
     // Shape first (400), then credentials (401), then limits (429): nothing is published unless all pass.
-    const drafts = raw.map((rec, i) => {
+    // One pass per record, no closures or spreads per record (this loop is the API's hot path).
+    const tokens: Array<string | undefined> = new Array(raw.length);
+    const drafts: Array<TrackAliasRecord | TrackEventRecord> = new Array(raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const rec = raw[i];
       if (!isPlainObject(rec)) throw invalidRecord(`${i}: must be an object`);
       const event = typeof rec.event === 'string' ? cleanString(rec.event) : undefined;
       if (!event || event.length > 255) throw invalidRecord(`${i}.event: must be a non-empty string of at most 255 characters`);
       const props = rec.properties === undefined ? {} : rec.properties;
       if (!isPlainObject(props)) throw invalidRecord(`${i}.properties: must be an object`);
       const distinctId = idOf(props.distinct_id);
-      const token = recordToken(props.token) ?? headerToken;
+      tokens[i] = recordToken(props.token) ?? headerToken;
       if (event === '$create_alias') {
         const alias = idOf(props.alias);
         if (!alias || !distinctId) throw invalidRecord(`${i}.properties: alias and distinct_id required`);
-        return { token, make: (): TrackRecord => ({ t: 'a', alias, distinct_id: distinctId }) };
+        drafts[i] = { t: 'a', alias, distinct_id: distinctId };
+        continue;
       }
       if (!distinctId) throw invalidRecord(`${i}.properties.distinct_id: must be a non-empty string of at most 255 characters`);
       const time = props.time === undefined || props.time === null ? acceptedAt : timeOf(props.time, `${i}.properties.time`);
       const stored: Props = {};
       for (const k of Object.keys(props)) {
-        if (COLUMN_KEYS.has(k)) continue;
+        if (k === 'token' || k === 'distinct_id' || k === 'time') continue; // columns, not stored properties
         const v = props[k];
         setOwn(stored, cleanString(k), typeof v === 'object' && v !== null ? sanitize(v, `${i}.properties.${k}`, 1) : sanitize(v, '', 1));
       }
@@ -159,30 +161,30 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       const clientInsertId =
         typeof sent === 'string' && sent ? sent.slice(0, 255) : typeof sent === 'number' && Number.isFinite(sent) ? String(sent) : undefined;
       const insertId = clientInsertId ?? `${batchId}:${i}`;
-      const defaults: Props = {
-        $insert_id: insertId,
-        $received_at: acceptedAt,
-        $payload_size: Buffer.byteLength(event) + Buffer.byteLength(JSON.stringify(props)),
-        ...geo(typeof props.ip === 'string' ? props.ip : ip),
-      };
-      for (const k of Object.keys(defaults)) if (!Object.hasOwn(stored, k)) stored[k] = defaults[k];
-      return {
-        token,
-        make: (projectId: number): TrackRecord => ({
-          t: 'e', id: eventId(projectId, event, distinctId, time, insertId), event, distinct_id: distinctId, time,
-          insert_id: insertId, received_at: acceptedAt, properties: stored,
-        }),
-      };
-    });
-    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
+      // Enrichment never overrides a client-sent key.
+      if (!Object.hasOwn(stored, '$insert_id')) stored.$insert_id = insertId;
+      if (!Object.hasOwn(stored, '$received_at')) stored.$received_at = acceptedAt;
+      if (!Object.hasOwn(stored, '$payload_size')) stored.$payload_size = Buffer.byteLength(event) + Buffer.byteLength(JSON.stringify(props));
+      const g = geo(typeof props.ip === 'string' ? props.ip : ip);
+      for (const k in g) if (!Object.hasOwn(stored, k)) stored[k] = g[k];
+      drafts[i] = { t: 'e', id: 0, event, distinct_id: distinctId, time, insert_id: insertId, received_at: acceptedAt, properties: stored };
+    }
+    const projects = await resolveTokens(tokens, headerToken);
     limit(ctx, projects, true);
-    const routed = drafts.map((d, i) => ({ project: projects[i], record: d.make(projects[i].id) }));
+    const routed: Routed<TrackRecord>[] = new Array(drafts.length);
     const counts = new Map<number, { project: Project; n: number }>();
-    for (const r of routed) {
-      if (r.record.t !== 'e') continue;
-      const c = counts.get(r.project.id) ?? { project: r.project, n: 0 };
-      c.n++;
-      counts.set(r.project.id, c);
+    for (let i = 0; i < drafts.length; i++) {
+      const d = drafts[i];
+      const project = projects[i];
+      if (d.t === 'a') {
+        routed[i] = { project, record: d };
+        continue;
+      }
+      d.id = eventId(project.id, d.event, d.distinct_id, d.time, d.insert_id); // the project is known only now
+      routed[i] = { project, record: d };
+      const c = counts.get(project.id);
+      if (c) c.n++;
+      else counts.set(project.id, { project, n: 1 });
     }
     await admit(batches('track', batchId, acceptedAt, routed), counts, acceptedAt);
     return reply(req, { status: 1, inserted: routed.length });
