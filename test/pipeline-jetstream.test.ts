@@ -6,6 +6,7 @@ import { natsConfig } from '../apps/server/src/ports/buffer/jetstream-config.js'
 import { PoisonError, type IngestionBatch } from '../apps/server/src/ports/buffer/port.js';
 import { AppError } from '../apps/server/src/http/errors.js';
 import { NatsServer, sleep, waitFor } from './support/processes.js';
+import { requireServices } from './support/backends.js';
 
 /**
  * The JetStream buffer against a real nats-server (the shared one from scripts/services.sh for
@@ -39,7 +40,7 @@ describe('pipeline: JetStream buffer', function () {
   const streams: string[] = [];
 
   before(async function () {
-    if (!NATS_URL) throw new Error('TEST_NATS_URL is not set: run eval "$(bash scripts/services.sh --env)"');
+    requireServices(this, 'TEST_NATS_URL');
     nc = await connect({ servers: NATS_URL });
     jsm = await nc.jetstreamManager();
   });

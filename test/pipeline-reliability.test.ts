@@ -6,6 +6,7 @@ import { connect } from 'nats';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from './support/processes.js';
+import { requireServices } from './support/backends.js';
 
 /**
  * Reliability of the production pipeline (API -> JetStream -> worker -> ClickHouse), with every
@@ -111,8 +112,8 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
   };
 
   before(async function () {
-    const pgUrl = process.env.TEST_DATABASE_URL;
-    if (!pgUrl) throw new Error('TEST_DATABASE_URL is not set: run eval "$(bash scripts/services.sh --env)"');
+    requireServices(this, 'TEST_DATABASE_URL', 'TEST_CLICKHOUSE_URL', 'TEST_NATS_URL');
+    const pgUrl = process.env.TEST_DATABASE_URL!;
     [nats, ch] = await Promise.all([NatsServer.start(), ClickHouseServer.start()]);
     pgDb = `pl_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: pgUrl });

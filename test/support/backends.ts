@@ -62,6 +62,20 @@ export function configuredBackends(): Backend[] {
   return list;
 }
 
+/**
+ * For suites that need the production services themselves (NATS, PostgreSQL, ClickHouse
+ * processes): skips with the reason when `vars` are unset, unless REQUIRE_ALL_BACKENDS=1 (CI),
+ * where it fails. Call from a `before` hook: `requireServices(this, 'TEST_NATS_URL')`.
+ */
+export function requireServices(ctx: Mocha.Context, ...vars: string[]): void {
+  const missing = vars.filter((v) => !process.env[v]);
+  if (missing.length === 0) return;
+  const why = `${missing.join(', ')} not set: run eval "$(bash scripts/services.sh --env)"`;
+  if (process.env.REQUIRE_ALL_BACKENDS === '1') throw new Error(`REQUIRE_ALL_BACKENDS=1 but ${why}`);
+  console.log(`    (skipped: ${why})`);
+  ctx.skip();
+}
+
 /** `describe` once per configured backend: `forEachBackend('projects', (b) => { ... })`. */
 export function forEachBackend(title: string, body: (backend: Backend) => void) {
   for (const backend of configuredBackends()) {
