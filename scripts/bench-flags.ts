@@ -14,28 +14,24 @@
  * Env: BENCH_DURATION (seconds per remote phase, default 10), BENCH_RATE (requests per second of
  * the uniform phase, default 1000), BENCH_EVALS (local evaluations per library and round, default 300000).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rmSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { createRequire } from 'node:module';
 import { GrowthBookClient } from '@growthbook/growthbook';
 import { Unleash } from 'unleash-client';
 import { Tally } from '../apps/sdk/src/index.js';
+import { benchApi, startBenchService } from './bench-support.js';
 
 // autocannon ships no type declarations.
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const EVALS = Number(process.env.BENCH_EVALS ?? 300_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const FLAGS = 100;
-const KEY = 'bench-superadmin-key';
 
 interface Variant { key: string; rolloutPct: number; payload: unknown }
 interface Rule { rolloutPct: number; distinctIds?: string[]; variant?: string }
@@ -56,31 +52,11 @@ function flagSpecs() {
   });
 }
 
-async function startServer(): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-flags-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts'), 'api'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SUPERADMIN_KEY: KEY, LOG_LEVEL: 'error', RATE_LIMIT_PER_PROJECT: '1000000000', RATE_LIMIT_PER_IP: '1000000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1].replace('localhost', '127.0.0.1'));
-    });
-    child.once('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
-  });
-  return { url, child, dataDir };
+function startServer() {
+  return startBenchService({ name: 'bench-flags', role: 'api' });
 }
 
-async function api(url: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = benchApi;
 
 async function cannon(url: string, token: string, opts: { connections: number; overallRate?: number }) {
   let n = 0;

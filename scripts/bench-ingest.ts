@@ -12,20 +12,17 @@
  * Env: BENCH_EVENTS (default 300000), BENCH_CONNECTIONS (default 4), BENCH_CPU_SERVER /
  * BENCH_CPU_CLIENT (default 0 / 1), BENCH_NODE_ARGS (extra node flags for the server, e.g. --cpu-prof).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { benchApi, startBenchService } from './bench-support.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
 const BATCH = 500;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const CPU_SERVER = process.env.BENCH_CPU_SERVER ?? '0';
 const CPU_CLIENT = process.env.BENCH_CPU_CLIENT ?? '1';
-const KEY = 'bench-superadmin-key';
 const hasTaskset = spawnSync('taskset', ['-V']).status === 0;
 
 /** Deterministic PRNG (mulberry32), so every run sends the same stream. */
@@ -77,37 +74,15 @@ function makeBodies(start: number): string[] {
   return bodies;
 }
 
-async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-ingest-'));
-  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-  const node = [process.execPath, ...extra, '--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
-  const [cmd, ...args] = hasTaskset ? ['taskset', '-c', CPU_SERVER, ...node] : node;
-  const child = spawn(cmd, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env, ...env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SUPERADMIN_KEY: KEY, LOG_LEVEL: 'error',
-      RATE_LIMIT_PER_PROJECT: '1000000000', RATE_LIMIT_PER_IP: '1000000000', DATABASE_URL: '', NATS_URL: '',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+function startServer(env: Record<string, string>) {
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
+  return startBenchService({
+    name: 'bench-ingest', env: { ...env, DATABASE_URL: '', NATS_URL: '' }, nodeArgs,
+    prefix: hasTaskset ? ['taskset', '-c', CPU_SERVER] : [],
   });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1].replace('localhost', '127.0.0.1'));
-    });
-    child.once('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));
-  });
-  return { url, child, dataDir };
 }
 
-async function api(url: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const api = benchApi;
 
 function post(agent: http.Agent, url: URL, token: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
