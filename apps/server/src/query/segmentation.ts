@@ -24,15 +24,17 @@ export function rangeWhere(q: QueryContext, range: DateRange): string[] {
 /** total (events) or unique (canonical identities) per bucket, optionally per breakdown value. */
 export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: DateRange): string {
   const { d } = q;
-  const needProps = !!s.breakdown || (s.filters?.length ?? 0) > 0 || q.events.needsProps(s.event);
   const where = [...rangeWhere(q, range), q.events.condition(s.event), filtersSql(d, s.filters)];
-  const bd = s.breakdown
-    ? `, CASE WHEN ${d.propHas(s.breakdown)} THEN 1 ELSE 0 END AS bh, ${d.propValueOr(s.breakdown, "''")} AS bv`
-    : ', 0 AS bh, \'\' AS bv';
+  // Bucket and breakdown are computed in the scan, before the identity join (which then carries
+  // two scalars instead of the property arrays).
+  const exprs: Array<[string, string]> = [
+    ['b', d.bucket(s.unit, 'time')],
+    ['bh', s.breakdown ? `CASE WHEN ${d.propHas(s.breakdown)} THEN 1 ELSE 0 END` : '0'],
+    ['bv', s.breakdown ? d.propValueOr(s.breakdown, "''") : "''"],
+  ];
   const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
-  return `SELECT b, bh, bv, ${value} AS v FROM (
-    SELECT ${d.bucket(s.unit, 'time')} AS b${bd}, cid FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: s.type === 'unique', dedup: s.type === 'total' })} ev
-  ) x GROUP BY b, bh, bv`;
+  return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' })} ev
+    GROUP BY b, bh, bv`;
 }
 
 export async function runSegmentation(events: EventStore, q: QueryContext, s: SegmentationSpec, range: DateRange): Promise<SegmentationResult> {

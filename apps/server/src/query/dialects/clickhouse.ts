@@ -11,13 +11,13 @@ export const clickhouse: Dialect = {
     return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
-  canonicalEvents({ projectId, where, props, identity = true, dedup = true, cols: extra = [] }) {
-    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id')];
-    const cols = ['event', 'time', 'distinct_id', ...pass];
+  canonicalEvents({ projectId, where, props, identity = true, dedup = true, cols: extra = [], exprs = [] }) {
+    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
+    const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const from = `events${dedup ? ' FINAL' : ''} WHERE ${conds.map((c) => `(${c})`).join(' AND ')}`;
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
-    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM ${from})`;
+    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (SELECT ${cols.join(', ')} FROM ${from}))`;
     return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${tail}
       FROM (SELECT ${cols.join(', ')} FROM ${from})
       ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;

@@ -29,8 +29,12 @@ export interface Dialect {
    * `dedup: false` allows unmerged duplicates of the dedup key (ClickHouse reads without FINAL):
    * only for analyses a duplicate cannot change (unique counts, funnels, retention, sessions) or
    * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).
+   * `exprs` (`[alias, expression over raw columns]`) are computed in the scan, before the link
+   * join, and passed through as `alias`: the join then carries a scalar instead of the property
+   * arrays (on ClickHouse 18.16 carrying `prop_keys`/`prop_values` through the join doubled the
+   * cost of a breakdown).
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; dedup?: boolean; cols?: string[] }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; dedup?: boolean; cols?: string[]; exprs?: Array<[string, string]> }): string;
   /**
    * Canonical ids (column `cid`, possibly repeated) of the identities with at least one event
    * matching `where` (raw event columns), any duplicates allowed: events are reduced per

@@ -11,13 +11,13 @@ export const duckdb: Dialect = {
     return `coalesce(${this.propValue(key)}, ${missing})`;
   },
   contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
-  canonicalEvents({ projectId, where, props, identity = true, cols: extra = [] }) {
+  canonicalEvents({ projectId, where, props, identity = true, cols: extra = [], exprs = [] }) {
     // DuckDB deduplicates at write: `dedup` needs nothing here.
-    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id')];
-    const cols = ['event', 'time', 'distinct_id', ...pass];
+    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
+    const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const tail = (p: string) => [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${p}${c}`).join('');
-    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail('')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')})`;
+    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail('')} FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
     return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL AND e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END AS cid${tail('e.')}
       FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
       LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
