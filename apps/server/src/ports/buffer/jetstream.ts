@@ -1,8 +1,9 @@
 import {
   AckPolicy, DeliverPolicy, DiscardPolicy, ErrorCode, RetentionPolicy, StorageType,
-  connect, headers, nanos,
+  connect, createInbox, headers, nanos,
   type Consumer, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type StreamConfig,
 } from 'nats';
+import { toJsMsg } from 'nats/lib/jetstream/jsmsg.js';
 import type { BufferConsumer, ConsumeOptions, IngestionBatch, IngestionBuffer, IngestionKind } from './port.js';
 import { isPoison } from './port.js';
 import type { NatsConfig } from './jetstream-config.js';
@@ -250,8 +251,7 @@ export class JetStreamBuffer implements IngestionBuffer {
         const msgs: JsMsg[] = [];
         let fetchError: unknown;
         try {
-          const iter = await consumer.fetch({ max_messages: this.cfg.fetchBatch, expires: this.cfg.fetchExpiresMs });
-          for await (const m of iter) msgs.push(m);
+          await this.fetchAvailable(consumer, msgs);
         } catch (err) {
           fetchError = err;
         }
@@ -267,6 +267,61 @@ export class JetStreamBuffer implements IngestionBuffer {
         if (!state.stopping) await sleep(Math.min(250 * 2 ** Math.min(failures, 5), 5000));
       }
     }
+  }
+
+  /**
+   * One fetch of up to `fetchBatch` messages that returns as soon as the consumer has nothing
+   * more pending, instead of waiting `fetchExpiresMs` for the batch to fill: a `no_wait` pull
+   * request takes what is there (nats-server 2.9 ends it with a 408/404 status once it ran out).
+   * Only when nothing is there does it long-poll (a pull of 1 with `expires` = `fetchExpiresMs`)
+   * for the first message, then takes the rest the same way. Under load each fetch collects what
+   * arrived while the previous insert ran (the insert time sets the batch size); when idle the
+   * first message is applied at once. Raw pull requests are read until the server's terminating
+   * status, so no delivered message is left behind (the client's `fetch` stops at the first
+   * message reporting 0 pending, and with `no_wait` a later delivery would then wait for
+   * `ack_wait`).
+   */
+  private async fetchAvailable(consumer: Consumer, msgs: JsMsg[]): Promise<void> {
+    void consumer;
+    await this.pull(msgs, this.cfg.fetchBatch, 0);
+    if (msgs.length > 0) return;
+    await this.pull(msgs, 1, this.cfg.fetchExpiresMs);
+    if (msgs.length === 1 && msgs[0].info.pending > 0) await this.pull(msgs, this.cfg.fetchBatch - 1, 0);
+  }
+
+  /** One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard timeout. */
+  private pull(msgs: JsMsg[], batch: number, expiresMs: number): Promise<void> {
+    if (batch <= 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      let got = 0;
+      const inbox = createInbox();
+      const finish = (err?: unknown) => {
+        clearTimeout(guard);
+        sub.unsubscribe();
+        if (err) reject(err);
+        else resolve();
+      };
+      const sub = this.nc.subscribe(inbox, {
+        callback: (err, m) => {
+          if (err) return finish(err);
+          const code = m.headers?.code ?? 0;
+          if (code >= 100 && m.data.length === 0 && m.headers) {
+            if (code === 100) return; // idle heartbeat / flow control
+            // 404 no messages, 408 expired / no_wait ran out, 409 e.g. max ack pending: end of this pull
+            if (code === 404 && /consumer/i.test(m.headers.description)) return finish(new Error(`consumer not found: ${m.headers.description}`));
+            if (code === 404 || code === 408 || code === 409) return finish();
+            return finish(new Error(`pull: ${code} ${m.headers.description}`));
+          }
+          msgs.push(toJsMsg(m, this.cfg.publishTimeoutMs));
+          if (++got >= batch) finish();
+        },
+      });
+      const guard = setTimeout(() => finish(), expiresMs + Math.max(2000, this.cfg.publishTimeoutMs));
+      const req: Record<string, unknown> = { batch };
+      if (expiresMs > 0) req.expires = nanos(expiresMs);
+      else req.no_wait = true;
+      this.nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${this.cfg.stream}.${this.cfg.consumer}`, JSON.stringify(req), { reply: inbox });
+    });
   }
 
   /** Applies one fetch; returns how long to pause before the next fetch (after a store failure). */
