@@ -177,7 +177,9 @@ export class ClickHouseServer {
  */
 export function startRole(name: string, role: 'api' | 'worker' | 'all', env: Record<string, string>, logDir: string): Child {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-  return spawnLogged(name, process.execPath, ['--import', 'tsx', path.join(root, 'apps/server/src/main.ts'), role], {
+  // ROLE_NODE_ARGS: extra node flags for the service processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  const nodeArgs = (process.env.ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  return spawnLogged(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'apps/server/src/main.ts'), role], {
     env: { ...process.env, ...env, ROLE: role },
     cwd: root,
     logDir,

@@ -251,7 +251,7 @@ export class JetStreamBuffer implements IngestionBuffer {
         const msgs: JsMsg[] = [];
         let fetchError: unknown;
         try {
-          await this.fetchAvailable(consumer, msgs);
+          await this.fetchAvailable(msgs);
         } catch (err) {
           fetchError = err;
         }
@@ -281,8 +281,7 @@ export class JetStreamBuffer implements IngestionBuffer {
    * message reporting 0 pending, and with `no_wait` a later delivery would then wait for
    * `ack_wait`).
    */
-  private async fetchAvailable(consumer: Consumer, msgs: JsMsg[]): Promise<void> {
-    void consumer;
+  private async fetchAvailable(msgs: JsMsg[]): Promise<void> {
     await this.pull(msgs, this.cfg.fetchBatch, 0);
     if (msgs.length > 0) return;
     await this.pull(msgs, 1, this.cfg.fetchExpiresMs);
