@@ -36,14 +36,17 @@ export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): str
   const n = f.steps.length;
   const W = sqlInt(f.windowDays * DAY_MS);
   const conds = f.steps.map((s) => q.events.condition(s));
-  const needProps = !!f.breakdown || (f.filters?.length ?? 0) > 0 || f.steps.some((s) => q.events.needsProps(s));
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, `(${conds.join(' OR ')})`, filtersSql(d, f.filters)];
-  const flags = conds.map((c, k) => `CASE WHEN ${c} THEN 1 ELSE 0 END AS f${k}`).join(', ');
-  const bv = f.breakdown ? `CASE WHEN ${d.propHas(f.breakdown)} THEN concat('1', ${d.propValueOr(f.breakdown, "''")}) ELSE '0' END` : `'0'`;
+  // Step flags and the breakdown value are computed in the scan, before the identity join (the
+  // property arrays never travel through the join).
+  const exprs: Array<[string, string]> = [
+    ['bv', f.breakdown ? `CASE WHEN ${d.propHas(f.breakdown)} THEN concat('1', ${d.propValueOr(f.breakdown, "''")}) ELSE '0' END` : `'0'`],
+    ...conds.map((c, k): [string, string] => [`f${k}`, `CASE WHEN ${c} THEN 1 ELSE 0 END`]),
+  ];
   let sql: string;
   // Duplicates of the dedup key have the same identity, time and flags: they change no chain.
-  const ev = d.canonicalEvents({ projectId: q.projectId, where, props: needProps, dedup: false });
-  const perEvent = `SELECT cid, time, ${bv} AS bv, ${flags} FROM ${ev} ev`;
+  const ev = d.canonicalEvents({ projectId: q.projectId, where, exprs, dedup: false });
+  const perEvent = `SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`;
   const ks = Array.from({ length: n - 1 }, (_, i) => i + 1);
   // c_k: the unbounded greedy chain from a start (earliest step-k time strictly after c_{k-1};
   // 0/NULL when none). Chains are strictly increasing, so the start's level is 1 + the number of
