@@ -25,11 +25,15 @@ export function retentionSql(q: QueryContext, r: RetentionSpec, range: DateRange
   const returnEnd = starts[starts.length - 1] + r.buckets * unitMs;
   const born = q.events.condition(r.bornEvent);
   const ret = q.events.condition(r.returnEvent);
-  const isBorn = `(${born}) AND time < ${sqlInt(range.toEndMs)}`;
-  const needProps = q.events.needsProps(r.bornEvent) || q.events.needsProps(r.returnEvent);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(returnEnd)}`, `(${born}) OR (${ret})`];
-  const perId = `SELECT cid, ${d.minIf('time', isBorn)} AS bt, ${d.groupArrayIf('time', ret)} AS rts
-    FROM ${d.canonicalEvents({ projectId: q.projectId, where, props: needProps, dedup: false })} ev GROUP BY cid HAVING ${d.countIf(isBorn)} > 0`;
+  // Born/return flags are computed in the scan, before the identity join (no event names or
+  // property arrays through the join).
+  const exprs: Array<[string, string]> = [
+    ['isb', `CASE WHEN (${born}) AND time < ${sqlInt(range.toEndMs)} THEN 1 ELSE 0 END`],
+    ['isr', `CASE WHEN ${ret} THEN 1 ELSE 0 END`],
+  ];
+  const perId = `SELECT cid, ${d.minIf('time', 'isb = 1')} AS bt, ${d.groupArrayIf('time', 'isr = 1')} AS rts
+    FROM ${d.canonicalEvents({ projectId: q.projectId, where, exprs, dedup: false })} ev GROUP BY cid HAVING ${d.countIf('isb = 1')} > 0`;
   const offsets = d.filter(
     d.distinct(d.map(d.filter('rts', 't', 't > bt'), 't', d.intDiv(`${d.bucket(r.unit, 't')} - ${d.bucket(r.unit, 'bt')}`, sqlInt(unitMs)))),
     'o', `o < ${sqlInt(r.buckets)}`,
