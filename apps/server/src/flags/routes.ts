@@ -74,22 +74,6 @@ export function flagRoutes(deps: Deps): RouteSpec[] {
 
   const perProjectLimit = (projectId: number) => enforceRateLimits([[deps.rateLimits.perProject, 'p:' + projectId]]);
 
-  /**
-   * Project token -> project for /flags/evaluate, remembered for a second (tokens never change;
-   * a deleted project's token keeps evaluating for at most that second). Flag secrets are never
-   * cached: a rotated or revoked secret must fail at once.
-   */
-  const tokenCache = new Map<string, { project: Project | undefined; at: number }>();
-  async function projectByToken(token: string): Promise<Project | undefined> {
-    const now = Date.now();
-    const hit = tokenCache.get(token);
-    if (hit && now - hit.at < 1000) return hit.project;
-    const project = await deps.projects.byToken(token);
-    if (tokenCache.size > 10_000) tokenCache.clear();
-    tokenCache.set(token, { project, at: now });
-    return project;
-  }
-
   return [
     route({
       method: 'get', path: '/api/flags', tag: 'Flags', auth: 'api', query: ListFlagsQuery, response: z.array(FeatureFlagSchema),
@@ -220,7 +204,9 @@ export function flagRoutes(deps: Deps): RouteSpec[] {
         const raw = jsonBody(ctx);
         const body = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
         const token = typeof body.token === 'string' && body.token ? body.token : ctx.get('x-service-token') || undefined;
-        const project = token ? await projectByToken(token) : undefined;
+        // The token lookup is shared with ingestion and cached for a second; flag secrets are never
+        // cached (a rotated or revoked secret must fail at once).
+        const project = token ? await deps.projects.byTokenCached(token) : undefined;
         if (!project) throw invalidToken();
         perProjectLimit(project.id);
         if (typeof body.distinct_id !== 'string' || body.distinct_id === '') throw badRequest('distinct_id required');
