@@ -17,14 +17,26 @@ export interface LagSource {
 let lagSource: LagSource | undefined;
 export function setLagSource(source: LagSource | undefined) {
   lagSource = source;
+  lastLag = undefined;
 }
 
-async function readLag() {
-  try {
-    return lagSource ? await lagSource() : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * The three lag gauges collect in the same scrape: they share one consumer-info request (the
+ * read in flight, or one finished less than a second ago) instead of asking NATS three times.
+ */
+let lastLag: { at: number; value: Promise<{ pending: number; ackPending: number } | undefined> } | undefined;
+function readLag() {
+  const now = Date.now();
+  if (lastLag && now - lastLag.at < 1000) return lastLag.value;
+  const value = (async () => {
+    try {
+      return lagSource ? await lagSource() : undefined;
+    } catch {
+      return undefined;
+    }
+  })();
+  lastLag = { at: now, value };
+  return value;
 }
 
 export const ingestMetrics = {
