@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import '../../http/route.js'; // registers `.openapi()` on zod schemas before any is declared here
+import { LIMITS } from '../../limits.js';
+import { PropertyFilterSchema, UnitSchema } from '../schema.js';
+
+/**
+ * The Query IR, version 2 (current). Shaped after PostHog's TrendsQuery/FunnelsQuery and Mixpanel's
+ * Insights: lettered metrics (series) with their own filters and aggregation, global filters, one
+ * breakdown, and an analysis that references metrics by letter (a trend's formula, a funnel's
+ * steps). Every object is strict: an unknown member is refused with its path. docs/query-ir.md
+ * is the prose version; versions.ts holds v0 and v1 and upgrade.ts turns them into this.
+ */
+export const IR_VERSION = 2 as const;
+export const METRIC_IDS = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'] as const;
+export const MetricIdSchema = z.enum(METRIC_IDS);
+export type MetricId = z.infer<typeof MetricIdSchema>;
+
+export const DATE_PRESETS = ['today', 'yesterday', '7d', '30d', '3m', '6m', '12m'] as const;
+/** Dates are checked (and refused with a plain `invalid date range`) when the range is resolved. */
+export const DateRangeSpecSchema = z
+  .discriminatedUnion('kind', [
+    z.object({ kind: z.literal('preset'), preset: z.enum(DATE_PRESETS) }).strict(),
+    z.object({ kind: z.literal('absolute'), from: z.string().max(32), to: z.string().max(32) }).strict(),
+  ])
+  .openapi('DateRangeSpec');
+export type DateRangeSpec = z.infer<typeof DateRangeSpecSchema>;
+
+export const IrFilters = z.array(PropertyFilterSchema).max(LIMITS.filtersPerQuery);
+const EventName = z.string().min(1).max(255);
+const PropertyKey = z.string().min(1).max(500);
+
+/** Aggregations over a property's numeric value (events whose value is not a number are skipped). */
+export const PROPERTY_OPS = ['sum', 'avg', 'min', 'max', 'p50', 'p75', 'p90', 'p95', 'p99'] as const;
+export type PropertyOp = (typeof PROPERTY_OPS)[number];
+export const AggregationSchema = z
+  .discriminatedUnion('op', [
+    z.object({ op: z.literal('count') }).strict(),
+    z.object({ op: z.literal('unique') }).strict(),
+    z.object({ op: z.enum(PROPERTY_OPS), property: PropertyKey }).strict(),
+  ])
+  .openapi('IrAggregation');
+export type Aggregation = z.infer<typeof AggregationSchema>;
+
+export const EventMetricSchema = z
+  .object({
+    id: MetricIdSchema,
+    kind: z.literal('event'),
+    /** A concrete event name, `$all_events`, or a derived event of the project. */
+    event: EventName,
+    /** Applied to this metric only, AND-ed with the query's global `filters`. */
+    filters: IrFilters.optional(),
+    aggregation: AggregationSchema,
+    /** Display name (defaults to the event name). */
+    name: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .openapi('IrEventMetric');
+/** A saved calculated metric (`/api/definitions/metrics`), run per bucket; trends only. */
+export const CalculatedMetricSchema = z
+  .object({ id: MetricIdSchema, kind: z.literal('calculated'), definitionId: z.number().int().positive(), name: z.string().min(1).max(200).optional() })
+  .strict()
+  .openapi('IrCalculatedMetric');
+export const MetricSchema = z.discriminatedUnion('kind', [EventMetricSchema, CalculatedMetricSchema]).openapi('IrMetric');
+export type EventMetric = z.infer<typeof EventMetricSchema>;
+export type Metric = z.infer<typeof MetricSchema>;
+
+export const BreakdownSchema = z.object({ property: PropertyKey }).strict().openapi('IrBreakdown');
+
+/** `previous_period`: the same number of days right before the range; `offset`: the range shifted back `days`. */
+export const CompareSchema = z
+  .discriminatedUnion('kind', [
+    z.object({ kind: z.literal('previous_period') }).strict(),
+    z.object({ kind: z.literal('offset'), days: z.number().int().min(1).max(3660) }).strict(),
+  ])
+  .openapi('IrCompare');
+export type Compare = z.infer<typeof CompareSchema>;
+
+export const TREND_CHARTS = ['line', 'bar', 'area', 'table', 'number'] as const;
+export const TrendAnalysisSchema = z
+  .object({
+    kind: z.literal('trend'),
+    unit: UnitSchema,
+    chart: z.enum(TREND_CHARTS).default('line'),
+    /** Arithmetic over metric letters (`A / B * 100`); adds one series named `formula`. */
+    formula: z.string().min(1).max(500).optional(),
+    compare: CompareSchema.optional(),
+  })
+  .strict()
+  .openapi('IrTrendAnalysis');
+
+export const FUNNEL_CHARTS = ['steps', 'table'] as const;
+export const FunnelAnalysisSchema = z
+  .object({
+    kind: z.literal('funnel'),
+    /** Metric letters in order; each step matches its metric's event and filters. */
+    steps: z.array(MetricIdSchema).min(LIMITS.funnelSteps.min).max(LIMITS.funnelSteps.max),
+    /** Longest time from step 0 for a later step to count (edge included). */
+    window: z.object({ value: z.number().int().min(1).max(LIMITS.funnelWindowDays.max), unit: z.enum(['day', 'week']) }).strict()
+      .default({ value: LIMITS.funnelWindowDays.default, unit: 'day' }),
+    /** `ordered`: each step strictly after the previous one, other events allowed in between. */
+    order: z.literal('ordered').default('ordered'),
+    chart: z.enum(FUNNEL_CHARTS).default('steps'),
+    compare: CompareSchema.optional(),
+  })
+  .strict()
+  .openapi('IrFunnelAnalysis');
+
+/** Valid documents that POST /api/query answers with 501 (the v0 endpoints serve them; v0 bodies upgrade to these). */
+export const RetentionAnalysisSchema = z
+  .object({
+    kind: z.literal('retention'), born: MetricIdSchema, returning: MetricIdSchema,
+    unit: z.enum(['day', 'week']).default('week'),
+    buckets: z.number().int().min(LIMITS.retentionBuckets.min).max(LIMITS.retentionBuckets.max).default(LIMITS.retentionBuckets.default),
+  })
+  .strict()
+  .openapi('IrRetentionAnalysis');
+export const FlowsAnalysisSchema = z
+  .object({
+    kind: z.literal('flows'), anchor: MetricIdSchema, direction: z.enum(['after', 'before']),
+    steps: z.number().int().min(LIMITS.flowsSteps.min).max(LIMITS.flowsSteps.max).default(LIMITS.flowsSteps.default),
+    limit: z.number().int().min(LIMITS.flowsLimit.min).max(LIMITS.flowsLimit.max).default(LIMITS.flowsLimit.default),
+  })
+  .strict()
+  .openapi('IrFlowsAnalysis');
+
+export const SessionsAnalysisSchema = z.object({ kind: z.literal('sessions'), unit: UnitSchema.default('day') }).strict().openapi('IrSessionsAnalysis');
+
+export const AnalysisSchema = z.discriminatedUnion('kind', [TrendAnalysisSchema, FunnelAnalysisSchema, RetentionAnalysisSchema, FlowsAnalysisSchema, SessionsAnalysisSchema]);
+
+export const QueryV2Schema = z
+  .object({
+    v: z.literal(IR_VERSION),
+    dateRange: DateRangeSpecSchema,
+    /** Applied to every metric. */
+    filters: IrFilters.optional(),
+    /** At least one for trends and funnels (checked when the document is resolved). */
+    metrics: z.array(MetricSchema).max(METRIC_IDS.length),
+    breakdown: BreakdownSchema.optional(),
+    analysis: AnalysisSchema,
+  })
+  .strict()
+  .openapi('QueryV2');
+export type QueryV2 = z.infer<typeof QueryV2Schema>;
+export type TrendAnalysis = z.infer<typeof TrendAnalysisSchema>;
+export type FunnelAnalysis = z.infer<typeof FunnelAnalysisSchema>;
+
+export interface IrIssue {
+  /** Dotted path into the document (`metrics.1.aggregation.op`); '' for the document itself. */
+  path: string;
+  message: string;
+  /** Only for resolve-time errors (unknown reference, illegal position, unsupported version). */
+  code?: string;
+}

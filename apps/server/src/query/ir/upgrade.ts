@@ -1,0 +1,226 @@
+import '../../http/route.js'; // registers `.openapi()` before ../schema.js declares its schemas
+import type { z } from 'zod';
+import {
+  FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema, SessionsQuerySchema,
+} from '../schema.js';
+import { parseFormula, formulaRefs } from '../formula.js';
+import { IR_VERSION, METRIC_IDS, QueryV2Schema, TREND_CHARTS, FUNNEL_CHARTS, type IrIssue, type Metric, type QueryV2 } from './schema.js';
+import { QueryV1Schema, guessV0Type, type QueryV1, type V0Type } from './versions.js';
+
+export type UpgradeResult = { ok: true; query: QueryV2; warnings: string[] } | { ok: false; errors: IrIssue[] };
+
+/**
+ * Any stored or sent query document → the current IR (v2). v1 and v2 documents carry `v`; a
+ * document without `v` is a v0 body of `/api/query/<type>` (`opts.type`, else guessed from its
+ * members). A document valid in its own version always upgrades: pairings a later version made
+ * illegal are repaired and each repair is reported in `warnings`. Errors come with dotted paths;
+ * resolve-time errors (references, positions, versions) carry a `code`. Pure: no I/O.
+ */
+export function upgradeQuery(doc: unknown, opts: { type?: V0Type } = {}): UpgradeResult {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return fail([{ path: '', message: 'the query must be a JSON object' }]);
+  const d = doc as Record<string, unknown>;
+  const warnings: string[] = [];
+  let v2: unknown;
+  if (!('v' in d) || d.v === undefined) {
+    const r = fromV0(d, opts.type ?? guessV0Type(d));
+    if (!r.ok) return r;
+    v2 = r.doc;
+  } else if (d.v === 1) {
+    const p = QueryV1Schema.safeParse(d);
+    if (!p.success) return fail(zodIssues(p.error));
+    v2 = fromV1(p.data, warnings);
+  } else if (d.v === IR_VERSION) {
+    v2 = d;
+  } else {
+    return fail([{ path: 'v', message: `unsupported version ${JSON.stringify(d.v)}: this server reads versions 0 (no v), 1 and ${IR_VERSION}`, code: 'unsupported_version' }]);
+  }
+  const parsed = QueryV2Schema.safeParse(v2);
+  if (!parsed.success) return fail(zodIssues(parsed.error));
+  const resolveErrors = resolveIssues(parsed.data);
+  if (resolveErrors.length) return fail(resolveErrors);
+  return { ok: true, query: parsed.data, warnings };
+}
+
+const fail = (errors: IrIssue[]): UpgradeResult => ({ ok: false, errors });
+
+/** One entry per problem, dotted paths; unknown members get one entry each, named by their path. */
+export function zodIssues(error: z.ZodError, prefix: Array<string | number> = []): IrIssue[] {
+  const out: IrIssue[] = [];
+  for (const i of error.issues) {
+    const path = [...prefix, ...i.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
+    if (i.code === 'unrecognized_keys') {
+      for (const k of i.keys) out.push({ path: [...path, k].join('.'), message: 'unknown member' });
+    } else {
+      out.push({ path: path.join('.'), message: i.message });
+    }
+  }
+  return out;
+}
+
+/** Checks a schema-valid v2 document's references: what zod alone cannot see. */
+export function resolveIssues(q: QueryV2): IrIssue[] {
+  const out: IrIssue[] = [];
+  const ids = new Map<string, Metric>();
+  q.metrics.forEach((m, i) => {
+    if (ids.has(m.id)) out.push({ path: `metrics.${i}.id`, message: `metric id ${m.id} is used twice`, code: 'duplicate_id' });
+    ids.set(m.id, m);
+  });
+  const ref = (id: string, path: string, needEvent: boolean) => {
+    const m = ids.get(id);
+    if (!m) out.push({ path, message: `no metric with id ${id}`, code: 'unknown_reference' });
+    else if (needEvent && m.kind !== 'event') out.push({ path, message: `metric ${id} is a ${m.kind} metric; only event metrics can be used here`, code: 'illegal_position' });
+  };
+  const a = q.analysis;
+  if ((a.kind === 'trend' || a.kind === 'funnel') && q.metrics.length === 0) {
+    out.push({ path: 'metrics', message: `a ${a.kind} needs at least one metric`, code: 'missing_metric' });
+  }
+  if (a.kind === 'trend' && a.formula !== undefined) {
+    try {
+      for (const id of formulaRefs(parseFormula(a.formula))) {
+        if (!ids.has(id)) out.push({ path: 'analysis.formula', message: `formula letter ${id} is not a metric id`, code: 'unknown_reference' });
+      }
+    } catch (e) {
+      out.push({ path: 'analysis.formula', message: (e as Error).message, code: 'invalid_formula' });
+    }
+  }
+  if (a.kind === 'funnel') {
+    a.steps.forEach((id, i) => ref(id, `analysis.steps.${i}`, true));
+    if (a.window.unit === 'week' && a.window.value * 7 > 366) out.push({ path: 'analysis.window.value', message: 'the window is at most 366 days (52 weeks)' });
+  }
+  if (a.kind === 'retention') { ref(a.born, 'analysis.born', true); ref(a.returning, 'analysis.returning', true); }
+  if (a.kind === 'flows') {
+    ref(a.anchor, 'analysis.anchor', true);
+    const m = ids.get(a.anchor);
+    if (m?.kind === 'event' && m.event === '$all_events') out.push({ path: 'analysis.anchor', message: '$all_events cannot anchor flows', code: 'illegal_position' });
+  }
+  return out;
+}
+
+const absolute = (from: unknown, to: unknown) => ({ kind: 'absolute' as const, from: typeof from === 'string' ? from : JSON.stringify(from ?? null), to: typeof to === 'string' ? to : JSON.stringify(to ?? null) });
+
+/** v0 bodies → v2. Invalid v0 bodies fail with their own schema's paths. Dates are kept as sent. */
+function fromV0(body: Record<string, unknown>, type: V0Type): { ok: true; doc: unknown } | { ok: false; errors: IrIssue[] } {
+  const { projectId: _projectId, ...doc } = body;
+  const bad = (e: z.ZodError) => ({ ok: false as const, errors: zodIssues(e) });
+  switch (type) {
+    case 'segmentation': {
+      const p = SegmentationQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      const s = p.data;
+      return { ok: true, doc: {
+        v: IR_VERSION, dateRange: absolute(s.from, s.to), ...(s.filters?.length ? { filters: s.filters } : {}),
+        metrics: [{ id: 'A', kind: 'event', event: s.event, aggregation: { op: s.type === 'total' ? 'count' : 'unique' } }],
+        ...(s.breakdown ? { breakdown: { property: s.breakdown } } : {}),
+        analysis: { kind: 'trend', unit: s.unit },
+      } };
+    }
+    case 'funnel': {
+      const p = FunnelQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      const f = p.data;
+      return { ok: true, doc: {
+        v: IR_VERSION, dateRange: absolute(f.from, f.to), ...(f.filters?.length ? { filters: f.filters } : {}),
+        metrics: f.steps.map((event, i) => ({ id: METRIC_IDS[i], kind: 'event', event, aggregation: { op: 'unique' } })),
+        ...(f.breakdown ? { breakdown: { property: f.breakdown } } : {}),
+        analysis: { kind: 'funnel', steps: f.steps.map((_, i) => METRIC_IDS[i]), window: { value: f.windowDays, unit: 'day' } },
+      } };
+    }
+    case 'retention': {
+      const p = RetentionQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      const r = p.data;
+      return { ok: true, doc: {
+        v: IR_VERSION, dateRange: absolute(r.from, r.to),
+        metrics: [
+          { id: 'A', kind: 'event', event: r.bornEvent, aggregation: { op: 'unique' } },
+          { id: 'B', kind: 'event', event: r.returnEvent, aggregation: { op: 'unique' } },
+        ],
+        analysis: { kind: 'retention', born: 'A', returning: 'B', unit: r.unit, buckets: r.buckets },
+      } };
+    }
+    case 'flows': {
+      const p = FlowsQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      const f = p.data;
+      return { ok: true, doc: {
+        v: IR_VERSION, dateRange: absolute(f.from, f.to),
+        metrics: [{ id: 'A', kind: 'event', event: f.event, aggregation: { op: 'unique' } }],
+        analysis: { kind: 'flows', anchor: 'A', direction: f.direction, steps: f.steps, limit: f.limit },
+      } };
+    }
+    case 'sessions': {
+      const p = SessionsQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      return { ok: true, doc: { v: IR_VERSION, dateRange: absolute(p.data.from, p.data.to), metrics: [], analysis: { kind: 'sessions', unit: p.data.unit } } };
+    }
+    case 'metric': {
+      const p = MetricQuerySchema.safeParse(doc);
+      if (!p.success) return bad(p.error);
+      const m = p.data;
+      return { ok: true, doc: {
+        v: IR_VERSION, dateRange: absolute(m.from, m.to),
+        metrics: [{ id: 'A', kind: 'calculated', definitionId: m.definitionId }],
+        analysis: { kind: 'trend', unit: m.unit },
+      } };
+    }
+  }
+}
+
+const V1_OPS: Record<string, string> = { total: 'count', unique: 'unique', median: 'p50' };
+
+/** v1 → v2, repairing what v2 refuses and saying so. */
+function fromV1(q: QueryV1, warnings: string[]): unknown {
+  const a = q.analysis;
+  const ids = q.metrics.map((m, i) => m.id ?? METRIC_IDS[i]);
+  const metrics = q.metrics.map((m, i) => {
+    let op = V1_OPS[m.math] ?? m.math;
+    if (op !== 'count' && op !== 'unique' && !m.property) {
+      warnings.push(`metrics.${i}: math ${m.math} without a property counted events in v1; now aggregation count`);
+      op = 'count';
+    } else if ((op === 'count' || op === 'unique') && m.property) {
+      warnings.push(`metrics.${i}.property: ignored by math ${m.math} in v1; dropped`);
+    }
+    return {
+      id: ids[i], kind: 'event', event: m.event, ...(m.filters?.length ? { filters: m.filters } : {}),
+      aggregation: op === 'count' || op === 'unique' ? { op } : { op, property: m.property }, ...(m.name ? { name: m.name } : {}),
+    };
+  });
+  const dateRange = typeof q.dateRange === 'string' ? { kind: 'preset', preset: q.dateRange } : { kind: 'absolute', ...q.dateRange };
+  const compare = a.compare ? { compare: { kind: 'previous_period' } } : {};
+  const chart = (allowed: readonly string[]) => {
+    if (a.chart === undefined) return {};
+    if (allowed.includes(a.chart)) return { chart: a.chart };
+    warnings.push(`analysis.chart: ${JSON.stringify(a.chart)} is not a ${a.kind} chart; the default is used`);
+    return {};
+  };
+  const dropped = (member: string, why: string) => warnings.push(`analysis.${member}: ${why}; dropped`);
+  let analysis: Record<string, unknown>;
+  if (a.kind === 'trend') {
+    let formula = a.formula;
+    if (formula !== undefined) {
+      // v1 evaluated letters it did not know as 0 and any parse failure as "no formula".
+      try {
+        const unknown = [...formulaRefs(parseFormula(formula))].filter((id) => !(ids as string[]).includes(id));
+        if (unknown.length) { dropped('formula', `letters ${unknown.join(', ')} name no metric (v1 read them as 0)`); formula = undefined; }
+      } catch {
+        dropped('formula', 'it does not parse (v1 ignored it)'); formula = undefined;
+      }
+    }
+    if (a.steps) dropped('steps', 'a trend has no steps');
+    if (a.windowDays !== undefined) dropped('windowDays', 'a trend has no conversion window');
+    analysis = { kind: 'trend', unit: a.unit ?? 'day', ...chart(TREND_CHARTS), ...(formula ? { formula } : {}), ...compare };
+  } else if (a.kind === 'funnel') {
+    if (a.formula !== undefined) dropped('formula', 'funnels have no formula');
+    const steps = (a.steps ?? ids).map((s) => (typeof s === 'number' ? (ids[s] ?? METRIC_IDS[s]) : s));
+    let windowDays = a.windowDays ?? 30;
+    if (windowDays === 0) { warnings.push('analysis.windowDays: 0 meant no window in v1; now the longest window, 366 days'); windowDays = 366; }
+    analysis = { kind: 'funnel', steps, window: { value: windowDays, unit: 'day' }, ...chart(FUNNEL_CHARTS), ...compare };
+  } else if (a.kind === 'retention') {
+    analysis = { kind: 'retention', born: ids[0], returning: ids[1] ?? ids[0], unit: a.unit === 'day' ? 'day' : 'week', ...(a.buckets ? { buckets: a.buckets } : {}) };
+    if (a.unit && a.unit !== 'day' && a.unit !== 'week') warnings.push(`analysis.unit: retention runs by day or week; ${a.unit} became week`);
+  } else {
+    analysis = { kind: 'flows', anchor: ids[0], direction: a.direction ?? 'after', ...(a.depth ? { steps: a.depth } : {}) };
+  }
+  const breakdown = q.breakdown ? { breakdown: { property: q.breakdown } } : {};
+  return { v: IR_VERSION, dateRange, ...(q.filters?.length ? { filters: q.filters } : {}), metrics, ...breakdown, analysis };
+}
