@@ -3,6 +3,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from './config.js';
 import { buildDeps, startService } from './app.js';
+import { loadOperatorConfig } from '../../../operator/src/config.js';
+import { startOperator } from '../../../operator/src/operator.js';
 
 /**
  * Entry point. `npm start` runs every role in one process on the embedded stores; Kubernetes
@@ -25,7 +27,7 @@ async function main() {
   const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
   if (!['all', 'api', 'worker', 'operator'].includes(role)) throw new Error(`unknown role ${role}: use all, api, worker or operator`);
   const config = loadConfig();
-  if (role === 'operator') throw new Error('the operator role is not built yet');
+  if (role === 'operator') return runOperator();
   const { key, generated } = resolveSuperadminKey(config);
   config.superadminKey = key;
   const deps = await buildDeps(config);
@@ -40,6 +42,23 @@ async function main() {
     stopping = true;
     console.log(`${signal}: draining and stopping`);
     await service.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+/** The operator role: no stores of its own; it talks to Kubernetes and to the API (docs/operator.md). */
+async function runOperator() {
+  const operatorConfig = loadOperatorConfig();
+  const operator = await startOperator(operatorConfig, { defaultMetrics: true });
+  console.log(`analytics operator (${operatorConfig.identity}) started; probes and /metrics on ${operator.url || 'no port'}`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: releasing the lease and stopping`);
+    await operator.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -1,0 +1,76 @@
+import os from 'node:os';
+import { int, type Env } from '../../apps/server/src/env.js';
+
+/** Operator settings, read once from the environment (docs/operator.md, "Configuration"). */
+export interface OperatorConfig {
+  /** Base URL of the service's API (OPERATOR_API_URL). */
+  apiUrl: string;
+  superadminKey: string;
+  /** Namespace to watch; undefined = all namespaces. */
+  watchNamespace?: string;
+  /** Where the tenant config Secret and the leader Lease live. */
+  podNamespace: string;
+  leaderElect: boolean;
+  tenantConfigSecret: string;
+  /** Largest tenants.json accepted, in bytes (Kubernetes refuses objects over 1 MiB). */
+  tenantConfigMaxBytes: number;
+  /** Port of /metrics, /healthz, /readyz (0 = a free port, for tests; -1 = none). */
+  metricsPort: number;
+  metricsHost: string;
+  /** This replica's name in the Lease (the pod name in Kubernetes). */
+  identity: string;
+  timing: OperatorTiming;
+  logLevel: 'silent' | 'error' | 'info';
+}
+
+/** Durations, all in ms; defaults are client-go's, tests shorten them. */
+export interface OperatorTiming {
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** Server-side watch timeout; the stream is reopened from the last resourceVersion after it. */
+  watchTimeoutSeconds: number;
+  /** A watch that delivers nothing (not even a bookmark) for this long is restarted. */
+  watchSilenceMs: number;
+  /** Backoff of failed list/watch calls and failed reconciles. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Every object is reconciled again after this long, even without a change (drift from the API side). */
+  resyncMs: number;
+  apiTimeoutMs: number;
+}
+
+export const DEFAULT_TIMING: OperatorTiming = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+  watchTimeoutSeconds: 300,
+  watchSilenceMs: 330_000,
+  backoffBaseMs: 500,
+  backoffMaxMs: 60_000,
+  resyncMs: 600_000,
+  apiTimeoutMs: 10_000,
+};
+
+export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
+  const apiUrl = env.OPERATOR_API_URL;
+  if (!apiUrl) throw new Error('OPERATOR_API_URL is required for the operator role (the service API, e.g. http://tally-api:8080)');
+  const superadminKey = env.SUPERADMIN_KEY;
+  if (!superadminKey) throw new Error('SUPERADMIN_KEY is required for the operator role');
+  const leaderElect = env.LEADER_ELECT ?? 'true';
+  if (!['true', 'false'].includes(leaderElect)) throw new Error(`LEADER_ELECT must be true or false (got ${leaderElect})`);
+  return {
+    apiUrl: apiUrl.replace(/\/+$/, ''),
+    superadminKey,
+    watchNamespace: env.WATCH_NAMESPACE || undefined,
+    podNamespace: env.POD_NAMESPACE || 'default',
+    leaderElect: leaderElect === 'true',
+    tenantConfigSecret: env.TENANT_CONFIG_SECRET || 'tally-tenant-config',
+    tenantConfigMaxBytes: int(env, 'TENANT_CONFIG_MAX_BYTES', 1_000_000),
+    metricsPort: int(env, 'METRICS_PORT', 8081),
+    metricsHost: env.HOST ?? '0.0.0.0',
+    identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
+    timing: DEFAULT_TIMING,
+    logLevel: (env.LOG_LEVEL as OperatorConfig['logLevel']) ?? 'info',
+  };
+}

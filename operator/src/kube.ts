@@ -1,0 +1,153 @@
+import {
+  ApiException, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, V1MicroTime, Watch,
+  setHeaderOptions, type V1Lease, type V1Secret,
+} from '@kubernetes/client-node';
+import { API_VERSION, FIELD_MANAGER, GROUP, KINDS, VERSION, type AnyResource, type KindName } from './kinds.js';
+
+/**
+ * The Kubernetes calls the operator makes, on @kubernetes/client-node's generated clients. Every
+ * call here has its RBAC rule in permissions.ts (the chart and the tests' RBAC enforcement read
+ * that list). PATCH goes out as merge-patch: client-node 1.x sends json-patch unless told otherwise.
+ */
+const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface ListPage<T> { items: T[]; metadata?: { resourceVersion?: string; continue?: string } }
+
+export class Kube {
+  readonly custom: CustomObjectsApi;
+  readonly core: CoreV1Api;
+  readonly coordination: CoordinationV1Api;
+  readonly watcher: Watch;
+
+  constructor(readonly kc: KubeConfig) {
+    this.custom = kc.makeApiClient(CustomObjectsApi);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.coordination = kc.makeApiClient(CoordinationV1Api);
+    this.watcher = new Watch(kc);
+  }
+
+  // --- custom resources ---
+
+  async listResources(kind: KindName, namespace: string | undefined, opts: { limit?: number; continue?: string }): Promise<ListPage<AnyResource>> {
+    const plural = KINDS[kind].plural;
+    const common = { group: GROUP, version: VERSION, plural, limit: opts.limit, _continue: opts.continue };
+    const list = namespace
+      ? await this.custom.listNamespacedCustomObject({ ...common, namespace })
+      : await this.custom.listClusterCustomObject(common);
+    for (const item of list.items ?? []) item.kind ??= kind;
+    return list;
+  }
+
+  resourceWatchPath(kind: KindName, namespace: string | undefined): string {
+    const plural = KINDS[kind].plural;
+    return namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+  }
+
+  /** Merge-patch of metadata/spec; with `resourceVersion` in the patch it fails with 409 on a stale object. */
+  async patchResource(kind: KindName, namespace: string, name: string, body: object): Promise<AnyResource> {
+    return this.custom.patchNamespacedCustomObject(
+      { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER },
+      MERGE,
+    );
+  }
+
+  async patchStatus(kind: KindName, namespace: string, name: string, status: object): Promise<AnyResource> {
+    return this.custom.patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER },
+      MERGE,
+    );
+  }
+
+  // --- secrets ---
+
+  async listSecrets(namespace: string | undefined, opts: { limit?: number; continue?: string }): Promise<ListPage<V1Secret>> {
+    const common = { limit: opts.limit, _continue: opts.continue };
+    return namespace ? this.core.listNamespacedSecret({ ...common, namespace }) : this.core.listSecretForAllNamespaces(common);
+  }
+
+  secretWatchPath(namespace: string | undefined): string {
+    return namespace ? `/api/v1/namespaces/${namespace}/secrets` : '/api/v1/secrets';
+  }
+
+  async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.core.readNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  createSecret(namespace: string, body: V1Secret): Promise<V1Secret> {
+    return this.core.createNamespacedSecret({ namespace, body, fieldManager: FIELD_MANAGER });
+  }
+
+  /** Full replace guarded by metadata.resourceVersion (409 when someone wrote in between). */
+  replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret> {
+    return this.core.replaceNamespacedSecret({ namespace, name, body, fieldManager: FIELD_MANAGER });
+  }
+
+  // --- events ---
+
+  async createEvent(namespace: string, involved: AnyResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const now = new Date();
+    await this.core.createNamespacedEvent({
+      namespace,
+      body: {
+        metadata: { generateName: `${involved.metadata.name}.`, namespace },
+        involvedObject: {
+          apiVersion: API_VERSION, kind: involved.kind, name: involved.metadata.name, namespace,
+          uid: involved.metadata.uid, resourceVersion: involved.metadata.resourceVersion,
+        },
+        type, reason, message: message.slice(0, 1024),
+        firstTimestamp: now, lastTimestamp: now, count: 1,
+        source: { component: FIELD_MANAGER },
+        reportingComponent: FIELD_MANAGER,
+      },
+    });
+  }
+
+  // --- leases ---
+
+  async readLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+    try {
+      return await this.coordination.readNamespacedLease({ namespace, name });
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  createLease(namespace: string, body: V1Lease): Promise<V1Lease> {
+    return this.coordination.createNamespacedLease({ namespace, body });
+  }
+
+  replaceLease(namespace: string, name: string, body: V1Lease): Promise<V1Lease> {
+    return this.coordination.replaceNamespacedLease({ namespace, name, body });
+  }
+}
+
+export const microTime = (ms: number) => new V1MicroTime(ms);
+
+/** The HTTP status of a failed Kubernetes call (ApiException or Watch error), undefined for network errors. */
+export function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const e = err as { statusCode?: unknown; code?: unknown } | null;
+  if (e && typeof e.statusCode === 'number') return e.statusCode;
+  if (e && typeof e.code === 'number') return e.code;
+  return undefined;
+}
+
+/** A short text for logs and conditions (ApiException's message carries the whole body). */
+export function describeKubeError(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
+    const message = body && typeof body === 'object' && 'message' in body ? String((body as { message: unknown }).message) : '';
+    return `HTTP ${err.code}${message ? ': ' + message : ''}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function safeJson(s: string): unknown {
+  try { return JSON.parse(s); } catch { return s; }
+}

@@ -1,0 +1,108 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../../apps/server/src/http/errors.js';
+import { createLogger } from '../../apps/server/src/http/logger.js';
+import type { OperatorConfig } from './config.js';
+import { Controller } from './controller.js';
+import { Kube } from './kube.js';
+import { LeaderElector } from './leader.js';
+import { OperatorMetrics, startProbeServer } from './metrics.js';
+import { LEASE_NAME } from './kinds.js';
+import { TallyApi } from './tally-api.js';
+
+/**
+ * The `operator` role: leader election (unless LEADER_ELECT=false), then the controller while
+ * this replica leads; /metrics, /healthz and /readyz on METRICS_PORT all along.
+ */
+export interface OperatorDeps {
+  config: OperatorConfig;
+  kube: Kube;
+  api: TallyApi;
+  log: Logger;
+  metrics: OperatorMetrics;
+}
+
+export interface RunningOperator {
+  /** URL of the probe/metrics listener ('' when METRICS_PORT is -1). */
+  url: string;
+  readonly isLeader: boolean;
+  /** The controller while leading (tests look at its queue and tenant config writer). */
+  readonly controller: Controller | undefined;
+  metrics: OperatorMetrics;
+  close(): Promise<void>;
+}
+
+export async function startOperator(config: OperatorConfig, opts: { kubeConfig?: KubeConfig; log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningOperator> {
+  const kc = opts.kubeConfig ?? defaultKubeConfig();
+  const log = opts.log ?? createLogger(config.logLevel);
+  const metrics = new OperatorMetrics(opts.defaultMetrics ?? false);
+  const api = new TallyApi(config.apiUrl, config.superadminKey, config.timing.apiTimeoutMs);
+  api.onRequest = (method, status) => metrics.apiRequests.inc({ method, status: String(status) });
+  const deps: OperatorDeps = { config, kube: new Kube(kc), api, log, metrics };
+
+  let controller: Controller | undefined;
+  let transition: Promise<void> = Promise.resolve();
+  const lead = () => {
+    transition = transition.then(async () => {
+      if (controller) return;
+      log.info('leading: starting the controller', { identity: config.identity });
+      metrics.leader.set(1);
+      controller = new Controller(deps);
+      controller.start();
+    });
+  };
+  const follow = () => {
+    transition = transition.then(async () => {
+      metrics.leader.set(0);
+      const c = controller;
+      controller = undefined;
+      if (c) {
+        log.info('lost the lease: stopping the controller', { identity: config.identity });
+        await c.stop();
+      }
+    });
+  };
+
+  const elector = config.leaderElect
+    ? new LeaderElector(deps.kube, {
+      namespace: config.podNamespace, name: LEASE_NAME, identity: config.identity,
+      leaseDurationMs: config.timing.leaseDurationMs, renewDeadlineMs: config.timing.renewDeadlineMs, retryPeriodMs: config.timing.retryPeriodMs,
+      onStartedLeading: lead, onStoppedLeading: follow,
+      onError: (message) => log.error('leader election', { message }),
+    })
+    : undefined;
+
+  const probes = {
+    healthy: () => {
+      const silence = controller?.silenceMs ?? 0;
+      const limit = config.timing.watchSilenceMs * 2 + 60_000;
+      return silence > limit ? { ok: false, detail: `no word from the Kubernetes API for ${Math.round(silence / 1000)} s` } : { ok: true, detail: controller ? 'leading' : 'standby' };
+    },
+    ready: () => {
+      if (!controller) return { ok: true, detail: 'standby: waiting for the lease' };
+      return controller.synced ? { ok: true, detail: 'leading, caches synced' } : { ok: false, detail: 'leading, caches not synced yet' };
+    },
+  };
+  const server = config.metricsPort >= 0 ? await startProbeServer(metrics, probes, config.metricsHost, config.metricsPort) : undefined;
+
+  if (elector) elector.start();
+  else lead();
+
+  return {
+    url: server?.url ?? '',
+    get isLeader() { return controller !== undefined; },
+    get controller() { return controller; },
+    metrics,
+    async close() {
+      if (elector) await elector.stop();
+      else follow();
+      await transition;
+      await server?.close();
+    },
+  };
+}
+
+function defaultKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}

@@ -1,0 +1,108 @@
+import type { Logger } from '../../../apps/server/src/http/errors.js';
+import type { OperatorConfig } from '../config.js';
+import type { ReadyReason } from '../conditions.js';
+import type { Informer } from '../informer.js';
+import { FINALIZER, keyOf, type AnyResource, type FeatureFlagResource, type FlagSecretResource, type KindName, type ProjectResource } from '../kinds.js';
+import type { Kube } from '../kube.js';
+import type { OperatorMetrics } from '../metrics.js';
+import { ApiError, type TallyApi } from '../tally-api.js';
+
+/** What the cache keeps of a Secret: its identity and a SHA-256 per key (never the values). */
+export interface SecretDigest {
+  metadata: { namespace: string; name: string; uid: string; resourceVersion: string; ownerUids: string[] };
+  sha256: Record<string, string>;
+}
+
+export interface ReconcileContext {
+  config: OperatorConfig;
+  kube: Kube;
+  api: TallyApi;
+  log: Logger;
+  metrics: OperatorMetrics;
+  projects: Informer<ProjectResource>;
+  flagSecrets: Informer<FlagSecretResource>;
+  featureFlags: Informer<FeatureFlagResource>;
+  secrets: Informer<SecretDigest>;
+  enqueue(key: string): void;
+  enqueueTenantConfig(): void;
+  /** Kubernetes Events for failures (deduplicated per object, reason and message). */
+  warn(obj: AnyResource, reason: string, message: string): void;
+}
+
+/**
+ * How a reconcile ended. `fields` are the kind's own status fields; `ready` the Ready condition;
+ * `retry`: backoff (something outside may come back), `afterMs`: look again later, otherwise wait
+ * for the next change of the object or of what it refers to.
+ */
+export interface Outcome {
+  fields?: Record<string, unknown>;
+  ready?: { status: 'True' | 'False'; reason: ReadyReason; message: string };
+  retry?: boolean;
+  afterMs?: number;
+}
+
+export const ready = (message: string, fields: Record<string, unknown>): Outcome =>
+  ({ fields, ready: { status: 'True', reason: 'Reconciled', message } });
+
+export const notReady = (reason: ReadyReason, message: string, extra: Partial<Outcome> = {}): Outcome =>
+  ({ ...extra, ready: { status: 'False', reason, message } });
+
+/** The outcome for an API failure: ApiUnavailable retries with backoff, a refusal waits for a change. */
+export function apiFailure(err: unknown, what: string): Outcome {
+  if (err instanceof ApiError) {
+    if (err.kind === 'invalid') return notReady('Invalid', err.message);
+    if (err.kind === 'conflict') {
+      const owner = (err.body as { resource?: unknown } | undefined)?.resource;
+      return notReady('Conflict', owner ? `${what}: ${err.message} ${String(owner)}` : `${what}: ${err.message}`);
+    }
+    return notReady('ApiUnavailable', `${what}: ${err.message}`, { retry: true });
+  }
+  throw err;
+}
+
+/** Adds the finalizer (before any outside effect); guarded by resourceVersion so it never drops another's. */
+export async function ensureFinalizer<T extends AnyResource>(ctx: ReconcileContext, obj: T): Promise<T> {
+  const finalizers = obj.metadata.finalizers ?? [];
+  if (finalizers.includes(FINALIZER)) return obj;
+  const patched = await ctx.kube.patchResource(obj.kind, obj.metadata.namespace, obj.metadata.name, {
+    metadata: { finalizers: [...finalizers, FINALIZER], resourceVersion: obj.metadata.resourceVersion },
+  });
+  return { ...obj, metadata: { ...obj.metadata, ...patched.metadata } } as T;
+}
+
+export async function removeFinalizer(ctx: ReconcileContext, obj: AnyResource): Promise<void> {
+  const finalizers = obj.metadata.finalizers ?? [];
+  if (!finalizers.includes(FINALIZER)) return;
+  await ctx.kube.patchResource(obj.kind, obj.metadata.namespace, obj.metadata.name, {
+    metadata: { finalizers: finalizers.filter((f) => f !== FINALIZER), resourceVersion: obj.metadata.resourceVersion },
+  });
+}
+
+export const hasFinalizer = (obj: AnyResource) => (obj.metadata.finalizers ?? []).includes(FINALIZER);
+
+/** The Project a FlagSecret or FeatureFlag refers to, if it exists and has its project id. */
+export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource | FeatureFlagResource):
+  { project: ProjectResource; projectId: number } | Outcome {
+  const name = obj.spec.projectRef?.name;
+  const project = name ? ctx.projects.get(obj.metadata.namespace, name) : undefined;
+  if (!project) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} does not exist`);
+  if (project.metadata.deletionTimestamp) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} is being deleted`);
+  const projectId = project.status?.projectId;
+  if (!projectId) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} has no project yet (not Ready)`);
+  return { project, projectId };
+}
+
+/** The FlagSecret that provides a Project's flag secret: the oldest one naming it (then by name). */
+export function winningFlagSecret(ctx: ReconcileContext, namespace: string, projectName: string): FlagSecretResource | undefined {
+  const candidates = ctx.flagSecrets.list().filter((f) =>
+    f.metadata.namespace === namespace && f.spec?.projectRef?.name === projectName && !f.metadata.deletionTimestamp);
+  candidates.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+  return candidates[0];
+}
+
+export const flagSecretSecretName = (fs: FlagSecretResource) => fs.spec.secretRef?.name ?? `${fs.metadata.name}-flag-secret`;
+export const flagSecretSecretKey = (fs: FlagSecretResource) => fs.spec.secretRef?.key ?? 'secret';
+
+export type KindOf<T extends AnyResource> = T['kind'];
+export const resourceOf = (obj: AnyResource) => keyOf(obj);
+export type { KindName };

@@ -1,0 +1,101 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { API_VERSION, keyOf, type FlagSecretResource } from '../kinds.js';
+import { statusOf } from '../kube.js';
+import { ApiError } from '../tally-api.js';
+import {
+  apiFailure, ensureFinalizer, flagSecretSecretKey, flagSecretSecretName, hasFinalizer, notReady, ready, referencedProject,
+  removeFinalizer, winningFlagSecret, type Outcome, type ReconcileContext,
+} from './context.js';
+
+/**
+ * FlagSecret → the project's flag secret. Without secretRef a uuid is minted into the Secret
+ * `<name>-flag-secret` (key `secret`, owned by the FlagSecret, so it goes with it); with secretRef
+ * the named Secret's key is used and a change of it rotates the flag secret. Deletion revokes.
+ * Only the oldest FlagSecret of a Project acts; the others are `Conflict`.
+ */
+export class FlagSecretReconciler {
+  /** `<projectId>:<sha256>` last set per FlagSecret uid, so an unchanged secret is not sent again. */
+  private readonly applied = new Map<string, string>();
+
+  constructor(private readonly ctx: ReconcileContext) {}
+
+  async reconcile(obj: FlagSecretResource): Promise<Outcome | 'gone'> {
+    const ctx = this.ctx;
+    const resource = keyOf(obj);
+    if (obj.metadata.deletionTimestamp) return this.finalize(obj, resource);
+
+    const ref = referencedProject(ctx, obj);
+    if (!('projectId' in ref)) return ref;
+    const { projectId } = ref;
+    const winner = winningFlagSecret(ctx, obj.metadata.namespace, obj.spec.projectRef.name);
+    if (winner && winner.metadata.uid !== obj.metadata.uid) {
+      return notReady('Conflict', `FlagSecret ${winner.metadata.name} already provides the flag secret of Project ${obj.spec.projectRef.name}`, { fields: { projectId } });
+    }
+
+    obj = await ensureFinalizer(ctx, obj);
+    const secretName = flagSecretSecretName(obj);
+    const key = flagSecretSecretKey(obj);
+    const got = await this.secretValue(obj, secretName, key);
+    if (!('value' in got)) return { ...got, fields: { projectId, secretName } };
+
+    const fingerprint = `${projectId}:${createHash('sha256').update(got.value).digest('hex')}`;
+    if (this.applied.get(obj.metadata.uid) !== fingerprint) {
+      try {
+        await ctx.api.setFlagSecret(projectId, got.value, resource);
+      } catch (err) {
+        return { ...apiFailure(err, `flag secret of project ${projectId}`), fields: { projectId, secretName } };
+      }
+      this.applied.set(obj.metadata.uid, fingerprint);
+    }
+    return ready(`flag secret of project ${projectId} from Secret ${secretName}`, { projectId, secretName });
+  }
+
+  /** The secret's value (trimmed), minting the owned Secret when there is no secretRef. */
+  private async secretValue(obj: FlagSecretResource, secretName: string, key: string): Promise<{ value: string } | Outcome> {
+    const { namespace } = obj.metadata;
+    let secret = await this.ctx.kube.readSecret(namespace, secretName);
+    if (!secret && !obj.spec.secretRef) {
+      try {
+        secret = await this.ctx.kube.createSecret(namespace, {
+          apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
+          metadata: {
+            name: secretName, namespace,
+            labels: { 'app.kubernetes.io/managed-by': 'tally-operator' },
+            ownerReferences: [{ apiVersion: API_VERSION, kind: 'FlagSecret', name: obj.metadata.name, uid: obj.metadata.uid, controller: true, blockOwnerDeletion: true }],
+          },
+          stringData: undefined,
+          data: { secret: Buffer.from(randomUUID()).toString('base64') },
+        });
+      } catch (err) {
+        if (statusOf(err) !== 409) throw err;
+        secret = await this.ctx.kube.readSecret(namespace, secretName);
+      }
+    }
+    if (!secret) return notReady('SecretNotFound', `Secret ${namespace}/${secretName} does not exist`);
+    if (!obj.spec.secretRef && !(secret.metadata?.ownerReferences ?? []).some((o) => o.uid === obj.metadata.uid)) {
+      return notReady('Conflict', `Secret ${namespace}/${secretName} exists and is not owned by this FlagSecret`);
+    }
+    const raw = secret.data?.[key];
+    if (raw === undefined) return notReady('Invalid', `Secret ${namespace}/${secretName} has no key "${key}"`);
+    const value = Buffer.from(raw, 'base64').toString('utf8').trim();
+    if (value === '') return notReady('Invalid', `Secret ${namespace}/${secretName} key "${key}" is empty`);
+    return { value };
+  }
+
+  private async finalize(obj: FlagSecretResource, resource: string): Promise<Outcome | 'gone'> {
+    if (!hasFinalizer(obj)) return 'gone';
+    const projectId = obj.status?.projectId;
+    const lostConflict = obj.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'Conflict');
+    if (projectId && !lostConflict) {
+      try {
+        await this.ctx.api.revokeFlagSecret(projectId, resource);
+      } catch (err) {
+        // 404: the project is gone; 409: another FlagSecret provides it (this one lost a conflict).
+        if (!(err instanceof ApiError && (err.kind === 'not_found' || err.kind === 'conflict'))) return apiFailure(err, `revoking the flag secret of project ${projectId}`);
+      }
+    }
+    this.applied.delete(obj.metadata.uid);
+    await removeFinalizer(this.ctx, obj);
+    return 'gone';
+  }
+}

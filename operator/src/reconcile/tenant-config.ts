@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
+import { withCondition, statusDiffers } from '../conditions.js';
+import { TENANT_CONFIG_KEY, keyOf, type ProjectResource } from '../kinds.js';
+import { statusOf } from '../kube.js';
+import { flagSecretSecretKey, flagSecretSecretName, winningFlagSecret, type ReconcileContext } from './context.js';
+
+/**
+ * The tenant config Secret (`TENANT_CONFIG_SECRET` in POD_NAMESPACE, key tenants.json) that API
+ * pods mount: every Project that has its project, with the SHA-256 of its FlagSecret's secret.
+ * Computed from the caches, so it follows every Project/FlagSecret/Secret change and deletion;
+ * written only when the content hash differs from the one recorded on the Secret. A config over
+ * the size limit is not written: the last good one stays, and the Projects it would have added
+ * or changed get the condition TenantConfig=False, reason TooLarge.
+ */
+export interface TenantEntry {
+  projectId: number;
+  organizationId: number;
+  name: string;
+  token: string;
+  flagSecretSha256: string | null;
+  resource: string;
+}
+
+export const CONTENT_HASH_ANNOTATION = 'analytics.tally.dev/content-sha256';
+export const TENANT_CONDITION = 'TenantConfig';
+
+export class TenantConfigWriter {
+  private lastHash = '';
+  generation = 0;
+
+  constructor(private readonly ctx: ReconcileContext) {}
+
+  /** Forget the last hash (the Secret was changed or deleted by someone else): the next sync reads it. */
+  invalidate(): void {
+    this.lastHash = '';
+  }
+
+  entries(): TenantEntry[] {
+    const { ctx } = this;
+    const out: TenantEntry[] = [];
+    for (const p of ctx.projects.list()) {
+      const { projectId, token } = p.status ?? {};
+      if (p.metadata.deletionTimestamp || !projectId || !token) continue;
+      out.push({
+        projectId,
+        organizationId: p.spec.organizationId,
+        name: p.spec.displayName,
+        token,
+        flagSecretSha256: this.flagSecretSha(p, projectId),
+        resource: keyOf(p),
+      });
+    }
+    return out.sort((a, b) => a.resource.localeCompare(b.resource));
+  }
+
+  private flagSecretSha(p: ProjectResource, projectId: number): string | null {
+    const fs = winningFlagSecret(this.ctx, p.metadata.namespace, p.metadata.name);
+    const ok = fs?.status?.projectId === projectId && fs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+    if (!fs || !ok) return null;
+    const digest = this.ctx.secrets.get(p.metadata.namespace, flagSecretSecretName(fs));
+    return digest?.sha256[flagSecretSecretKey(fs)] ?? null;
+  }
+
+  /** Writes the Secret if its content changed; false when it must be tried again (a write conflict). */
+  async sync(): Promise<boolean> {
+    const { ctx } = this;
+    const { podNamespace: namespace, tenantConfigSecret: name, tenantConfigMaxBytes } = ctx.config;
+    const projects = this.entries();
+    const hash = createHash('sha256').update(JSON.stringify(projects)).digest('hex');
+    if (hash === this.lastHash) return true;
+    const existing = await ctx.kube.readSecret(namespace, name);
+    const existingHash = existing?.metadata?.annotations?.[CONTENT_HASH_ANNOTATION];
+    const existingGeneration = generationOf(existing);
+    if (existing && existingHash === hash) {
+      this.lastHash = hash;
+      this.generation = existingGeneration;
+      ctx.metrics.tenantConfigGeneration.set(existingGeneration);
+      await this.markProjects(undefined);
+      return true;
+    }
+    const generation = existingGeneration + 1;
+    const text = JSON.stringify({ version: 1, generation, projects });
+    const bytes = Buffer.byteLength(text);
+    ctx.metrics.tenantConfigBytes.set(bytes);
+    if (bytes > tenantConfigMaxBytes) {
+      const message = `tenant config would be ${bytes} bytes, over the limit of ${tenantConfigMaxBytes} (Kubernetes refuses objects over 1 MiB); the last written one (generation ${existingGeneration}) stays`;
+      ctx.log.error('tenant config too large: not written', { bytes, limit: tenantConfigMaxBytes });
+      const written = new Map(parseProjects(existing).map((e) => [e.resource, JSON.stringify(e)]));
+      const refused = projects.filter((e) => written.get(e.resource) !== JSON.stringify(e));
+      await this.markProjects({ refused: new Set(refused.map((e) => e.resource)), message });
+      this.lastHash = hash;
+      return true;
+    }
+    const body: V1Secret = {
+      apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
+      metadata: {
+        name, namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'tally-operator' },
+        annotations: { [CONTENT_HASH_ANNOTATION]: hash },
+      },
+      data: { [TENANT_CONFIG_KEY]: Buffer.from(text).toString('base64') },
+    };
+    try {
+      if (existing) {
+        body.metadata!.resourceVersion = existing.metadata?.resourceVersion;
+        body.metadata!.labels = { ...existing.metadata?.labels, ...body.metadata!.labels };
+        body.metadata!.annotations = { ...existing.metadata?.annotations, ...body.metadata!.annotations };
+        await ctx.kube.replaceSecret(namespace, name, body);
+      } else {
+        await ctx.kube.createSecret(namespace, body);
+      }
+    } catch (err) {
+      if (statusOf(err) === 409) return false;
+      throw err;
+    }
+    this.lastHash = hash;
+    this.generation = generation;
+    ctx.metrics.tenantConfigWrites.inc();
+    ctx.metrics.tenantConfigGeneration.set(generation);
+    ctx.log.info('tenant config written', { generation, projects: projects.length, bytes });
+    await this.markProjects(undefined);
+    return true;
+  }
+
+  /** The TenantConfig condition: present (False) only while a Project's entry was refused. */
+  private async markProjects(problem: { refused: Set<string>; message: string } | undefined): Promise<void> {
+    const { ctx } = this;
+    for (const p of ctx.projects.list()) {
+      const refused = problem?.refused.has(keyOf(p)) ?? false;
+      const current = p.status?.conditions ?? [];
+      const has = current.some((c) => c.type === TENANT_CONDITION);
+      if (!refused && !has) continue;
+      const conditions = refused
+        ? withCondition(current, { type: TENANT_CONDITION, status: 'False', reason: 'TooLarge', message: problem!.message, observedGeneration: p.metadata.generation })
+        : current.filter((c) => c.type !== TENANT_CONDITION);
+      if (!statusDiffers(p.status as never, { ...(p.status ?? {}), conditions } as never)) continue;
+      await ctx.kube.patchStatus('Project', p.metadata.namespace, p.metadata.name, { conditions }).catch((err) => {
+        ctx.log.error('tenant config condition not written', { project: keyOf(p), err: String(err) });
+      });
+    }
+  }
+}
+
+function decode(secret: V1Secret | undefined): unknown {
+  const raw = secret?.data?.[TENANT_CONFIG_KEY];
+  if (!raw) return undefined;
+  try { return JSON.parse(Buffer.from(raw, 'base64').toString('utf8')); } catch { return undefined; }
+}
+
+function generationOf(secret: V1Secret | undefined): number {
+  const g = (decode(secret) as { generation?: unknown } | undefined)?.generation;
+  return typeof g === 'number' && Number.isInteger(g) && g >= 0 ? g : 0;
+}
+
+function parseProjects(secret: V1Secret | undefined): TenantEntry[] {
+  const p = (decode(secret) as { projects?: unknown } | undefined)?.projects;
+  return Array.isArray(p) ? (p as TenantEntry[]) : [];
+}

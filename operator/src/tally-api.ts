@@ -1,0 +1,176 @@
+/**
+ * The service's HTTP API as the operator uses it: superadmin key, and on every write the header
+ * `X-Tally-Resource: <Kind>/<namespace>/<name>` that makes the object managed by that resource.
+ * Failures are sorted by what the reconciler should do about them (ApiError.kind).
+ */
+export type ApiErrorKind =
+  /** Network error, timeout, 5xx, 429, 401/403 (a wrong key is an outage of ours): retry with backoff. */
+  | 'unavailable'
+  /** 400/422: the API refused the content; its message goes to the condition, no retry. */
+  | 'invalid'
+  | 'not_found'
+  /** 409: managed by another resource (or the API's own conflict). */
+  | 'conflict';
+
+export class ApiError extends Error {
+  constructor(readonly kind: ApiErrorKind, readonly status: number | undefined, message: string, readonly body?: unknown) {
+    super(message);
+  }
+}
+
+export interface ApiProject {
+  id: number;
+  name: string;
+  token: string;
+  org_id?: number | null;
+  managed_by?: string | null;
+}
+
+export interface ApiFlag {
+  id: number;
+  project_id: number;
+  key: string;
+  name: string;
+  description: string | null;
+  active: boolean;
+  type: string;
+  variants: unknown[];
+  rules: unknown[];
+  archived_at: number | null;
+  managed_by?: string | null;
+}
+
+export interface FlagBody {
+  key: string;
+  name: string;
+  description: string | null;
+  active: boolean;
+  type: string;
+  variants: unknown[];
+  rules: unknown[];
+}
+
+export class TallyApi {
+  /** Called with each request's outcome (for metrics). */
+  onRequest?: (method: string, status: number | 'error') => void;
+
+  constructor(private readonly baseUrl: string, private readonly key: string, private readonly timeoutMs: number) {}
+
+  private async call<T>(method: string, path: string, resource: string | undefined, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.key}`, accept: 'application/json' };
+    if (resource) headers['x-tally-resource'] = resource;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl + path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      this.onRequest?.(method, 'error');
+      throw new ApiError('unavailable', undefined, `${method} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.onRequest?.(method, res.status);
+    const text = await res.text().catch(() => '');
+    let parsed: unknown = text;
+    try { parsed = text ? JSON.parse(text) : undefined; } catch { /* not JSON: keep the text */ }
+    if (res.ok) return parsed as T;
+    const message = errorMessage(parsed) ?? `HTTP ${res.status}`;
+    const s = res.status;
+    const kind: ApiErrorKind = s === 404 ? 'not_found' : s === 409 ? 'conflict' : s === 400 || s === 422 ? 'invalid' : 'unavailable';
+    throw new ApiError(kind, s, kind === 'unavailable' ? `${method} ${path}: HTTP ${s}: ${message}` : message, parsed);
+  }
+
+  // --- projects ---
+
+  createProject(organizationId: number, name: string, resource: string): Promise<ApiProject> {
+    return this.call('POST', `/admin/orgs/${organizationId}/projects`, resource, { name });
+  }
+
+  async findProject(resource: string): Promise<ApiProject | undefined> {
+    const list = await this.call<ApiProject[]>('GET', `/api/projects?managedBy=${encodeURIComponent(resource)}`, undefined);
+    return list.find((p) => p.managed_by === resource);
+  }
+
+  async getProject(id: number): Promise<ApiProject | undefined> {
+    try {
+      return await this.call<ApiProject>('GET', `/api/projects/${id}`, undefined);
+    } catch (err) {
+      if (err instanceof ApiError && err.kind === 'not_found') return undefined;
+      throw err;
+    }
+  }
+
+  renameProject(id: number, name: string, resource: string): Promise<ApiProject> {
+    return this.call('PATCH', `/api/projects/${id}`, resource, { name });
+  }
+
+  deleteProject(id: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/api/projects/${id}`, resource);
+  }
+
+  releaseProject(id: number, resource: string): Promise<unknown> {
+    return this.call('POST', `/api/projects/${id}/release`, resource);
+  }
+
+  setFlagSecret(projectId: number, secret: string, resource: string): Promise<unknown> {
+    return this.call('PUT', `/api/projects/${projectId}/flag-secret`, resource, { secret });
+  }
+
+  revokeFlagSecret(projectId: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/api/projects/${projectId}/flag-secret`, resource);
+  }
+
+  // --- flags ---
+
+  createFlag(projectId: number, body: FlagBody, resource: string): Promise<ApiFlag> {
+    return this.call('POST', '/api/flags', resource, { projectId, ...body });
+  }
+
+  /** The flag a resource manages in a project, archived or not. */
+  async findFlag(projectId: number, resource: string): Promise<ApiFlag | undefined> {
+    const q = `projectId=${projectId}&managedBy=${encodeURIComponent(resource)}`;
+    const live = await this.call<ApiFlag[]>('GET', `/api/flags?${q}`, undefined);
+    const found = live.find((f) => f.managed_by === resource);
+    if (found) return found;
+    const archived = await this.call<ApiFlag[]>('GET', `/api/flags?${q}&archived=1`, undefined);
+    return archived.find((f) => f.managed_by === resource);
+  }
+
+  async getFlag(id: number): Promise<ApiFlag | undefined> {
+    try {
+      return await this.call<ApiFlag>('GET', `/api/flags/${id}`, undefined);
+    } catch (err) {
+      if (err instanceof ApiError && err.kind === 'not_found') return undefined;
+      throw err;
+    }
+  }
+
+  updateFlag(id: number, body: Partial<FlagBody>, resource: string): Promise<ApiFlag> {
+    return this.call('PUT', `/api/flags/${id}`, resource, body);
+  }
+
+  archiveFlag(id: number, resource: string): Promise<ApiFlag> {
+    return this.call('POST', `/api/flags/${id}/archive`, resource);
+  }
+
+  reviveFlag(id: number, resource: string): Promise<ApiFlag> {
+    return this.call('POST', `/api/flags/${id}/revive`, resource);
+  }
+
+  deleteFlag(id: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/api/flags/${id}`, resource);
+  }
+
+  releaseFlag(id: number, resource: string): Promise<unknown> {
+    return this.call('POST', `/api/flags/${id}/release`, resource);
+  }
+}
+
+function errorMessage(body: unknown): string | undefined {
+  if (body && typeof body === 'object' && 'error' in body) {
+    const e = (body as { error: unknown }).error;
+    if (typeof e === 'string') return e;
+  }
+  if (typeof body === 'string' && body) return body.slice(0, 500);
+  return undefined;
+}
