@@ -1,12 +1,9 @@
 /**
  * Names of the Kubernetes contract (product.md, "Kubernetes"): outside tests and the chart rely on
- * them, so they live in one place. The spec/status shapes here are what the operator reads; the
- * CRDs' structural schemas (crds/) refuse malformed objects at admission.
+ * them. Group, version and finalizer come from resources/ (the schemas the CRDs are generated from);
+ * the shapes here are those objects as the operator reads them (names and namespaces always set).
  */
-export const GROUP = 'analytics.tally.dev';
-export const VERSION = 'v1';
-export const API_VERSION = `${GROUP}/${VERSION}`;
-export const FINALIZER = 'analytics.tally.dev/finalizer';
+export { GROUP, VERSION, API_VERSION, FINALIZER } from './resources/meta.js';
 export const LEASE_NAME = 'tally-operator';
 export const TENANT_CONFIG_KEY = 'tenants.json';
 export const FIELD_MANAGER = 'tally-operator';

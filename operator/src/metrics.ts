@@ -40,8 +40,9 @@ export async function startProbeServer(metrics: OperatorMetrics, probes: ProbeSt
     };
     if (path === '/metrics') {
       metrics.registry.metrics().then((text) => send(200, metrics.registry.contentType, text), (err) => send(500, 'text/plain', String(err)));
-    } else if (path === '/healthz' || path === '/readyz') {
-      const state = path === '/healthz' ? probes.healthy() : probes.ready();
+    } else if (path === '/healthz' || path === '/readyz' || path === '/health/live' || path === '/health/ready') {
+      // /health/live and /health/ready: the names the other roles' probes use, so one chart template fits all.
+      const state = path === '/healthz' || path === '/health/live' ? probes.healthy() : probes.ready();
       send(state.ok ? 200 : 503, 'application/json', JSON.stringify({ status: state.ok ? 'ok' : 'unavailable', detail: state.detail }));
     } else {
       send(404, 'application/json', JSON.stringify({ error: 'not found' }));
