@@ -11,6 +11,10 @@ import { metricsRoutes } from './metrics/routes.js';
 import { flagRoutes } from './flags/routes.js';
 import { ingestionRoutes } from './ingestion/routes.js';
 import { dataRoutes } from './data/routes.js';
+import { reportRoutes } from './reports/routes.js';
+import { boardRoutes } from './boards/routes.js';
+import { annotationRoutes } from './annotations/routes.js';
+import { lexiconRoutes } from './lexicon/routes.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps): RouteSpec[] {
@@ -26,5 +30,9 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...flagRoutes(deps),
     ...ingestionRoutes(deps),
     ...dataRoutes(deps),
+    ...reportRoutes(deps),
+    ...boardRoutes(deps),
+    ...annotationRoutes(deps),
+    ...lexiconRoutes(deps),
   ];
 }

@@ -14,6 +14,7 @@ import { runRetention } from './retention.js';
 import { runFlows } from './flows.js';
 import { runSessions } from './sessions.js';
 import { runMetric } from './metric.js';
+import { annotationsInRange } from '../annotations/store.js';
 import {
   FlowsQuerySchema, FlowsResultSchema, FunnelQuerySchema, FunnelResultSchema, MetricQuerySchema, RetentionQuerySchema,
   RetentionResultSchema, SegmentationQuerySchema, SegmentationResultSchema, SessionsQuerySchema, SessionsResultSchema,
@@ -31,8 +32,8 @@ export function queryRoutes(deps: Deps): RouteSpec[] {
       method: 'post', path: '/api/query/segmentation', tag: 'Query', auth: 'api', body: SegmentationQuerySchema, response: SegmentationResultSchema,
       summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property',
       handler: async ({ ctx, body }) => {
-        const { range, q } = await prepare(ctx, body);
-        return runSegmentation(deps.events, q, body, range);
+        const { range, q, project } = await prepare(ctx, body);
+        return { ...(await runSegmentation(deps.events, q, body, range)), annotations: await annotationsInRange(deps.db, project.id, range) };
       },
     }),
     route({

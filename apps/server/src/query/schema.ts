@@ -27,7 +27,11 @@ export const SegmentationQuerySchema = z
 export type SegmentationQuery = z.infer<typeof SegmentationQuerySchema>;
 
 export const SegmentationResultSchema = z
-  .object({ buckets: z.array(z.string()), series: z.array(z.object({ name: z.string(), data: z.array(z.object({ bucket: z.string(), value: z.number() })) })) })
+  .object({
+    buckets: z.array(z.string()), series: z.array(z.object({ name: z.string(), data: z.array(z.object({ bucket: z.string(), value: z.number() })) })),
+    /** The project's annotations on days inside the range (segmentation answers; see docs/reports.md). */
+    annotations: z.array(z.object({ id: z.number().int(), date: z.string(), description: z.string() })).optional(),
+  })
   .openapi('SegmentationResult');
 export type SegmentationResult = z.infer<typeof SegmentationResultSchema>;
 

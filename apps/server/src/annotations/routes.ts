@@ -1,0 +1,66 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import { route, type RouteSpec } from '../http/route.js';
+import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
+import { notFound } from '../http/errors.js';
+import { IdParams } from '../projects/schema.js';
+import { AnnotationStore } from './store.js';
+import { AnnotationSchema, CreateAnnotationBody, ListAnnotationsQuery, UpdateAnnotationBody } from './schema.js';
+
+/** Annotations: every role reads, member and above write; another organisation's id is 404. */
+export function annotationRoutes(deps: Deps): RouteSpec[] {
+  const store = new AnnotationStore(deps.db);
+  const load = async (ctx: Context, id: number) => {
+    const a = await store.get(id);
+    if (!a) throw notFound('annotation');
+    await loadProjectInScope(deps.projects, authOf(ctx), a.project_id).catch(() => { throw notFound('annotation'); });
+    return a;
+  };
+  return [
+    route({
+      method: 'get', path: '/api/annotations', tag: 'Annotations', auth: 'api', query: ListAnnotationsQuery, response: z.array(AnnotationSchema),
+      summary: "The project's annotations, oldest day first (optionally only days from..to)",
+      handler: async ({ ctx, query }) => {
+        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
+        return store.list(project.id, { from: query.from, to: query.to });
+      },
+    }),
+    route({
+      method: 'post', path: '/api/annotations', tag: 'Annotations', auth: 'api', query: ListAnnotationsQuery.pick({ projectId: true }),
+      body: CreateAnnotationBody, response: AnnotationSchema, status: 201,
+      summary: 'Adds a note to a day of the project timeline (member)',
+      handler: async ({ ctx, body, query }) => {
+        const auth = requireRole(ctx, 'member');
+        const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
+        return store.create({ projectId: project.id, createdBy: actorUserId(auth), date: body.date, description: body.description });
+      },
+    }),
+    route({
+      method: 'get', path: '/api/annotations/{id}', tag: 'Annotations', auth: 'api', params: IdParams, response: AnnotationSchema,
+      summary: 'One annotation',
+      handler: async ({ ctx, params }) => load(ctx, params.id),
+    }),
+    route({
+      method: 'put', path: '/api/annotations/{id}', tag: 'Annotations', auth: 'api', params: IdParams, body: UpdateAnnotationBody, response: AnnotationSchema,
+      summary: 'Changes the day or the text of an annotation (member)',
+      handler: async ({ ctx, params, body }) => {
+        const a = await load(ctx, params.id);
+        requireRole(ctx, 'member');
+        await store.update(a.id, body);
+        return (await store.get(a.id))!;
+      },
+    }),
+    route({
+      method: 'delete', path: '/api/annotations/{id}', tag: 'Annotations', auth: 'api', params: IdParams,
+      summary: 'Deletes an annotation (member)',
+      handler: async ({ ctx, params }) => {
+        const a = await load(ctx, params.id);
+        requireRole(ctx, 'member');
+        await store.delete(a.id);
+        return { ok: true };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,110 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import { route, type RouteSpec } from '../http/route.js';
+import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
+import { AppError, badRequest, notFound } from '../http/errors.js';
+import { IdParams } from '../projects/schema.js';
+import { resultToCsv } from '../reports/csv.js';
+import { sendCsv } from '../reports/routes.js';
+import { BoardStore, type Board } from './store.js';
+import { cardsToWrite, cardViews, checkCardReports, listItem } from './cards.js';
+import { runBoard } from './run.js';
+import {
+  BoardListItemSchema, BoardRunQuery, BoardRunSchema, BoardWithCardsSchema, CreateBoardBody, PREVIEW_CARDS, ProjectQuery, UpdateBoardBody,
+} from './schema.js';
+
+/** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
+export function boardRoutes(deps: Deps): RouteSpec[] {
+  const store = new BoardStore(deps.db);
+  const load = async (ctx: Context, id: number) => {
+    const board = await store.get(id);
+    if (!board) throw notFound('board');
+    await loadProjectInScope(deps.projects, authOf(ctx), board.project_id).catch(() => { throw notFound('board'); });
+    return board;
+  };
+  const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await store.cards([board.id])) });
+  const run = async (board: Board, cardId?: number) => {
+    let cards = await cardViews(deps.db, await store.cards([board.id]));
+    if (cardId !== undefined) {
+      cards = cards.filter((c) => c.id === cardId);
+      if (cards.length === 0) throw notFound('card');
+      if (cards[0].card_type !== 'report') throw badRequest('cardId: a text card has nothing to run');
+    }
+    return runBoard(deps, board, cards);
+  };
+  return [
+    route({
+      method: 'get', path: '/api/boards', tag: 'Boards', auth: 'api', query: ProjectQuery, response: z.array(BoardListItemSchema),
+      summary: "The project's boards with their card count and a preview of their first cards",
+      handler: async ({ ctx, query }) => {
+        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
+        const boards = await store.list(project.id);
+        const views = await cardViews(deps.db, await store.cards(boards.map((b) => b.id)));
+        return boards.map((b) => listItem(b, views.filter((c) => c.board_id === b.id), PREVIEW_CARDS));
+      },
+    }),
+    route({
+      method: 'post', path: '/api/boards', tag: 'Boards', auth: 'api', query: ProjectQuery, body: CreateBoardBody, response: BoardWithCardsSchema, status: 201,
+      summary: 'Creates a board, optionally with its cards (member)',
+      handler: async ({ ctx, body, query }) => {
+        const auth = requireRole(ctx, 'member');
+        const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
+        const cards = body.cards ? cardsToWrite(body.cards) : undefined;
+        const id = await store.write(
+          { projectId: project.id, createdBy: actorUserId(auth), name: body.name, dateRange: body.date_range ?? null, filters: body.filters ?? [], cards },
+          (trx) => checkCardReports(trx, project.id, cards ?? []),
+        );
+        return withCards((await store.get(id))!);
+      },
+    }),
+    route({
+      method: 'get', path: '/api/boards/{id}', tag: 'Boards', auth: 'api', params: IdParams, response: BoardWithCardsSchema,
+      summary: 'One board with its cards in layout order (report cards carry their report)',
+      handler: async ({ ctx, params }) => withCards(await load(ctx, params.id)),
+    }),
+    route({
+      method: 'put', path: '/api/boards/{id}', tag: 'Boards', auth: 'api', params: IdParams, body: UpdateBoardBody, response: BoardWithCardsSchema,
+      summary: 'Changes a board; `cards` replaces the whole card set in one transaction (member)',
+      handler: async ({ ctx, params, body }) => {
+        const board = await load(ctx, params.id);
+        const auth = requireRole(ctx, 'member');
+        const cards = body.cards ? cardsToWrite(body.cards) : undefined;
+        await store.write(
+          { id: board.id, projectId: board.project_id, createdBy: actorUserId(auth), name: body.name, dateRange: body.date_range, filters: body.filters, cards },
+          (trx) => checkCardReports(trx, board.project_id, cards ?? []),
+        );
+        return withCards((await store.get(board.id))!);
+      },
+    }),
+    route({
+      method: 'delete', path: '/api/boards/{id}', tag: 'Boards', auth: 'api', params: IdParams,
+      summary: 'Deletes a board and its cards; the reports stay (member)',
+      handler: async ({ ctx, params }) => {
+        const board = await load(ctx, params.id);
+        requireRole(ctx, 'member');
+        await store.delete(board.id);
+        return { ok: true };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, response: BoardRunSchema,
+      summary: "Runs every report card, the board's date range and filters over each report's; each card answers on its own (any role)",
+      handler: async ({ ctx, params }) => run(await load(ctx, params.id)),
+    }),
+    route({
+      method: 'get', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, query: BoardRunQuery,
+      summary: 'Runs the board, or one card with `cardId`; `format=csv&cardId=` answers that card as a CSV download (any role)',
+      handler: async ({ ctx, params, query }) => {
+        const board = await load(ctx, params.id);
+        if (query.format === 'csv' && query.cardId === undefined) throw badRequest('cardId: required with format=csv (one CSV per card)');
+        const out = await run(board, query.cardId);
+        if (query.format === 'json') return out;
+        const card = out.cards[0];
+        if (card.status === 'error') throw new AppError(card.error.status, card.error.error, card.error.message ? { message: card.error.message } : {});
+        return sendCsv(ctx, `board-${board.id}-card-${card.card_id}`, resultToCsv(card.result));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+import { PropertyFilterSchema } from '../query/schema.js';
+import { LIMITS } from '../limits.js';
+import { parseDay } from '../query/range.js';
+import { DateRangeSpec } from '../reports/date-range.js';
+import { ReportTypeSchema, SavedReportSchema } from '../reports/schema.js';
+
+/** Most cards one board holds (a Mixpanel board or PostHog dashboard past this is several). */
+export const MAX_CARDS_PER_BOARD = 100;
+/** Report cards of one board run at once; the rest wait, so a board never floods the engine. */
+export const BOARD_RUN_CONCURRENCY = 4;
+export const SPANS = [4, 6, 8, 12] as const;
+export const HEIGHTS = ['short', 'medium', 'tall'] as const;
+const PREVIEW_CARDS = 4;
+export { PREVIEW_CARDS };
+
+const validDay = (s: string) => {
+  try {
+    parseDay(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
+/** A board's range, checked on write so every saved board can run. */
+export const BoardDateRange = DateRangeSpec.superRefine((r, ctx) => {
+  if (r.kind !== 'absolute') return;
+  if (!validDay(r.from)) ctx.addIssue({ code: 'custom', path: ['from'], message: 'expected a date YYYY-MM-DD' });
+  else if (!validDay(r.to)) ctx.addIssue({ code: 'custom', path: ['to'], message: 'expected a date YYYY-MM-DD' });
+  else if (r.from > r.to) ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' });
+}).openapi({ description: 'DateRangeSpec: {kind: preset, preset} or {kind: absolute, from, to}' });
+
+/** Board filters are PropertyFilters, added to each report's own filters when the board runs. */
+export const BoardFilters = z.array(PropertyFilterSchema).max(LIMITS.filtersPerQuery);
+
+export const CardSpan = z.union(SPANS.map((s) => z.literal(s)) as unknown as [z.ZodLiteral<4>, z.ZodLiteral<6>, z.ZodLiteral<8>, z.ZodLiteral<12>])
+  .openapi({ type: 'integer', enum: [...SPANS] });
+export const CardHeight = z.enum(HEIGHTS);
+
+export const BoardCardWriteSchema = z
+  .object({
+    cardType: z.enum(['report', 'text']).default('report'),
+    reportId: z.number().int().positive().optional(),
+    text: z.string().min(1).max(10_000).optional(),
+    position: z.number().int().min(0).max(10_000).optional(),
+    span: CardSpan.default(6),
+    height: CardHeight.default('medium'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.cardType === 'report') {
+      if (c.reportId === undefined) ctx.addIssue({ code: 'custom', path: ['reportId'], message: 'required when cardType is report' });
+      if (c.text !== undefined) ctx.addIssue({ code: 'custom', path: ['text'], message: 'only text cards carry text' });
+    } else {
+      if (c.text === undefined) ctx.addIssue({ code: 'custom', path: ['text'], message: 'required when cardType is text' });
+      if (c.reportId !== undefined) ctx.addIssue({ code: 'custom', path: ['reportId'], message: 'only report cards carry a reportId' });
+    }
+  })
+  .openapi('BoardCardWrite');
+export type BoardCardWrite = z.infer<typeof BoardCardWriteSchema>;
+const Cards = z.array(BoardCardWriteSchema).max(MAX_CARDS_PER_BOARD);
+
+const Name = z.string().trim().min(1).max(200);
+export const CreateBoardBody = z
+  .object({
+    projectId: z.union([z.string(), z.number()]).optional(),
+    name: Name, date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), cards: Cards.optional(),
+  })
+  .strict();
+export const UpdateBoardBody = z
+  .object({ name: Name.optional(), date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), cards: Cards.optional() })
+  .strict();
+
+const cardBase = {
+  id: z.number().int(), board_id: z.number().int(), position: z.number().int(), span: z.number().int(), height: CardHeight,
+};
+export const CardSchema = z
+  .discriminatedUnion('card_type', [
+    z.object({ ...cardBase, card_type: z.literal('report'), report_id: z.number().int(), text: z.null(), report: SavedReportSchema }),
+    z.object({ ...cardBase, card_type: z.literal('text'), report_id: z.null(), text: z.string() }),
+  ])
+  .openapi('Card');
+
+const boardFields = {
+  id: z.number().int(), project_id: z.number().int(), created_by: z.number().int().nullable(), name: z.string(),
+  date_range: z.unknown().openapi({ description: 'DateRangeSpec or null' }), filters: z.array(z.record(z.string(), z.unknown())),
+  created_at: z.number().int(), updated_at: z.number().int(),
+};
+export const BoardSchema = z.object(boardFields).openapi('Board');
+export const BoardWithCardsSchema = z.object({ ...boardFields, cards: z.array(CardSchema) }).openapi('BoardWithCards');
+export const BoardListItemSchema = z
+  .object({
+    ...boardFields, card_count: z.number().int(),
+    preview: z.array(z.object({ card_type: z.enum(['report', 'text']), report_type: ReportTypeSchema.nullable(), label: z.string() })),
+  })
+  .openapi('BoardListItem');
+
+export const ProjectQuery = z.object({ projectId: z.string().optional() });
+export const BoardRunQuery = z.object({
+  format: z.enum(['json', 'csv']).default('json'),
+  /** One card only; required with `format=csv` (one CSV per card). */
+  cardId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+const cardRunBase = { card_id: z.number().int(), report_id: z.number().int(), type: ReportTypeSchema, label: z.string() };
+export const BoardRunSchema = z
+  .object({
+    board_id: z.number().int(),
+    /** The days the board's range covered at run time (null: each report ran over its own). */
+    range: z.object({ from: z.string(), to: z.string() }).nullable(),
+    ran_at: z.number().int(),
+    cards: z.array(z.discriminatedUnion('status', [
+      z.object({ ...cardRunBase, status: z.literal('ok'), result: z.unknown(), warnings: z.array(z.string()) }),
+      z.object({ ...cardRunBase, status: z.literal('error'), error: z.object({ status: z.number().int(), error: z.string(), message: z.string().optional() }) }),
+    ])),
+  })
+  .openapi('BoardRun');

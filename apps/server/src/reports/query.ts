@@ -1,0 +1,57 @@
+import type { ZodType } from 'zod';
+import type { Db } from '../ports/metadata/knex.js';
+import { badRequest } from '../http/errors.js';
+import { dateRange } from '../query/range.js';
+import {
+  FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema,
+} from '../query/schema.js';
+import { DefinitionStore } from '../definitions/store.js';
+import { REPORT_TYPES, type ReportType } from './schema.js';
+
+/** The v0 endpoint body each report type holds. */
+export const V0_SCHEMAS: Record<ReportType, ZodType<any>> = {
+  segmentation: SegmentationQuerySchema, funnel: FunnelQuerySchema, retention: RetentionQuerySchema, flows: FlowsQuerySchema, metric: MetricQuerySchema,
+};
+
+/** The IR analysis kind a report type holds (metric reports are v0 only: they name a stored definition). */
+export const IR_KIND: Partial<Record<ReportType, string>> = { segmentation: 'trend', funnel: 'funnel', retention: 'retention', flows: 'flows' };
+
+export const isIrDocument = (query: Record<string, unknown>) => Object.prototype.hasOwnProperty.call(query, 'v');
+
+const invalid = (path: string, message: string) =>
+  badRequest(`${path}: ${message}`, { code: 'validation_failed', message: `${path}: ${message}` });
+
+/**
+ * Checks a report's query against its type and returns what is stored: the body exactly as sent,
+ * minus `projectId` (the report's project is the one that counts). A v0 body must be a valid body
+ * of the endpoint `type` names, dates included; an IR document's analysis must be `type`'s kind.
+ * Errors name their path from the request body (`query.steps`), nothing is written on any.
+ */
+export async function checkReportQuery(
+  db: Db, projectId: number, type: ReportType, query: Record<string, unknown>, maxRangeDays: number,
+  checkIr: (type: ReportType, doc: Record<string, unknown>) => void,
+): Promise<Record<string, unknown>> {
+  const { projectId: _dropped, ...stored } = query;
+  if (isIrDocument(stored)) {
+    checkIr(type, stored);
+    return stored;
+  }
+  const parsed = V0_SCHEMAS[type].safeParse(stored);
+  if (!parsed.success) {
+    const fits = REPORT_TYPES.filter((t) => t !== type && V0_SCHEMAS[t].safeParse(stored).success);
+    if (fits.length) throw invalid('query', `a ${fits[0]} query does not fit a report of type ${type}`);
+    const issue = parsed.error.issues[0];
+    throw invalid(['query', ...issue.path].join('.'), issue.message);
+  }
+  const body = parsed.data as { from: unknown; to: unknown; definitionId?: number };
+  try {
+    dateRange(body.from, body.to, maxRangeDays);
+  } catch {
+    throw invalid('query', 'invalid date range (from and to are YYYY-MM-DD, from <= to)');
+  }
+  if (type === 'metric') {
+    const metric = await new DefinitionStore(db, 'calculated_metrics').get(body.definitionId!);
+    if (!metric || metric.project_id !== projectId) throw invalid('query.definitionId', 'no calculated metric with this id in the project');
+  }
+  return stored;
+}

@@ -1,0 +1,101 @@
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import { route, type RouteSpec } from '../http/route.js';
+import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
+import { notFound } from '../http/errors.js';
+import { IdParams } from '../projects/schema.js';
+import { ReportStore, type SavedReport } from './store.js';
+import { checkReportQuery } from './query.js';
+import { checkIrQuery } from './ir.js';
+import { runReport } from './run.js';
+import { resultToCsv } from './csv.js';
+import { CreateReportBody, ProjectQuery, ReportRunSchema, RunFormatQuery, SavedReportSchema, UpdateReportBody } from './schema.js';
+
+/** Sends `csv` as a download named after what it holds. */
+export function sendCsv(ctx: Context, name: string, csv: string): string {
+  ctx.type = 'text/csv; charset=utf-8';
+  ctx.set('Content-Disposition', `attachment; filename="${name.replace(/[^\w.-]+/g, '_')}.csv"`);
+  return csv;
+}
+
+/** Saved reports: every role reads and runs, member and above write; another organisation's id is 404. */
+export function reportRoutes(deps: Deps): RouteSpec[] {
+  const store = new ReportStore(deps.db);
+  const load = async (ctx: Context, id: number) => {
+    const report = await store.get(id);
+    if (!report) throw notFound('report');
+    await loadProjectInScope(deps.projects, authOf(ctx), report.project_id).catch(() => { throw notFound('report'); });
+    return report;
+  };
+  const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
+    checkReportQuery(deps.db, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
+  const run = async (report: SavedReport) => {
+    const { result, warnings } = await runReport(deps, report);
+    return { report_id: report.id, type: report.type, result, warnings, ran_at: Date.now() };
+  };
+  return [
+    route({
+      method: 'get', path: '/api/reports', tag: 'Reports', auth: 'api', query: ProjectQuery, response: z.array(SavedReportSchema),
+      summary: "The project's saved reports",
+      handler: async ({ ctx, query }) => {
+        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
+        return store.list(project.id);
+      },
+    }),
+    route({
+      method: 'post', path: '/api/reports', tag: 'Reports', auth: 'api', query: ProjectQuery, body: CreateReportBody, response: SavedReportSchema, status: 201,
+      summary: 'Saves a report: a v0 query body or an IR document of the kind `type` names (member)',
+      handler: async ({ ctx, body, query }) => {
+        const auth = requireRole(ctx, 'member');
+        const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
+        const stored = await check(project.id, body.type, body.query);
+        return store.create({ projectId: project.id, createdBy: actorUserId(auth), name: body.name, description: body.description ?? null, type: body.type, query: stored });
+      },
+    }),
+    route({
+      method: 'get', path: '/api/reports/{id}', tag: 'Reports', auth: 'api', params: IdParams, response: SavedReportSchema,
+      summary: 'One saved report',
+      handler: async ({ ctx, params }) => load(ctx, params.id),
+    }),
+    route({
+      method: 'put', path: '/api/reports/{id}', tag: 'Reports', auth: 'api', params: IdParams, body: UpdateReportBody, response: SavedReportSchema,
+      summary: 'Changes a report; a new type or query is checked against the other (member)',
+      handler: async ({ ctx, params, body }) => {
+        const report = await load(ctx, params.id);
+        requireRole(ctx, 'member');
+        const patch = { ...body };
+        if (body.type !== undefined || body.query !== undefined) {
+          patch.query = await check(report.project_id, body.type ?? report.type, body.query ?? report.query);
+        }
+        await store.update(report.id, patch);
+        return (await store.get(report.id))!;
+      },
+    }),
+    route({
+      method: 'delete', path: '/api/reports/{id}', tag: 'Reports', auth: 'api', params: IdParams,
+      summary: 'Deletes a report and the board cards that show it (member)',
+      handler: async ({ ctx, params }) => {
+        const report = await load(ctx, params.id);
+        requireRole(ctx, 'member');
+        await store.delete(report.id);
+        return { ok: true };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/reports/{id}/run', tag: 'Reports', auth: 'api', params: IdParams, response: ReportRunSchema,
+      summary: "Runs the report's query (any role)",
+      handler: async ({ ctx, params }) => run(await load(ctx, params.id)),
+    }),
+    route({
+      method: 'get', path: '/api/reports/{id}/run', tag: 'Reports', auth: 'api', params: IdParams, query: RunFormatQuery,
+      summary: "Runs the report's query; `format=csv` answers the result as a CSV download (any role)",
+      handler: async ({ ctx, params, query }) => {
+        const report = await load(ctx, params.id);
+        const out = await run(report);
+        return query.format === 'csv' ? sendCsv(ctx, `report-${report.id}`, resultToCsv(out.result)) : out;
+      },
+    }),
+  ];
+}

@@ -1,0 +1,78 @@
+import type { Deps } from '../deps.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { queryContext } from '../query/context.js';
+import { dateRange } from '../query/range.js';
+import { runSegmentation } from '../query/segmentation.js';
+import { runFunnel } from '../query/funnel.js';
+import { runRetention } from '../query/retention.js';
+import { runFlows } from '../query/flows.js';
+import { runMetric } from '../query/metric.js';
+import type { PropertyFilter } from '../query/schema.js';
+import { DefinitionStore } from '../definitions/store.js';
+import type { CalculatedMetricDefinition } from '../definitions/schema.js';
+import { annotationsInRange } from '../annotations/store.js';
+import { LIMITS } from '../limits.js';
+import { isIrDocument, V0_SCHEMAS } from './query.js';
+import { resolveDateRange, type DateRangeSpec } from './date-range.js';
+import type { SavedReport } from './store.js';
+
+/** What a board lays over each report it runs: its date range instead of the report's, its filters added. */
+export interface RunOverride {
+  dateRange?: DateRangeSpec | null;
+  filters?: PropertyFilter[];
+}
+
+export interface ReportRunResult {
+  result: unknown;
+  warnings: string[];
+}
+
+const FILTERABLE = new Set(['segmentation', 'funnel']);
+
+/**
+ * Runs a saved report through the same compilers as the query endpoints, with the same checks
+ * (date range, filter count): a v0 body through its v0 analysis, an IR document through the IR.
+ */
+export async function runReport(deps: Deps, report: SavedReport, override: RunOverride = {}, now = Date.now()): Promise<ReportRunResult> {
+  if (isIrDocument(report.query)) throw badRequest('not runnable', { message: 'IR reports cannot be run yet' });
+  return runV0(deps, report, override, now);
+}
+
+async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now: number): Promise<ReportRunResult> {
+  const warnings: string[] = [];
+  const body: Record<string, unknown> = { ...report.query };
+  if (override.dateRange) Object.assign(body, resolveDateRange(override.dateRange, now));
+  if (override.filters?.length) {
+    if (FILTERABLE.has(report.type)) {
+      const filters = [...((body.filters as PropertyFilter[] | undefined) ?? []), ...override.filters];
+      if (filters.length > LIMITS.filtersPerQuery) {
+        throw badRequest('too many filters', { message: `the report's and the board's filters together exceed ${LIMITS.filtersPerQuery}` });
+      }
+      body.filters = filters;
+    } else {
+      warnings.push(`board filters do not apply to ${report.type} reports`);
+    }
+  }
+  const parsed = V0_SCHEMAS[report.type].safeParse(body);
+  if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+  const spec = parsed.data;
+  const range = dateRange(spec.from, spec.to, deps.config.maxQueryRangeDays);
+  const q = await queryContext(deps, report.project_id);
+  switch (report.type) {
+    case 'segmentation': {
+      const [result, annotations] = await Promise.all([runSegmentation(deps.events, q, spec, range), annotationsInRange(deps.db, report.project_id, range)]);
+      return { result: { ...result, annotations }, warnings };
+    }
+    case 'funnel': return { result: await runFunnel(deps.events, q, spec, range), warnings };
+    case 'retention': return { result: await runRetention(deps.events, q, spec, range), warnings };
+    case 'flows': return { result: await runFlows(deps.events, q, spec, range), warnings };
+    case 'metric': {
+      const metric = await new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics').get(spec.definitionId);
+      if (!metric || metric.project_id !== report.project_id) throw notFound('metric');
+      const [result, annotations] = await Promise.all([
+        runMetric(deps.events, q, metric.name, metric.definition, spec.unit, range), annotationsInRange(deps.db, report.project_id, range),
+      ]);
+      return { result: { ...result, annotations }, warnings };
+    }
+  }
+}

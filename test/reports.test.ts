@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { loadDataset } from './reference/harness.js';
+import { REPORT_EVENTS } from './reports.support.js';
+
+const seg = { event: 'view', from: '2024-01-01', to: '2024-01-07', unit: 'day', type: 'total' };
+const funnel = { steps: ['view', 'signup'], from: '2024-01-01', to: '2024-01-14', windowDays: 7 };
+const retention = { bornEvent: 'view', returnEvent: 'buy', from: '2024-01-01', to: '2024-01-14', unit: 'week', buckets: 2 };
+const flows = { event: 'view', direction: 'after', steps: 2, from: '2024-01-01', to: '2024-01-14' };
+
+forEachBackend('saved reports', (backend) => {
+  let t: TestService;
+  let tenant: Tenant;
+  let other: Tenant;
+  let pid: number;
+  before(async function () {
+    this.timeout(60_000);
+    t = await startTestService(backend);
+    tenant = await createTenant(t, 'rep');
+    other = await createTenant(t, 'rep-other');
+    pid = tenant.project.id;
+    await loadDataset(t.svc.deps, pid, { events: REPORT_EVENTS, links: [] });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await t?.close();
+  });
+
+  it('CRUD: query stored exactly as sent (minus projectId), created_by is the caller, null for the superadmin', async () => {
+    const member = t.client(tenant.tokens.member);
+    const me = (await member.get('/api/account')).body.user.id;
+    const created = await member.post('/api/reports', { projectId: pid, name: 'Views', description: 'How many views a day?', type: 'segmentation', query: { ...seg, projectId: String(pid) } });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.query, seg);
+    assert.equal(created.body.created_by, me);
+    assert.equal(created.body.project_id, pid);
+    assert.equal(created.body.description, 'How many views a day?');
+    const id = created.body.id;
+    const got = await t.client(tenant.tokens.viewer).get(`/api/reports/${id}`);
+    assert.equal(got.status, 200);
+    assert.deepEqual(got.body.query, seg, 'defaults are not filled into the stored query');
+    const byAdmin = await t.admin.post('/api/reports', { projectId: pid, name: 'F', type: 'funnel', query: funnel });
+    assert.equal(byAdmin.status, 201, byAdmin.text);
+    assert.equal(byAdmin.body.created_by, null);
+    const list = await t.client(tenant.tokens.viewer).get(`/api/reports?projectId=${pid}`);
+    assert.deepEqual(list.body.map((r: any) => [r.name, r.type]), [['Views', 'segmentation'], ['F', 'funnel']]);
+    const upd = await member.put(`/api/reports/${id}`, { name: 'Views (fr)', query: { ...seg, filters: [{ key: 'country', op: 'eq', value: 'fr' }] } });
+    assert.equal(upd.status, 200, upd.text);
+    assert.equal(upd.body.name, 'Views (fr)');
+    assert.deepEqual(upd.body.query.filters, [{ key: 'country', op: 'eq', value: 'fr' }]);
+    assert.ok(upd.body.updated_at >= created.body.updated_at);
+    assert.deepEqual((await member.delete(`/api/reports/${id}`)).body, { ok: true });
+    assert.equal((await member.get(`/api/reports/${id}`)).status, 404);
+    assert.equal((await member.delete(`/api/reports/${byAdmin.body.id}`)).status, 200);
+  });
+
+  it('bad input: type/query mismatch, paths in errors, unknown metric, bad dates: 400 and nothing written', async () => {
+    const member = t.client(tenant.tokens.member);
+    const before = (await member.get(`/api/reports?projectId=${pid}`)).body.length;
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ name: 'x', type: 'funnel', query: seg }, /^query: a segmentation query does not fit a report of type funnel/],
+      [{ name: 'x', type: 'segmentation', query: funnel }, /^query: a funnel query does not fit a report of type segmentation/],
+      [{ name: 'x', type: 'funnel', query: { ...funnel, steps: ['only'] } }, /^query\.steps: /],
+      [{ name: 'x', type: 'segmentation', query: { ...seg, unit: 'year' } }, /^query\.unit: /],
+      [{ name: 'x', type: 'segmentation', query: { ...seg, from: '2024-02-30' } }, /^query: invalid date range/],
+      [{ name: 'x', type: 'metric', query: { definitionId: 999, from: '2024-01-01', to: '2024-01-02', unit: 'day' } }, /^query\.definitionId: /],
+      [{ name: 'x', type: 'funnel', query: { v: 2, analysis: { kind: 'trend', unit: 'day' } } }, /^query\.analysis\.kind: /],
+      [{ name: 'x', type: 'segmentation' }, /^query: /],
+      [{ name: '', type: 'segmentation', query: seg }, /^name: /],
+      [{ name: 'x', type: 'pie', query: seg }, /^type: /],
+      [{ name: 'x', type: 'segmentation', query: seg, extra: 1 }, /unrecognized|extra/i],
+    ];
+    for (const [body, re] of cases) {
+      const r = await member.post('/api/reports', { projectId: pid, ...body });
+      assert.equal(r.status, 400, `${JSON.stringify(body)} -> ${r.text}`);
+      assert.match(r.body.error, re, JSON.stringify(body));
+    }
+    const ok = await member.post('/api/reports', { projectId: pid, name: 'ok', type: 'segmentation', query: seg });
+    const put = await member.put(`/api/reports/${ok.body.id}`, { type: 'retention' });
+    assert.equal(put.status, 400, 'changing the type alone re-checks the stored query');
+    assert.match(put.body.error, /does not fit a report of type retention/);
+    assert.equal((await member.get(`/api/reports/${ok.body.id}`)).body.type, 'segmentation');
+    assert.equal((await member.get(`/api/reports?projectId=${pid}`)).body.length, before + 1);
+    await member.delete(`/api/reports/${ok.body.id}`);
+  });
+
+  it('run: each v0 type answers what its query endpoint answers, CSV export, annotations on trends', async () => {
+    const member = t.client(tenant.tokens.member);
+    const viewer = t.client(tenant.tokens.viewer);
+    await member.post('/api/annotations', { projectId: pid, date: '2024-01-03', description: 'launch' });
+    await member.post('/api/annotations', { projectId: pid, date: '2024-02-01', description: 'outside' });
+    for (const [type, query, path] of [
+      ['segmentation', seg, 'segmentation'], ['funnel', funnel, 'funnel'], ['retention', retention, 'retention'], ['flows', flows, 'flows'],
+    ] as const) {
+      const rep = await member.post('/api/reports', { projectId: pid, name: type, type, query });
+      assert.equal(rep.status, 201, rep.text);
+      const run = await viewer.post(`/api/reports/${rep.body.id}/run`);
+      assert.equal(run.status, 200, run.text);
+      const direct = await viewer.post(`/api/query/${path}`, { projectId: pid, ...query });
+      assert.equal(direct.status, 200, direct.text);
+      assert.deepEqual(run.body.result, direct.body, type);
+      assert.equal(run.body.type, type);
+      assert.deepEqual(run.body.warnings, []);
+      const csv = await viewer.get(`/api/reports/${rep.body.id}/run?format=csv`);
+      assert.equal(csv.status, 200, csv.text);
+      assert.match(csv.headers.get('content-type') ?? '', /^text\/csv/);
+      assert.match(csv.headers.get('content-disposition') ?? '', /attachment; filename="report-\d+\.csv"/);
+      assert.ok(csv.text.endsWith('\r\n'));
+      if (type === 'segmentation') {
+        assert.deepEqual(run.body.result.annotations.map((a: any) => [a.date, a.description]), [['2024-01-03', 'launch']]);
+        const lines = csv.text.trim().split('\r\n');
+        assert.equal(lines[0], 'series,2024-01-01,2024-01-02,2024-01-03,2024-01-04,2024-01-05,2024-01-06,2024-01-07');
+        assert.equal(lines[1], `view,${direct.body.series[0].data.map((d: any) => d.value).join(',')}`);
+        assert.equal(direct.body.series[0].data.reduce((s: number, d: any) => s + d.value, 0), 3);
+      }
+      if (type === 'funnel') {
+        const lines = csv.text.trim().split('\r\n');
+        assert.equal(lines.length, 3);
+        assert.match(lines[1], /^0,view,3,/);
+        assert.match(lines[2], /^1,signup,2,/);
+      }
+      if (type === 'retention') assert.match(csv.text, /^cohort,size,bucket_0,bucket_1\r\n2024-01-01,3,1,1\r\n/);
+      if (type === 'flows') assert.match(csv.text, /^path,count\r\n/);
+    }
+    const json = await viewer.get(`/api/reports?projectId=${pid}`);
+    const segReport = json.body.find((r: any) => r.type === 'segmentation');
+    assert.equal((await viewer.get(`/api/reports/${segReport.id}/run?format=xml`)).status, 400);
+  });
+
+  it('a metric report runs its calculated metric; a metric deleted later fails the run with 404, not 5xx', async () => {
+    const member = t.client(tenant.tokens.member);
+    const def = await member.post('/api/definitions/metrics', {
+      projectId: pid, name: 'views per signup',
+      metrics: [{ id: 'A', event: 'view', type: 'total' }, { id: 'B', event: 'signup', type: 'total' }], formula: 'A / B',
+    });
+    assert.equal(def.status, 201, def.text);
+    const query = { definitionId: def.body.id, from: '2024-01-01', to: '2024-01-07', unit: 'week' };
+    const rep = await member.post('/api/reports', { projectId: pid, name: 'ratio', type: 'metric', query });
+    assert.equal(rep.status, 201, rep.text);
+    const run = await member.post(`/api/reports/${rep.body.id}/run`);
+    const direct = await member.post('/api/query/metric', { projectId: pid, ...query });
+    assert.equal(run.status, 200, run.text);
+    const { annotations, ...result } = run.body.result;
+    assert.deepEqual(result, direct.body);
+    assert.ok(Array.isArray(annotations));
+    await member.delete(`/api/definitions/metrics/${def.body.id}`);
+    const gone = await member.post(`/api/reports/${rep.body.id}/run`);
+    assert.equal(gone.status, 404, gone.text);
+  });
+
+  it("tenancy: another organisation's report is 404 everywhere; a foreign projectId is 403", async () => {
+    const rep = await t.client(tenant.tokens.member).post('/api/reports', { projectId: pid, name: 'mine', type: 'segmentation', query: seg });
+    const foreign = t.client(other.tokens.owner);
+    for (const [m, path] of [['get', ''], ['put', ''], ['delete', ''], ['post', '/run'], ['get', '/run?format=csv']] as const) {
+      const r = await foreign.request(m.toUpperCase(), `/api/reports/${rep.body.id}${path}`, m === 'put' ? { name: 'stolen' } : undefined);
+      assert.equal(r.status, 404, `${m} ${path}`);
+    }
+    assert.equal((await foreign.get(`/api/reports?projectId=${pid}`)).status, 403);
+    assert.equal((await foreign.post('/api/reports', { projectId: pid, name: 'x', type: 'segmentation', query: seg })).status, 403);
+    assert.equal((await t.client(tenant.tokens.viewer).get(`/api/reports/${rep.body.id}`)).body.name, 'mine');
+  });
+});
