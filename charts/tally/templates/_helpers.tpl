@@ -45,7 +45,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end -}}
 
 {{- define "tally.apiServiceUrl" -}}
-{{- printf "http://%s-api.%s.svc:%v" (include "tally.fullname" .) .Release.Namespace .Values.service.port -}}
+{{- printf "http://%s-api:%v" (include "tally.fullname" .) .Values.service.port -}}
 {{- end -}}
 
 {{/* Store connection env for the API and the worker (bundled or external; passwords from Secrets). */}}
