@@ -65,7 +65,7 @@ forEachBackend('saved reports', (backend) => {
       [{ name: 'x', type: 'segmentation', query: { ...seg, unit: 'year' } }, /^query\.unit: /],
       [{ name: 'x', type: 'segmentation', query: { ...seg, from: '2024-02-30' } }, /^query: invalid date range/],
       [{ name: 'x', type: 'metric', query: { definitionId: 999, from: '2024-01-01', to: '2024-01-02', unit: 'day' } }, /^query\.definitionId: /],
-      [{ name: 'x', type: 'funnel', query: { v: 2, analysis: { kind: 'trend', unit: 'day' } } }, /^query\.analysis\.kind: /],
+      [{ name: 'x', type: 'funnel', query: { v: 2, analysis: { kind: 'trend', unit: 'day' } } }, /^query\.dateRange: /],
       [{ name: 'x', type: 'segmentation' }, /^query: /],
       [{ name: '', type: 'segmentation', query: seg }, /^name: /],
       [{ name: 'x', type: 'pie', query: seg }, /^type: /],
@@ -83,6 +83,68 @@ forEachBackend('saved reports', (backend) => {
     assert.equal((await member.get(`/api/reports/${ok.body.id}`)).body.type, 'segmentation');
     assert.equal((await member.get(`/api/reports?projectId=${pid}`)).body.length, before + 1);
     await member.delete(`/api/reports/${ok.body.id}`);
+  });
+
+  it('a stored v0 report and a stored older IR report both show queryV1 and the warnings the upgrade made', async () => {
+    const member = t.client(tenant.tokens.member);
+    const v0 = await member.post('/api/reports', { projectId: pid, name: 'v0', type: 'segmentation', query: { ...seg, breakdown: 'country' } });
+    assert.equal(v0.status, 201, v0.text);
+    assert.equal(v0.body.queryV1, undefined, 'POST answers the report as stored');
+    const got0 = (await member.get(`/api/reports/${v0.body.id}`)).body;
+    assert.deepEqual(got0.query, { ...seg, breakdown: 'country' });
+    assert.equal(got0.queryV1.v, 2);
+    assert.deepEqual(got0.queryV1.dateRange, { kind: 'absolute', from: '2024-01-01', to: '2024-01-07' });
+    assert.deepEqual(got0.queryV1.metrics.map((m: any) => [m.id, m.event, m.aggregation.op]), [['A', 'view', 'count']]);
+    assert.equal(got0.queryV1.analysis.kind, 'trend');
+    assert.equal(got0.queryV1.analysis.unit, 'day');
+    assert.equal(got0.queryV1.breakdown.property, 'country');
+    assert.deepEqual(got0.queryWarnings, []);
+
+    // A v1 funnel with pairings v2 refuses: a formula on a funnel, windowDays 0 ("no window" in v1).
+    const v1Query = {
+      v: 1, dateRange: { from: '2024-01-01', to: '2024-01-14' },
+      metrics: [{ event: 'view' }, { event: 'signup', math: 'unique' }],
+      analysis: { kind: 'funnel', formula: 'A / B', windowDays: 0, steps: [0, 1] },
+    };
+    const v1 = await member.post('/api/reports', { projectId: pid, name: 'v1', type: 'funnel', query: v1Query });
+    assert.equal(v1.status, 201, v1.text);
+    const got1 = (await member.get(`/api/reports/${v1.body.id}`)).body;
+    assert.deepEqual(got1.query, v1Query, 'stored exactly as sent');
+    assert.equal(got1.queryV1.v, 2);
+    assert.deepEqual(got1.queryV1.analysis.steps, ['A', 'B']);
+    assert.deepEqual(got1.queryV1.analysis.window, { value: 366, unit: 'day' });
+    assert.equal(got1.queryV1.analysis.formula, undefined);
+    assert.equal(got1.queryWarnings.length, 2, got1.queryWarnings.join('; '));
+    assert.ok(got1.queryWarnings.some((w: string) => w.startsWith('analysis.formula')));
+    assert.ok(got1.queryWarnings.some((w: string) => w.startsWith('analysis.windowDays')));
+    const listed = (await member.get(`/api/reports?projectId=${pid}`)).body.find((r: any) => r.id === v1.body.id);
+    assert.deepEqual(listed.queryWarnings, got1.queryWarnings);
+    // A board card carries the report as GET shows it.
+    const board = (await member.post('/api/boards', { projectId: pid, name: 'v', cards: [{ reportId: v1.body.id }] })).body;
+    assert.deepEqual(board.cards[0].report.queryWarnings, got1.queryWarnings);
+    await member.delete(`/api/boards/${board.id}`);
+    for (const id of [v0.body.id, v1.body.id]) await member.delete(`/api/reports/${id}`);
+  });
+
+  it('IR documents: refused with dotted paths under query, one entry per problem; the analysis must fit the type', async () => {
+    const member = t.client(tenant.tokens.member);
+    const ok = { v: 2, dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } };
+    assert.equal((await member.post('/api/reports', { projectId: pid, name: 'ir', type: 'segmentation', query: ok })).status, 201);
+    const future = await member.post('/api/reports', { projectId: pid, name: 'x', type: 'segmentation', query: { ...ok, v: 9 } });
+    assert.equal(future.status, 400);
+    assert.match(future.body.error, /^query\.v: unsupported version/);
+    const two = await member.post('/api/reports', {
+      projectId: pid, name: 'x', type: 'segmentation',
+      query: { ...ok, metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'median' }, colour: 'red' }] },
+    });
+    assert.equal(two.status, 400, two.text);
+    assert.deepEqual(two.body.errors.map((e: any) => e.path).sort(), ['query.metrics.0.aggregation.op', 'query.metrics.0.colour']);
+    const kind = await member.post('/api/reports', { projectId: pid, name: 'x', type: 'funnel', query: ok });
+    assert.equal(kind.status, 400);
+    assert.match(kind.body.error, /^query\.analysis\.kind: a report of type funnel holds a funnel analysis \(got trend\)/);
+    const put = await member.put(`/api/reports/${(await member.get(`/api/reports?projectId=${pid}`)).body.find((r: any) => r.name === 'ir').id}`, { query: { ...ok, v: 9 } });
+    assert.equal(put.status, 400);
+    assert.equal((await member.get(`/api/reports?projectId=${pid}`)).body.find((r: any) => r.name === 'ir').query.v, 2, 'nothing written');
   });
 
   it('run: each v0 type answers what its query endpoint answers, CSV export, annotations on trends', async () => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { badRequest } from '../http/errors.js';
 import { toReport, type SavedReport } from '../reports/store.js';
+import { withQueryV1 } from '../reports/ir.js';
 import type { BoardCardWrite } from './schema.js';
 import type { Board, CardRow, NewCard } from './store.js';
 
@@ -33,10 +34,10 @@ export type CardView =
   | (Omit<CardRow, 'card_type' | 'report_id' | 'text'> & { card_type: 'report'; report_id: number; text: null; report: SavedReport })
   | (Omit<CardRow, 'card_type' | 'report_id' | 'text'> & { card_type: 'text'; report_id: null; text: string });
 
-/** Joins each report card with its report (cards of deleted reports are gone by cascade). */
+/** Joins each report card with its report as GET shows it (cards of deleted reports are gone by cascade). */
 export async function cardViews(db: Knex, cards: CardRow[]): Promise<CardView[]> {
   const ids = [...new Set(cards.flatMap((c) => (c.report_id === null ? [] : [c.report_id])))];
-  const reports = new Map((ids.length ? await db('reports').whereIn('id', ids) : []).map((r: any) => [Number(r.id), toReport(r)]));
+  const reports = new Map((ids.length ? await db('reports').whereIn('id', ids) : []).map((r: any) => [Number(r.id), withQueryV1(toReport(r))]));
   return cards.flatMap((c): CardView[] => {
     const base = { id: c.id, board_id: c.board_id, position: c.position, span: c.span, height: c.height };
     if (c.card_type === 'text') return [{ ...base, card_type: 'text', report_id: null, text: c.text ?? '' }];

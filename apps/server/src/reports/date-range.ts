@@ -11,8 +11,8 @@ export type DateRangeSpec = z.infer<typeof DateRangeSpec>;
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
- * The calendar days a spec covers on `now`: `Nd` is the N days ending today, `Nm` starts the day
- * after the same date N months back (so `3m` on 2024-05-15 is 2024-02-16..2024-05-15).
+ * The calendar days a spec covers on `now` (UTC): `Nd` is the N days ending today, `Nm` starts on
+ * the same date N months back (so `3m` on 2024-05-15 is 2024-02-15..2024-05-15).
  */
 export function resolveDateRange(spec: DateRangeSpec, now: number): { from: string; to: string } {
   if (spec.kind === 'absolute') return { from: spec.from, to: spec.to };
@@ -23,12 +23,9 @@ export function resolveDateRange(spec: DateRangeSpec, now: number): { from: stri
     case '7d': return { from: iso(today - 6 * DAY_MS), to: iso(today) };
     case '30d': return { from: iso(today - 29 * DAY_MS), to: iso(today) };
     default: {
-      const months = Number(spec.preset.slice(0, -1));
+      // Same day N months back (Date.UTC carries an overflowing day into the next month), as the IR's presets.
       const d = new Date(today);
-      // Clamped to the target month's length: 3m back from 05-31 is 02-29 (or 02-28).
-      const lastDay = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months + 1, 0)).getUTCDate();
-      const back = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, Math.min(d.getUTCDate(), lastDay));
-      return { from: iso(back + DAY_MS), to: iso(today) };
+      return { from: iso(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - Number(spec.preset.slice(0, -1)), d.getUTCDate())), to: iso(today) };
     }
   }
 }

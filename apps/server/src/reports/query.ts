@@ -13,8 +13,8 @@ export const V0_SCHEMAS: Record<ReportType, ZodType<any>> = {
   segmentation: SegmentationQuerySchema, funnel: FunnelQuerySchema, retention: RetentionQuerySchema, flows: FlowsQuerySchema, metric: MetricQuerySchema,
 };
 
-/** The IR analysis kind a report type holds (metric reports are v0 only: they name a stored definition). */
-export const IR_KIND: Partial<Record<ReportType, string>> = { segmentation: 'trend', funnel: 'funnel', retention: 'retention', flows: 'flows' };
+/** The IR analysis kind a report type holds (a metric report's trend charts calculated metrics). */
+export const IR_KIND: Partial<Record<ReportType, string>> = { segmentation: 'trend', metric: 'trend', funnel: 'funnel', retention: 'retention', flows: 'flows' };
 
 export const isIrDocument = (query: Record<string, unknown>) => Object.prototype.hasOwnProperty.call(query, 'v');
 

@@ -8,7 +8,7 @@ import { notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { ReportStore, type SavedReport } from './store.js';
 import { checkReportQuery } from './query.js';
-import { checkIrQuery } from './ir.js';
+import { checkIrQuery, withQueryV1 } from './ir.js';
 import { runReport } from './run.js';
 import { resultToCsv } from './csv.js';
 import { CreateReportBody, ProjectQuery, ReportRunSchema, RunFormatQuery, SavedReportSchema, UpdateReportBody } from './schema.js';
@@ -41,7 +41,7 @@ export function reportRoutes(deps: Deps): RouteSpec[] {
       summary: "The project's saved reports",
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return store.list(project.id);
+        return (await store.list(project.id)).map(withQueryV1);
       },
     }),
     route({
@@ -57,7 +57,7 @@ export function reportRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'get', path: '/api/reports/{id}', tag: 'Reports', auth: 'api', params: IdParams, response: SavedReportSchema,
       summary: 'One saved report',
-      handler: async ({ ctx, params }) => load(ctx, params.id),
+      handler: async ({ ctx, params }) => withQueryV1(await load(ctx, params.id)),
     }),
     route({
       method: 'put', path: '/api/reports/{id}', tag: 'Reports', auth: 'api', params: IdParams, body: UpdateReportBody, response: SavedReportSchema,
