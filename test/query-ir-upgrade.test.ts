@@ -23,7 +23,7 @@ describe('query IR: versions and upgrader', () => {
     assert.deepEqual(seg.query, {
       v: 2, dateRange: { kind: 'absolute', ...range }, filters: [{ key: 'k', op: 'set' }],
       metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }],
-      breakdown: { property: 'country' }, analysis: { kind: 'trend', unit: 'week', chart: 'line' },
+      breakdown: { property: 'country', limit: 25 }, analysis: { kind: 'trend', unit: 'week', chart: 'line' },
     });
     assert.deepEqual(seg.warnings, []);
     const fun = ok({ ...range, steps: ['a', 'b', 'c'], windowDays: 3 });
@@ -51,7 +51,7 @@ describe('query IR: versions and upgrader', () => {
       analysis: { kind: 'trend', formula: 'A / Z', compare: true, chart: 'funnel', unit: 'week' },
     });
     assert.deepEqual(r.query, {
-      v: 2, dateRange: { kind: 'preset', preset: '7d' }, breakdown: { property: 'plan' },
+      v: 2, dateRange: { kind: 'preset', preset: '7d' }, breakdown: { property: 'plan', limit: 25 },
       metrics: [
         { id: 'A', kind: 'event', event: 'buy', aggregation: { op: 'count' } },
         { id: 'B', kind: 'event', event: 'buy', aggregation: { op: 'p50', property: 'amount' } },

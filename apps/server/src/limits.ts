@@ -28,6 +28,9 @@ export const LIMITS = {
   cohortBehaviorWindowDays: { min: 0, max: 366 },
   cohortPreviewSample: 10,
   drilldownPageLimit: { max: 500, default: 50 },
+  /** Series × buckets an IR query may produce (product.md); larger ones are refused before they run. */
+  queryMaxCells: 10_000,
+  irBreakdownSegments: { min: 1, max: 100, default: 25 },
   flagAuditLimit: { max: 200, default: 50 },
   dataEventsLimit: { max: 1000, default: 100 },
 } as const;

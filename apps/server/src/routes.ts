@@ -5,6 +5,7 @@ import { adminRoutes } from './admin/routes.js';
 import { accountRoutes } from './account/routes.js';
 import { projectRoutes } from './projects/routes.js';
 import { queryRoutes } from './query/routes.js';
+import { irQueryRoutes } from './query/ir/routes.js';
 import { cohortRoutes } from './cohorts/routes.js';
 import { definitionRoutes } from './definitions/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
@@ -24,6 +25,7 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...accountRoutes(deps),
     ...projectRoutes(deps),
     ...queryRoutes(deps),
+    ...irQueryRoutes(deps),
     ...cohortRoutes(deps),
     ...definitionRoutes(deps),
     ...metricsRoutes(deps),

@@ -29,9 +29,11 @@ export interface FunnelSpec {
  *
  * Compiled to one query: per identity, arrays of times and per-step flags; one array layer per step
  * computes every start's greedy chain; the chosen path is exploded into (step, duration) rows and
- * aggregated per step and per segment.
+ * aggregated per step and per segment (funnelSql). `funnelPathsSql` is the per-identity layer: one
+ * row per identity that reached step 0 with `cid`, `level` (steps reached), `seg` ('0' missing,
+ * '1' + value) and `durs`; the IR drilldown pages through it.
  */
-export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): string {
+export function funnelPathsSql(q: QueryContext, f: FunnelSpec, range: DateRange): string {
   const { d } = q;
   const n = f.steps.length;
   const W = sqlInt(f.windowDays * DAY_MS);
@@ -78,6 +80,13 @@ export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): str
       SELECT cid, level, bv AS seg, [0::BIGINT${ks.map((k) => `, c${k} - t0`).join('')}] AS durs
       FROM lv QUALIFY row_number() OVER (PARTITION BY cid ORDER BY level DESC, t0, bv) = 1`;
   }
+  return sql;
+}
+
+/** Per step (and per step and segment): identities, mean and median time, listed ids. */
+export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): string {
+  const { d } = q;
+  let sql = funnelPathsSql(q, f, range);
   // One row per (identity, step reached); then per (step, segment) and per (step, all).
   sql = `SELECT cid, level, seg, durs, ${d.explode(d.name === 'clickhouse' ? 'range(level)' : 'generate_series(0, level - 1)')} AS k FROM (${sql}) pi WHERE ${d.keep(['cid', 'level', 'seg', 'durs'])}`;
   sql = `SELECT cid, level, k, durs[k + 1] AS dur, ${d.explode(f.breakdown ? "[seg, '*']" : "['*']")} AS sg FROM (${sql}) pk WHERE ${d.keep(['cid', 'level', 'seg', 'durs', 'k'])}`;

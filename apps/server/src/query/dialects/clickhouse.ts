@@ -10,6 +10,12 @@ export const clickhouse: Dialect = {
   propValueOr(key, missing) {
     return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
   },
+  propIsNumber(key) {
+    return `(${this.propHas(key)} AND match(${this.propValue(key)}, '^-?[0-9]+([.][0-9]+)?$'))`;
+  },
+  propNumber(key) {
+    return `toFloat64OrZero(${this.propValue(key)})`;
+  },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
   canonicalEvents({ projectId, where, props, identity = true, dedup = true, cols: extra = [], exprs = [] }) {
     const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];

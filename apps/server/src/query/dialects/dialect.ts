@@ -20,6 +20,10 @@ export interface Dialect {
   propHas(key: string, keys?: string): string;
   /** Property value, or `missing` when the key is absent (for breakdowns). */
   propValueOr(key: string, missing: string): string;
+  /** Whether the property is present and a plain decimal (`-12`, `3.5`): what numeric aggregations read. */
+  propIsNumber(key: string): string;
+  /** The property as a Float64: only meaningful where `propIsNumber` holds. */
+  propNumber(key: string): string;
   contains(haystack: string, needle: string): string;
   /**
    * Events of a project (deduplicated) with their identity resolved: columns `event`, `time`,

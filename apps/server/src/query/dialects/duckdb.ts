@@ -10,6 +10,12 @@ export const duckdb: Dialect = {
   propValueOr(key, missing) {
     return `coalesce(${this.propValue(key)}, ${missing})`;
   },
+  propIsNumber(key) {
+    return `coalesce(${this.propHas(key)} AND regexp_full_match(${this.propValue(key)}, '-?[0-9]+([.][0-9]+)?'), false)`;
+  },
+  propNumber(key) {
+    return `coalesce(TRY_CAST(${this.propValue(key)} AS DOUBLE), 0)`;
+  },
   contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
   canonicalEvents({ projectId, where, props, identity = true, cols: extra = [], exprs = [] }) {
     // DuckDB deduplicates at write: `dedup` needs nothing here.

@@ -64,7 +64,14 @@ export const MetricSchema = z.discriminatedUnion('kind', [EventMetricSchema, Cal
 export type EventMetric = z.infer<typeof EventMetricSchema>;
 export type Metric = z.infer<typeof MetricSchema>;
 
-export const BreakdownSchema = z.object({ property: PropertyKey }).strict().openapi('IrBreakdown');
+/** `limit`: the segments kept (largest first by the first metric); the rest are counted in `omittedSegments`. */
+export const BreakdownSchema = z
+  .object({
+    property: PropertyKey,
+    limit: z.number().int().min(LIMITS.irBreakdownSegments.min).max(LIMITS.irBreakdownSegments.max).default(LIMITS.irBreakdownSegments.default),
+  })
+  .strict()
+  .openapi('IrBreakdown');
 
 /** `previous_period`: the same number of days right before the range; `offset`: the range shifted back `days`. */
 export const CompareSchema = z

@@ -1,0 +1,32 @@
+import type { Deps } from '../../deps.js';
+import { DefinitionStore } from '../../definitions/store.js';
+import type { DerivedEventDefinition } from '../../definitions/schema.js';
+import { dialectFor } from '../dialects/index.js';
+import { EventMatcher, type DerivedEventDef } from '../filters.js';
+import type { QueryContext } from '../context.js';
+import type { EventMetric, QueryV2 } from './schema.js';
+
+/**
+ * The IR compiles onto the v0 builders by giving each event metric a name the project's
+ * EventMatcher resolves like a derived event: its event (or the derived event's sources) AND its
+ * own filters. The v0 segmentation and funnel SQL then run unchanged on those names.
+ */
+export const metricEventName = (id: string) => `\u0001ir:${id}`;
+
+export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
+  const d = dialectFor(deps.events.dialect);
+  const rows = await new DefinitionStore<DerivedEventDefinition>(deps.db, 'derived_events').list(projectId);
+  const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
+  for (const m of q.metrics) {
+    if (m.kind !== 'event') continue;
+    derived.set(metricEventName(m.id), { name: metricEventName(m.id), sources: metricSources(m, derived) });
+  }
+  return { d, projectId, events: new EventMatcher(d, derived) };
+}
+
+function metricSources(m: EventMetric, derived: Map<string, DerivedEventDef>): DerivedEventDef['sources'] {
+  const own = m.filters ?? [];
+  const def = derived.get(m.event);
+  if (!def) return [{ event: m.event, filters: own }];
+  return def.sources.map((s) => ({ event: s.event, filters: [...(s.filters ?? []), ...own] }));
+}

@@ -1,0 +1,63 @@
+import type { EventStore } from '../../ports/events/index.js';
+import type { QueryContext } from '../context.js';
+import { runFunnel, type FunnelSpec } from '../funnel.js';
+import type { DateRange } from '../range.js';
+import { MISSING_VALUE } from '../segmentation.js';
+import { metricEventName } from './context.js';
+import type { FunnelAnalysis, QueryV2 } from './schema.js';
+import { rangeLabel } from './trend.js';
+
+export interface IrFunnelStep {
+  metricId: string;
+  event: string;
+  name: string;
+  /** Identities reaching the step. */
+  count: number;
+  conversionFromPrevious: number;
+  conversionFromStart: number;
+  droppedCount: number;
+  dropoffRate: number;
+  /** Per breakdown value of the path's step-0 event (null: property missing). */
+  segments: Array<{ segment: string | null; count: number; conversionFromStart: number }>;
+  meanSecondsToConvert: number | null;
+  medianSecondsToConvert: number | null;
+}
+
+export interface IrFunnelResult {
+  kind: 'funnel';
+  range: { from: string; to: string };
+  windowDays: number;
+  steps: IrFunnelStep[];
+  comparison?: { from: string; to: string; steps: IrFunnelStep[] };
+}
+
+export const funnelWindowDays = (a: FunnelAnalysis) => a.window.value * (a.window.unit === 'week' ? 7 : 1);
+
+export function funnelSpec(doc: QueryV2, a: FunnelAnalysis): FunnelSpec {
+  return { steps: a.steps.map(metricEventName), windowDays: funnelWindowDays(a), breakdown: doc.breakdown?.property, filters: doc.filters };
+}
+
+/** The v0 funnel compiler over the steps' metric names (each step: its event AND its own filters). */
+export async function runIrFunnel(events: EventStore, q: QueryContext, doc: QueryV2, a: FunnelAnalysis, range: DateRange, cmp?: DateRange): Promise<IrFunnelResult> {
+  const spec = funnelSpec(doc, a);
+  const run = async (r: DateRange): Promise<IrFunnelStep[]> => {
+    const steps = await runFunnel(events, q, spec, r);
+    return steps.map((s, k) => {
+      const m = doc.metrics.find((x) => x.id === a.steps[k]);
+      const event = m?.kind === 'event' ? m.event : '';
+      return {
+        metricId: a.steps[k], event, name: m?.name ?? event, count: s.count,
+        conversionFromPrevious: s.conversionFromPrevious, conversionFromStart: s.conversionFromStart,
+        droppedCount: s.droppedCount, dropoffRate: s.dropoffRate,
+        // The v0 result names a missing value "(none)" (a real "(none)" value reads as missing too).
+        segments: s.segments.map((g) => ({ segment: g.name === MISSING_VALUE ? null : g.name, count: g.count, conversionFromStart: g.conversionFromStart })),
+        meanSecondsToConvert: s.meanSecondsToConvert, medianSecondsToConvert: s.medianSecondsToConvert,
+      };
+    });
+  };
+  const [primary, comparison] = await Promise.all([run(range), cmp ? run(cmp) : Promise.resolve(undefined)]);
+  return {
+    kind: 'funnel', range: rangeLabel(range), windowDays: spec.windowDays, steps: primary,
+    ...(cmp && comparison ? { comparison: { ...rangeLabel(cmp), steps: comparison } } : {}),
+  };
+}

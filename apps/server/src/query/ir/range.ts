@@ -1,0 +1,42 @@
+import { badRequest } from '../../http/errors.js';
+import { DAY_MS } from '../dialects/index.js';
+import { bucketStart, dateRange, nextBucket, type DateRange } from '../range.js';
+import type { Unit } from '../dialects/index.js';
+import type { Compare, DateRangeSpec } from './schema.js';
+
+const MONTHS: Record<string, number> = { '3m': 3, '6m': 6, '12m': 12 };
+const DAYS: Record<string, number> = { today: 1, '7d': 7, '30d': 30 };
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/**
+ * A DateRangeSpec → `[fromMs, toEndMs)` in UTC days. Presets end today (`yesterday` ends
+ * yesterday): `7d` is the last 7 days including today, `3m` starts on the same day 3 months ago.
+ * Absolute ranges go through the v0 check (a plain `invalid date range` 400).
+ */
+export function resolveRange(spec: DateRangeSpec, maxDays: number, now = Date.now()): DateRange {
+  if (spec.kind === 'absolute') return dateRange(spec.from, spec.to, maxDays);
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  if (spec.preset === 'yesterday') return { fromMs: today - DAY_MS, toEndMs: today };
+  if (DAYS[spec.preset]) return { fromMs: today - (DAYS[spec.preset] - 1) * DAY_MS, toEndMs: today + DAY_MS };
+  const t = new Date(today);
+  const from = Date.UTC(t.getUTCFullYear(), t.getUTCMonth() - MONTHS[spec.preset], t.getUTCDate());
+  return dateRange(iso(from), iso(today), maxDays);
+}
+
+/** The comparison range: the same length right before (`previous_period`) or shifted back `days`. */
+export function comparisonRange(range: DateRange, compare: Compare): DateRange {
+  const shift = compare.kind === 'previous_period' ? range.toEndMs - range.fromMs : compare.days * DAY_MS;
+  if (range.fromMs - shift < 0) throw badRequest('invalid date range', { message: 'the comparison range starts before 1970-01-01' });
+  return { fromMs: range.fromMs - shift, toEndMs: range.toEndMs - shift };
+}
+
+/** How many buckets the range has (without listing them: hours over ten years are many). */
+export function bucketCount(unit: Unit, range: DateRange): number {
+  if (unit === 'hour' || unit === 'day') {
+    const size = unit === 'hour' ? 3_600_000 : DAY_MS;
+    return Math.ceil((range.toEndMs - bucketStart(unit, range.fromMs)) / size);
+  }
+  let n = 0;
+  for (let b = bucketStart(unit, range.fromMs); b < range.toEndMs; b = nextBucket(unit, b)) n++;
+  return n;
+}

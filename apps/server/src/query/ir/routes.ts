@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import type { Context } from 'koa';
+import type { Deps } from '../../deps.js';
+import { authOf } from '../../auth/context.js';
+import { resolveProject } from '../../auth/project-scope.js';
+import { jsonBody } from '../../http/body.js';
+import { badRequest } from '../../http/errors.js';
+import { route, type RouteSpec } from '../../http/route.js';
+import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSchema, runDrilldown } from './drilldown.js';
+import { IrResultSchema } from './results.js';
+import { runQuery } from './run.js';
+import { QueryV2Schema, type IrIssue } from './schema.js';
+import { upgradeQuery, zodIssues } from './upgrade.js';
+
+const ProjectId = z.union([z.string(), z.number()]).optional();
+/** What /openapi.json shows; the handlers validate the raw body themselves (one error per problem). */
+const QueryBody = z.object({ projectId: ProjectId, query: QueryV2Schema }).openapi('IrQueryRequest');
+const DrilldownBody = z
+  .object({ projectId: ProjectId, query: QueryV2Schema, selection: DrilldownSelectionSchema, page: DrilldownPageRequestSchema.optional() })
+  .openapi('DrilldownRequest');
+const QueryEnvelope = z.object({ projectId: ProjectId, query: z.unknown() }).strict();
+const DrilldownEnvelope = z.object({ projectId: ProjectId, query: z.unknown(), selection: DrilldownSelectionSchema, page: DrilldownPageRequestSchema.default({ limit: 50, offset: 0 }) }).strict();
+
+const invalidQuery = (errors: IrIssue[]) => badRequest('invalid query', { body: { errors } });
+
+/** POST /api/query and /api/query/drilldown: upgrade first, then run; every role may query. */
+export function irQueryRoutes(deps: Deps): RouteSpec[] {
+  const prepare = async <T extends { projectId?: unknown; query: unknown }>(ctx: Context, envelope: z.ZodType<T>) => {
+    const raw = jsonBody(ctx);
+    const env = envelope.safeParse(raw ?? {});
+    const query = upgradeQuery(raw && typeof raw === 'object' && 'query' in raw ? (raw as { query: unknown }).query : undefined);
+    const errors = [...(env.success ? [] : zodIssues(env.error).filter((e) => e.path !== 'query')), ...(query.ok ? [] : query.errors.map((e) => (raw && typeof raw === 'object' && 'query' in raw ? e : { ...e, path: 'query' })))];
+    if (!env.success || !query.ok) throw invalidQuery(errors.length ? errors : [{ path: '', message: 'invalid request' }]);
+    const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
+    return { body: env.data, query: query.query, warnings: query.warnings, projectId: project.id };
+  };
+  return [
+    route({
+      method: 'post', path: '/api/query', tag: 'Query', auth: 'api', body: QueryBody, rawBody: true, response: IrResultSchema,
+      summary: 'Runs a Query IR document (any version, upgraded first): trend or funnel; retention and flows answer 501',
+      handler: async ({ ctx }) => {
+        const p = await prepare(ctx, QueryEnvelope);
+        const result = await runQuery(deps, p.projectId, p.query);
+        return p.warnings.length ? { ...result, warnings: p.warnings } : result;
+      },
+    }),
+    route({
+      method: 'post', path: '/api/query/drilldown', tag: 'Query', auth: 'api', body: DrilldownBody, rawBody: true, response: DrilldownPageSchema,
+      summary: 'The canonical ids behind one number of a trend or funnel, paged',
+      handler: async ({ ctx }) => {
+        const p = await prepare(ctx, DrilldownEnvelope);
+        return runDrilldown(deps, p.projectId, p.query, p.body.selection, p.body.page);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,46 @@
+import type { Deps } from '../../deps.js';
+import { AppError, badRequest } from '../../http/errors.js';
+import { LIMITS } from '../../limits.js';
+import type { DateRange } from '../range.js';
+import { irContext } from './context.js';
+import { runIrFunnel, type IrFunnelResult } from './funnel.js';
+import { bucketCount, comparisonRange, resolveRange } from './range.js';
+import type { QueryV2 } from './schema.js';
+import { runTrend, type TrendResult } from './trend.js';
+
+export type IrResult = TrendResult | IrFunnelResult;
+export type IrDeps = Pick<Deps, 'db' | 'events' | 'config'>;
+
+/** The ranges a document runs over (400 `invalid date range` when they do not resolve). */
+export function irRanges(deps: IrDeps, query: QueryV2, now = Date.now()): { range: DateRange; cmp?: DateRange } {
+  const range = resolveRange(query.dateRange, deps.config.maxQueryRangeDays, now);
+  const a = query.analysis;
+  const cmp = (a.kind === 'trend' || a.kind === 'funnel') && a.compare ? comparisonRange(range, a.compare) : undefined;
+  return { range, cmp };
+}
+
+export const notImplemented = (kind: string) =>
+  new AppError(501, 'not implemented', { message: `analysis kind ${kind} is not executed by POST /api/query yet; use POST /api/query/${kind}` });
+
+/**
+ * Runs an upgraded (v2) document in a project. Throws 400 `invalid date range`, 400 `query too
+ * large: …` (before the engine runs), 400 `invalid query` for references only the project can
+ * resolve, and 501 for retention, flows and sessions analyses.
+ */
+export async function runQuery(deps: IrDeps, projectId: number, query: QueryV2): Promise<IrResult> {
+  const a = query.analysis;
+  if (a.kind !== 'trend' && a.kind !== 'funnel') throw notImplemented(a.kind);
+  const { range, cmp } = irRanges(deps, query);
+  if (a.kind === 'trend') {
+    const buckets = Math.max(bucketCount(a.unit, range), cmp ? bucketCount(a.unit, cmp) : 0);
+    const series = (query.metrics.length + (a.formula ? 1 : 0)) * (query.breakdown ? query.breakdown.limit : 1) * (cmp ? 2 : 1);
+    if (series * buckets > LIMITS.queryMaxCells) {
+      throw badRequest(`query too large: ${series} series × ${buckets} buckets exceeds ${LIMITS.queryMaxCells}`, {
+        message: 'narrow it: a coarser analysis.unit, a shorter dateRange, a smaller breakdown.limit, fewer metrics or no comparison',
+      });
+    }
+  }
+  const q = await irContext(deps, projectId, query);
+  if (a.kind === 'trend') return runTrend(deps, q, query, a, range, cmp);
+  return runIrFunnel(deps.events, q, query, a, range, cmp);
+}

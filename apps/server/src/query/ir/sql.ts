@@ -1,0 +1,74 @@
+import { sqlInt } from '../../ports/events/index.js';
+import type { QueryContext } from '../context.js';
+import { filtersSql } from '../filters.js';
+import type { DateRange } from '../range.js';
+import type { Unit } from '../dialects/index.js';
+import type { PropertyFilter } from '../schema.js';
+import { metricEventName } from './context.js';
+import type { EventMetric, PropertyOp } from './schema.js';
+
+/**
+ * SQL the IR adds to the v0 builders, on the same dialect primitives: property aggregations
+ * (sum, avg, min, max, nearest-rank percentiles) and the identity sets behind a number.
+ * Segments are spelled like the funnel's: '*' without a breakdown, '0' for a missing property,
+ * '1' + value otherwise.
+ */
+export interface MetricScope {
+  metric: EventMetric;
+  filters?: PropertyFilter[];
+  breakdown?: string;
+}
+
+export const segExpr = (q: QueryContext, breakdown: string | undefined) =>
+  breakdown ? `CASE WHEN ${q.d.propHas(breakdown)} THEN concat('1', ${q.d.propValueOr(breakdown, "''")}) ELSE '0' END` : `'*'`;
+
+/** Conditions on raw event columns: the metric (its event and own filters), the global filters, numeric values for property ops. */
+export function metricWhere(q: QueryContext, s: MetricScope, range: DateRange): string[] {
+  const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, q.events.condition(metricEventName(s.metric.id)), filtersSql(q.d, s.filters)];
+  const agg = s.metric.aggregation;
+  if (agg.op !== 'count' && agg.op !== 'unique') where.push(q.d.propIsNumber(agg.property));
+  return where;
+}
+
+const PCT: Record<string, number> = { p50: 50, p75: 75, p90: 90, p95: 95, p99: 99 };
+
+/** Per (bucket, segment) — or per segment over the whole range when `unit` is null — the property aggregate `v`. */
+export function propertyAggregateSql(q: QueryContext, s: MetricScope, op: PropertyOp, property: string, unit: Unit | null, range: DateRange): string {
+  const { d } = q;
+  const exprs: Array<[string, string]> = [['b', unit ? d.bucket(unit, 'time') : '0'], ['seg', segExpr(q, s.breakdown)], ['x', d.propNumber(property)]];
+  const ev = d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs, identity: false, dedup: true });
+  if (op in PCT) {
+    // Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), the same on both engines.
+    return `SELECT b, seg, xs[${d.intDiv(`${PCT[op]} * n + 99`, '100')}] AS v FROM (
+      SELECT b, seg, count(*) AS n, ${d.sortStrings(d.groupArray('x'))} AS xs FROM ${ev} ev GROUP BY b, seg) pa`;
+  }
+  const fn = op === 'avg' ? 'avg' : op;
+  return `SELECT b, seg, ${fn}(x) AS v FROM ${ev} ev GROUP BY b, seg`;
+}
+
+/** Distinct (cid, seg) of the identities behind a metric in a range, optionally one segment only. */
+export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange, segment?: string): string {
+  const ev = q.d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs: [['seg', segExpr(q, s.breakdown)]], dedup: false });
+  return `SELECT DISTINCT cid, seg FROM ${ev} ev${segment === undefined ? '' : ` WHERE seg = ${q.d.str(segment)}`}`;
+}
+
+/** Identities per segment, and those of `cmp` missing from `primary` per segment (the dropped). */
+export function identityCountsSql(q: QueryContext, s: MetricScope, primary: DateRange, cmp?: DateRange): string {
+  const counts = `SELECT seg, count(*) AS n, 'total' AS k FROM (${identitiesSql(q, s, primary)}) ip GROUP BY seg`;
+  if (!cmp) return counts;
+  return `${counts} UNION ALL SELECT seg, count(*) AS n, 'dropped' AS k FROM (${droppedSql(q, s, primary, cmp)}) dr GROUP BY seg`;
+}
+
+/** Identities (cid, seg) behind the metric in `cmp` that are absent from `primary` in the same segment. */
+export function droppedSql(q: QueryContext, s: MetricScope, primary: DateRange, cmp: DateRange, segment?: string): string {
+  const key = `concat(seg, ${q.d.str('\u001f')}, cid)`;
+  return `SELECT cid, seg FROM (${identitiesSql(q, s, cmp, segment)}) ic WHERE ${key} NOT IN (SELECT ${key} FROM (${identitiesSql(q, s, primary, segment)}) ipr)`;
+}
+
+/** One page of a set of `cid`s (ascending), and its size. */
+export function pageSql(setSql: string, limit: number, offset: number): { page: string; total: string } {
+  return {
+    page: `SELECT cid FROM (${setSql}) ps ORDER BY cid LIMIT ${sqlInt(limit)} OFFSET ${sqlInt(offset)}`,
+    total: `SELECT count(*) AS n FROM (${setSql}) pt`,
+  };
+}

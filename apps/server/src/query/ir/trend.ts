@@ -1,0 +1,151 @@
+import type { Deps } from '../../deps.js';
+import { DefinitionStore } from '../../definitions/store.js';
+import type { CalculatedMetricDefinition } from '../../definitions/schema.js';
+import { badRequest } from '../../http/errors.js';
+import type { QueryContext } from '../context.js';
+import { evalFormula, parseFormula } from '../formula.js';
+import { runMetric } from '../metric.js';
+import { bucketLabel, bucketStarts, type DateRange } from '../range.js';
+import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
+import { metricEventName } from './context.js';
+import type { QueryV2, TrendAnalysis } from './schema.js';
+import { identityCountsSql, propertyAggregateSql, type MetricScope } from './sql.js';
+
+export interface TrendSeries {
+  /** The metric's letter, or `formula`. */
+  metricId: string;
+  name: string;
+  /** Breakdown value; null when the event lacks the property; absent without a breakdown. */
+  segment?: string | null;
+  range: 'primary' | 'comparison';
+  /** One value per bucket of its range (`buckets` or `comparison.buckets`). */
+  data: number[];
+  /** The figure over the whole range: events (count), identities (unique), the aggregate (property ops); null for calculated metrics. */
+  total: number | null;
+  /** With a comparison range, event metrics only: identities behind the metric in the comparison range that are absent from the primary range. */
+  dropped?: number;
+}
+
+export interface TrendResult {
+  kind: 'trend';
+  unit: string;
+  range: { from: string; to: string };
+  buckets: string[];
+  comparison?: { from: string; to: string; buckets: string[] };
+  series: TrendSeries[];
+  /** Breakdown segments beyond `breakdown.limit`, not shown. */
+  omittedSegments: number;
+}
+
+type SegValues = Map<string, { values: Map<number, number>; total: number | null; dropped?: number }>;
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+export const rangeLabel = (r: DateRange) => ({ from: day(r.fromMs), to: day(r.toEndMs - 1) });
+export const segmentKey = (segment: string | null | undefined) => (segment === undefined ? '*' : segment === null ? '0' : `1${segment}`);
+
+/**
+ * A trend: every metric per bucket (and segment), over the primary and the comparison range.
+ * Counts and uniques are the v0 segmentation SQL on the metric's name (so they agree with
+ * /api/query/segmentation); property aggregations and identity totals come from sql.ts; calculated
+ * metrics run as /api/query/metric does. The formula is evaluated per bucket and segment in Node.
+ */
+export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContext, doc: QueryV2, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
+  const breakdown = doc.breakdown?.property;
+  const perRange = async (r: DateRange, other?: DateRange) => Promise.all(doc.metrics.map((m) => metricValues(deps, q, doc, m, a, r, other)));
+  const [primary, comparison] = await Promise.all([perRange(range, cmp), cmp ? perRange(cmp) : Promise.resolve(undefined)]);
+  // Segments ranked as v0 ranks series: by the first metric's bucket sum, then by name.
+  const first = primary[0];
+  const name = (key: string) => (key === '0' ? MISSING_VALUE : key.slice(1));
+  const sum = (key: string) => [...(first.get(key)?.values.values() ?? [])].reduce((x, y) => x + y, 0);
+  let segs = breakdown ? [...new Set(primary.flatMap((m) => [...m.keys()].filter((k) => k !== '*')))] : ['*'];
+  segs.sort((x, y) => sum(y) - sum(x) || (name(x) < name(y) ? -1 : name(x) > name(y) ? 1 : 0));
+  const omittedSegments = Math.max(0, segs.length - (doc.breakdown?.limit ?? Infinity));
+  segs = segs.slice(0, segs.length - omittedSegments);
+  const formula = a.formula ? parseFormula(a.formula) : undefined;
+  const series: TrendSeries[] = [];
+  const emit = (which: 'primary' | 'comparison', vals: SegValues[], r: DateRange) => {
+    const starts = bucketStarts(a.unit, r);
+    for (const seg of segs) {
+      const valueOf = (i: number, b: number) => (vals[i].get(seg) ?? (doc.metrics[i].kind === 'calculated' ? vals[i].get('*') : undefined))?.values.get(b) ?? 0;
+      const segment = breakdown ? { segment: seg === '0' ? null : seg.slice(1) } : {};
+      doc.metrics.forEach((m, i) => {
+        const v = vals[i].get(seg) ?? (m.kind === 'calculated' ? vals[i].get('*') : undefined);
+        series.push({
+          metricId: m.id, name: m.name ?? (m.kind === 'event' ? m.event : `metric ${m.definitionId}`), ...segment, range: which,
+          data: starts.map((b) => valueOf(i, b)), total: v ? v.total : m.kind === 'calculated' ? null : 0,
+          ...(which === 'primary' && cmp && m.kind === 'event' ? { dropped: v?.dropped ?? 0 } : {}),
+        });
+      });
+      if (formula) {
+        const totals = doc.metrics.map((m, i) => (vals[i].get(seg) ?? { total: m.kind === 'calculated' ? null : 0 }).total);
+        series.push({
+          metricId: 'formula', name: a.formula!, ...segment, range: which,
+          data: starts.map((b) => evalFormula(formula, Object.fromEntries(doc.metrics.map((m, i) => [m.id, valueOf(i, b)])))),
+          total: totals.some((t) => t === null) ? null : evalFormula(formula, Object.fromEntries(doc.metrics.map((m, i) => [m.id, totals[i]!]))),
+        });
+      }
+    }
+  };
+  emit('primary', primary, range);
+  if (cmp && comparison) emit('comparison', comparison, cmp);
+  return {
+    kind: 'trend', unit: a.unit, range: rangeLabel(range), buckets: bucketStarts(a.unit, range).map((b) => bucketLabel(a.unit, b)),
+    ...(cmp ? { comparison: { ...rangeLabel(cmp), buckets: bucketStarts(a.unit, cmp).map((b) => bucketLabel(a.unit, b)) } } : {}),
+    series, omittedSegments,
+  };
+}
+
+/** One metric over one range: per segment, its value per bucket start and its whole-range figure. */
+async function metricValues(
+  deps: Pick<Deps, 'db' | 'events'>, q: QueryContext, doc: QueryV2, m: QueryV2['metrics'][number], a: TrendAnalysis, range: DateRange, cmp?: DateRange,
+): Promise<SegValues> {
+  const out: SegValues = new Map();
+  const at = (key: string) => {
+    let e = out.get(key);
+    if (!e) out.set(key, (e = { values: new Map(), total: 0 }));
+    return e;
+  };
+  if (m.kind === 'calculated') {
+    const def = await new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics').get(m.definitionId);
+    const index = doc.metrics.indexOf(m);
+    if (!def || def.project_id !== q.projectId) {
+      throw badRequest('invalid query', { body: { errors: [{ path: `metrics.${index}.definitionId`, message: `no calculated metric ${m.definitionId} in this project`, code: 'unknown_reference' }] } });
+    }
+    const r = await runMetric(deps.events, q, def.name, def.definition, a.unit, range);
+    const starts = bucketStarts(a.unit, range);
+    const e = at('*');
+    starts.forEach((b, i) => e.values.set(b, r.series[0].data[i].value));
+    e.total = null;
+    return out;
+  }
+  const scope: MetricScope = { metric: m, filters: doc.filters, breakdown: doc.breakdown?.property };
+  const op = m.aggregation.op;
+  const key = (bh: number, bv: string) => (scope.breakdown ? (Number(bh) ? `1${bv}` : '0') : '*');
+  if (op === 'count' || op === 'unique') {
+    const seg = { event: metricEventName(m.id), unit: a.unit, type: op === 'count' ? 'total' as const : 'unique' as const, breakdown: scope.breakdown, filters: doc.filters };
+    const [rows, ids] = await Promise.all([
+      deps.events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, seg, range)),
+      op === 'unique' || cmp ? deps.events.query<{ seg: string; n: number; k: string }>(identityCountsSql(q, scope, range, cmp)) : Promise.resolve([]),
+    ]);
+    for (const r of rows) {
+      const e = at(key(r.bh, String(r.bv)));
+      e.values.set(Number(r.b), Number(r.v));
+      if (op === 'count') e.total = (e.total ?? 0) + Number(r.v);
+    }
+    for (const r of ids) {
+      const e = at(String(r.seg));
+      if (r.k === 'dropped') e.dropped = Number(r.n);
+      else if (op === 'unique') e.total = Number(r.n);
+    }
+    return out;
+  }
+  const [buckets, totals] = await Promise.all([
+    deps.events.query<{ b: number; seg: string; v: number }>(propertyAggregateSql(q, scope, op, m.aggregation.property, a.unit, range)),
+    deps.events.query<{ b: number; seg: string; v: number }>(propertyAggregateSql(q, scope, op, m.aggregation.property, null, range)),
+    cmp ? deps.events.query<{ seg: string; n: number; k: string }>(identityCountsSql(q, scope, range, cmp)).then((ids) => {
+      for (const r of ids) if (r.k === 'dropped') at(String(r.seg)).dropped = Number(r.n);
+    }) : Promise.resolve(),
+  ]);
+  for (const r of buckets) at(String(r.seg)).values.set(Number(r.b), Number(r.v));
+  for (const r of totals) at(String(r.seg)).total = Number(r.v);
+  return out;
+}
