@@ -25,8 +25,9 @@ async function mapLimited<T, R>(items: T[], limit: number, work: (item: T) => Pr
 /**
  * Runs every report card of a board: the board's date range replaces each report's, its filters
  * join each report's. Cards run a few at a time, each through the same checks as a query
- * endpoint; a card that fails carries its error (the 4xx a query endpoint would have answered)
- * and the others still answer, as one broken tile does not blank a dashboard.
+ * endpoint; a card that fails carries the error a query endpoint would have answered (a 4xx, or
+ * 501 for an IR analysis POST /api/query does not execute) and the others still answer, as one
+ * broken tile does not blank a dashboard.
  */
 export async function runBoard(deps: Deps, board: Board, cards: CardView[], now = Date.now()) {
   const reportCards = cards.filter((c): c is ReportCard => c.card_type === 'report');
@@ -37,7 +38,7 @@ export async function runBoard(deps: Deps, board: Board, cards: CardView[], now 
       const { result, warnings } = await runReport(deps, card.report, override, now);
       return { ...base, status: 'ok' as const, result, warnings };
     } catch (err) {
-      if (err instanceof AppError && err.status < 500) {
+      if (err instanceof AppError) {
         const message = err.extra.message && err.extra.message !== err.error ? err.extra.message : undefined;
         return { ...base, status: 'error' as const, error: { status: err.status, error: err.error, ...(message ? { message } : {}) } };
       }

@@ -24,10 +24,11 @@ const asText = (v: unknown): Cell => (v !== null && typeof v === 'object' ? JSON
 export function resultToCsv(result: unknown): string {
   const r = result as any;
   if (r && Array.isArray(r.buckets) && Array.isArray(r.series)) {
-    return toCsv([
-      ['series', ...r.buckets],
-      ...r.series.map((s: any) => [s.name, ...r.buckets.map((_: string, i: number) => s.data?.[i]?.value ?? null)]),
-    ]);
+    // v0 series carry `{bucket, value}` points; IR trend series plain numbers, a segment and a range
+    // (comparison series line up with the primary buckets by position).
+    const label = (s: any) => `${s.name}${s.segment !== undefined ? ` (${s.segment ?? '(none)'})` : ''}${s.range === 'comparison' ? ' [comparison]' : ''}`;
+    const value = (p: any) => (typeof p === 'number' ? p : p?.value ?? null);
+    return toCsv([['series', ...r.buckets], ...r.series.map((s: any) => [label(s), ...r.buckets.map((_: string, i: number) => value(s.data?.[i]))])]);
   }
   if (r && Array.isArray(r.paths)) {
     return toCsv([['path', 'count'], ...r.paths.map((p: any) => [p.path.join(' > '), p.count]), ['(total users)', r.total]]);
