@@ -1,0 +1,149 @@
+import type { KubeObject, ResourceType } from './types.js';
+import type { Selector } from './selectors.js';
+
+/**
+ * Storage with one resourceVersion counter for everything (as etcd has), a bounded history of
+ * changes for watches to resume from, and the live watchers. It knows nothing of REST semantics
+ * (api.ts) or HTTP (server.ts).
+ */
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface Change {
+  rv: number;
+  typeKey: string;
+  type: EventType;
+  object: KubeObject;
+}
+
+export interface WatchOptions {
+  namespace?: string;
+  /** undefined or '0': start with ADDED for every current object. */
+  resourceVersion?: string;
+  select: Selector;
+}
+
+export interface Watcher {
+  typeKey: string;
+  options: WatchOptions;
+  send(type: EventType | 'BOOKMARK' | 'ERROR', object: Record<string, unknown>): void;
+  close(): void;
+  /** A hung watcher keeps its connection but never hears anything again. */
+  hung: boolean;
+}
+
+export const typeKeyOf = (t: Pick<ResourceType, 'group' | 'plural'>) => `${t.group}/${t.plural}`;
+const itemKey = (namespace: string | undefined, name: string) => `${namespace ?? ''}/${name}`;
+
+export class Store {
+  private rv = 1;
+  private readonly objects = new Map<string, Map<string, KubeObject>>();
+  private history: Change[] = [];
+  /** Changes at or below this resourceVersion are no longer in the history. */
+  private compactedThrough = 1;
+  readonly watchers = new Set<Watcher>();
+  private readonly listeners = new Set<(change: Change) => void>();
+
+  constructor(public historyLimit: number) {}
+
+  get resourceVersion(): number {
+    return this.rv;
+  }
+
+  private bucket(typeKey: string): Map<string, KubeObject> {
+    let b = this.objects.get(typeKey);
+    if (!b) this.objects.set(typeKey, (b = new Map()));
+    return b;
+  }
+
+  get(typeKey: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    const obj = this.objects.get(typeKey)?.get(itemKey(namespace, name));
+    return obj && structuredClone(obj);
+  }
+
+  list(typeKey: string, namespace?: string): KubeObject[] {
+    const out: KubeObject[] = [];
+    for (const obj of this.objects.get(typeKey)?.values() ?? []) {
+      if (namespace === undefined || obj.metadata.namespace === namespace) out.push(structuredClone(obj));
+    }
+    return out.sort((a, b) => itemKey(a.metadata.namespace, a.metadata.name!).localeCompare(itemKey(b.metadata.namespace, b.metadata.name!)));
+  }
+
+  typeKeys(): string[] {
+    return [...this.objects.keys()];
+  }
+
+  /** Stores a write (or removes on DELETED), stamps its resourceVersion, tells watchers. */
+  commit(typeKey: string, type: EventType, object: KubeObject): KubeObject {
+    const stored = structuredClone(object);
+    stored.metadata.resourceVersion = String(++this.rv);
+    const key = itemKey(stored.metadata.namespace, stored.metadata.name!);
+    if (type === 'DELETED') this.bucket(typeKey).delete(key);
+    else this.bucket(typeKey).set(key, stored);
+    const change: Change = { rv: this.rv, typeKey, type, object: stored };
+    this.history.push(change);
+    if (this.history.length > this.historyLimit) {
+      const dropped = this.history.splice(0, this.history.length - this.historyLimit);
+      this.compactedThrough = dropped[dropped.length - 1].rv;
+    }
+    for (const w of this.watchers) this.deliver(w, change);
+    for (const l of this.listeners) l(change);
+    return structuredClone(stored);
+  }
+
+  /** Drops every object of a type (its CRD went away), telling watchers. */
+  dropType(typeKey: string): void {
+    for (const obj of [...(this.objects.get(typeKey)?.values() ?? [])]) this.commit(typeKey, 'DELETED', obj);
+    this.objects.delete(typeKey);
+  }
+
+  onChange(listener: (change: Change) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private matches(w: Watcher, change: Change): boolean {
+    if (change.typeKey !== w.typeKey) return false;
+    if (w.options.namespace !== undefined && change.object.metadata.namespace !== w.options.namespace) return false;
+    return w.options.select(change.object);
+  }
+
+  private deliver(w: Watcher, change: Change): void {
+    if (!w.hung && this.matches(w, change)) w.send(change.type, structuredClone(change.object));
+  }
+
+  /**
+   * Starts a watch: replays what the watcher missed since its resourceVersion, or sends
+   * `410 Expired` and closes when that part of the history is gone.
+   */
+  watch(w: Watcher): void {
+    const rv = w.options.resourceVersion;
+    if (rv === undefined || rv === '' || rv === '0') {
+      for (const obj of this.list(w.typeKey, w.options.namespace)) if (w.options.select(obj)) w.send('ADDED', obj);
+    } else {
+      const from = Number(rv);
+      if (!Number.isInteger(from) || from < 0) {
+        w.send('ERROR', status(400, 'BadRequest', `invalid resource version: ${rv}`));
+        w.close();
+        return;
+      }
+      if (from < this.compactedThrough) {
+        w.send('ERROR', status(410, 'Expired', `too old resource version: ${from} (${this.compactedThrough + 1})`));
+        w.close();
+        return;
+      }
+      for (const change of this.history) if (change.rv > from) this.deliver(w, change);
+    }
+    this.watchers.add(w);
+  }
+
+  /** Forgets the whole history: every resume from an older resourceVersion gets 410. */
+  expireHistory(): void {
+    this.history = [];
+    this.compactedThrough = this.rv;
+  }
+}
+
+export function status(code: number, reason: string, message: string): Record<string, unknown> {
+  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+}
