@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { loadDataset } from './reference/harness.js';
-import { cohortProjectId, isCohortMember } from '../apps/server/src/cohorts/membership.js';
+import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 
 const DAY = 86_400_000;
 
@@ -91,14 +91,14 @@ forEachBackend('cohorts', (backend) => {
     }
   });
 
-  it('isCohortMember / cohortProjectId (used by remote flag evaluation)', async () => {
+  it('CohortMembership isMember / projectOf (used by remote flag evaluation)', async () => {
     const c = await t.client(tenant.tokens.member).post('/api/cohorts', { projectId: tenant.project.id, name: 'pro', definition: proOrNoBuy });
-    const deps = t.svc.deps;
-    assert.equal(await cohortProjectId(deps, c.body.id), tenant.project.id);
-    assert.equal(await cohortProjectId(deps, 999_999), undefined);
-    assert.equal(await isCohortMember(deps, tenant.project.id, c.body.id, 'u3'), true);
-    assert.equal(await isCohortMember(deps, tenant.project.id, c.body.id, 'u1'), false);
-    assert.equal(await isCohortMember(deps, tenant.project.id, c.body.id, 'nobody'), false);
-    assert.equal(await isCohortMember(deps, other.project.id, c.body.id, 'u3'), false);
+    const { membership } = buildAnalyses(t.svc.deps.db, t.svc.deps.events);
+    assert.equal(await membership.projectOf(c.body.id), tenant.project.id);
+    assert.equal(await membership.projectOf(999_999), undefined);
+    assert.equal(await membership.isMember(tenant.project.id, c.body.id, 'u3'), true);
+    assert.equal(await membership.isMember(tenant.project.id, c.body.id, 'u1'), false);
+    assert.equal(await membership.isMember(tenant.project.id, c.body.id, 'nobody'), false);
+    assert.equal(await membership.isMember(other.project.id, c.body.id, 'u3'), false);
   });
 });

@@ -5,7 +5,8 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import type { Client } from './support/http.js';
 import { bucket, evaluateFlag, pickVariant } from '../apps/server/src/flags/bucketing.js';
 import { isPostgres } from '../apps/server/src/ports/metadata/knex.js';
-import { CohortStore } from '../apps/server/src/cohorts/store.js';
+import { DefinitionStore } from '../apps/server/src/definitions/store.js';
+import type { CohortDefinition } from '../apps/server/src/cohorts/schema.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/flag-bucketing.json', import.meta.url), 'utf8'));
 
@@ -675,7 +676,7 @@ forEachBackend('flags', (backend) => {
     });
 
     it('cohort rules: same-project cohorts only, canonical membership, not locally evaluable', async () => {
-      const cohorts = new CohortStore(db());
+      const cohorts = new DefinitionStore<CohortDefinition>(db(), 'cohorts');
       const definition = { op: 'and' as const, criteria: [{ kind: 'behavior' as const, event: 'purchase', op: 'gte' as const, count: 1, windowDays: 0 }] };
       const mine = await cohorts.create({ projectId: ev.project.id, createdBy: null, name: 'buyers', description: null, definition });
       const theirs = await cohorts.create({ projectId: globex.project.id, createdBy: null, name: 'buyers', description: null, definition });

@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
-import { queryContext } from '../apps/server/src/query/context.js';
+import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import { runSegmentation } from '../apps/server/src/query/segmentation.js';
 import { runFunnel } from '../apps/server/src/query/funnel.js';
 import { runRetention } from '../apps/server/src/query/retention.js';
 import { runFlows } from '../apps/server/src/query/flows.js';
 import { runSessions } from '../apps/server/src/query/sessions.js';
-import { cohortMembers as engineCohortMembers } from '../apps/server/src/cohorts/membership.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 
@@ -34,6 +33,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
     await t?.close();
   });
   const deps = () => t.svc.deps;
+  const analyses = () => buildAnalyses(t.svc.deps.db, t.svc.deps.events);
   const check = <Q>(queryArb: fc.Arbitrary<Q>, run: (projectId: number, data: ref.RefData, q: Q) => Promise<[unknown, unknown]>) =>
     fc.assert(
       fc.asyncProperty(datasetArb, queryArb, async (data, q) => {
@@ -53,7 +53,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
       filters: fc.array(filterArb, { maxLength: 2 }), range: rangeArb,
     });
     await check(qArb, async (projectId, data, q) => {
-      const qc = await queryContext(deps(), projectId);
+      const qc = await analyses().contexts.forProject(projectId);
       return [await runSegmentation(deps().events, qc, q, q.range), ref.segmentation(data, q, q.range)];
     });
   });
@@ -65,7 +65,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
       breakdown: fc.option(fc.constantFrom('p', 'q'), { nil: undefined }), filters: fc.array(filterArb, { maxLength: 1 }), range: rangeArb,
     });
     await check(qArb, async (projectId, data, q) => {
-      const qc = await queryContext(deps(), projectId);
+      const qc = await analyses().contexts.forProject(projectId);
       return [await runFunnel(deps().events, qc, q, q.range), ref.funnel(data, q, q.range)];
     });
   });
@@ -77,7 +77,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
       buckets: fc.integer({ min: 1, max: 5 }), range: rangeArb,
     });
     await check(qArb, async (projectId, data, q) => {
-      const qc = await queryContext(deps(), projectId);
+      const qc = await analyses().contexts.forProject(projectId);
       return [await runRetention(deps().events, qc, q, q.range), ref.retention(data, q, q.range)];
     });
   });
@@ -89,7 +89,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
       steps: fc.integer({ min: 1, max: 3 }), limit: fc.integer({ min: 1, max: 5 }), range: rangeArb,
     });
     await check(qArb, async (projectId, data, q) => {
-      const qc = await queryContext(deps(), projectId);
+      const qc = await analyses().contexts.forProject(projectId);
       return [await runFlows(deps().events, qc, q, q.range), ref.flows(data, q, q.range)];
     });
   });
@@ -98,7 +98,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
     this.timeout(120_000);
     const qArb = fc.record({ unit: fc.constantFrom('hour' as const, 'day' as const, 'week' as const), range: rangeArb });
     await check(qArb, async (projectId, data, q) => {
-      const qc = await queryContext(deps(), projectId);
+      const qc = await analyses().contexts.forProject(projectId);
       return [await runSessions(deps().events, qc, q.unit, q.range), ref.sessions(data, q, q.range)];
     });
   });
@@ -115,7 +115,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
     const qArb = fc.record({ op: fc.constantFrom('and' as const, 'or' as const), criteria: fc.array(criterionArb, { maxLength: 3 }) });
     const now = T0 + 12 * DAY + 5;
     await check(qArb, async (projectId, data, def) => [
-      await engineCohortMembers(deps(), projectId, def, { now }),
+      await analyses().membership.members(projectId, def, { now }),
       ref.cohortMembers(data, def, now),
     ]);
   });

@@ -5,7 +5,8 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { Tally, bucket, evaluateFlag, pickVariant } from '../apps/sdk/src/index.js';
 import { TallyProvider } from '../apps/sdk/src/openfeature.js';
-import { CohortStore } from '../apps/server/src/cohorts/store.js';
+import { DefinitionStore } from '../apps/server/src/definitions/store.js';
+import type { CohortDefinition } from '../apps/server/src/cohorts/schema.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/flag-bucketing.json', import.meta.url), 'utf8'));
 
@@ -113,7 +114,7 @@ forEachBackend('sdk', (backend) => {
   });
 
   it('falls back to remote evaluation for cohort flags, unknown keys, and without usable definitions', async () => {
-    const cohort = await new CohortStore(t.svc.deps.db).create({
+    const cohort = await new DefinitionStore<CohortDefinition>(t.svc.deps.db, 'cohorts').create({
       projectId: acme.project.id, createdBy: null, name: 'c', description: null,
       definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'x', op: 'gte', count: 1, windowDays: 0 }] },
     });

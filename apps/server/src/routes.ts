@@ -16,20 +16,22 @@ import { reportRoutes } from './reports/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
+import { analysesOf } from './query/analyses.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps): RouteSpec[] {
+  const { definitions, contexts, membership } = analysesOf(deps);
   return [
     ...healthRoutes(deps),
     ...adminRoutes(deps),
     ...accountRoutes(deps),
     ...projectRoutes(deps),
-    ...queryRoutes(deps),
+    ...queryRoutes(deps, { events: deps.events, contexts, metrics: definitions.metrics }),
     ...irQueryRoutes(deps),
-    ...cohortRoutes(deps),
-    ...definitionRoutes(deps),
+    ...cohortRoutes(deps, { store: definitions.cohorts, membership }),
+    ...definitionRoutes(deps, definitions),
     ...metricsRoutes(deps),
-    ...flagRoutes(deps),
+    ...flagRoutes(deps, membership),
     ...ingestionRoutes(deps),
     ...dataRoutes(deps),
     ...reportRoutes(deps),

@@ -1,9 +1,8 @@
-import type { Deps } from '../deps.js';
-import { sqlInt } from '../ports/events/index.js';
+import { sqlInt, type EventStore } from '../ports/events/index.js';
 import { DAY_MS } from '../query/dialects/index.js';
 import { filterSql } from '../query/filters.js';
-import { queryContext, type QueryContext } from '../query/context.js';
-import { CohortStore } from './store.js';
+import type { QueryContext, QueryContexts } from '../query/context.js';
+import type { DefinitionStore } from '../definitions/store.js';
 import type { CohortCriterion, CohortDefinition } from './schema.js';
 
 /**
@@ -87,32 +86,40 @@ function criterionCondition(c: CohortCriterion, col: string): string {
   return `${col} ${op} ${sqlInt(c.count)}`;
 }
 
-/** Canonical ids of the cohort defined by `def`, sorted. */
-export async function cohortMembers(deps: Deps, projectId: number, def: CohortDefinition, opts: { limit?: number; now?: number } = {}): Promise<string[]> {
-  const q = await queryContext(deps, projectId);
-  const sql = `${membershipSql(q, def, { now: opts.now ?? Date.now() })} ORDER BY cid${opts.limit !== undefined ? ` LIMIT ${sqlInt(opts.limit)}` : ''}`;
-  return (await deps.events.query<{ cid: string }>(sql)).map((r) => r.cid);
-}
-
-export async function cohortSize(deps: Deps, projectId: number, def: CohortDefinition, now = Date.now()): Promise<number> {
-  const q = await queryContext(deps, projectId);
-  const rows = await deps.events.query<{ n: number }>(`SELECT count(*) AS n FROM (${membershipSql(q, def, { now })}) m`);
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** The project a cohort belongs to (undefined when the cohort does not exist). */
-export async function cohortProjectId(deps: Deps, cohortId: number): Promise<number | undefined> {
-  return (await new CohortStore(deps.db).get(cohortId))?.project_id;
-}
-
 /**
- * Whether the identity `canonicalId` (a cluster's canonical id) belongs to the cohort now.
- * False when the cohort does not exist or belongs to another project.
+ * Membership questions the routes and remote flag evaluation ask, built once at start-up from the
+ * event store, the query contexts and the cohort store.
  */
-export async function isCohortMember(deps: Deps, projectId: number, cohortId: number, canonicalId: string): Promise<boolean> {
-  const cohort = await new CohortStore(deps.db).get(cohortId);
-  if (!cohort || cohort.project_id !== projectId) return false;
-  const q = await queryContext(deps, projectId);
-  const rows = await deps.events.query<{ cid: string }>(membershipSql(q, cohort.definition, { now: Date.now(), canonicalId }));
-  return rows.length > 0;
+export class CohortMembership {
+  constructor(private events: EventStore, private contexts: QueryContexts, private cohorts: DefinitionStore<CohortDefinition>) {}
+
+  /** Canonical ids of the cohort defined by `def`, sorted. */
+  async members(projectId: number, def: CohortDefinition, opts: { limit?: number; now?: number } = {}): Promise<string[]> {
+    const q = await this.contexts.forProject(projectId);
+    const sql = `${membershipSql(q, def, { now: opts.now ?? Date.now() })} ORDER BY cid${opts.limit !== undefined ? ` LIMIT ${sqlInt(opts.limit)}` : ''}`;
+    return (await this.events.query<{ cid: string }>(sql)).map((r) => r.cid);
+  }
+
+  async size(projectId: number, def: CohortDefinition, now = Date.now()): Promise<number> {
+    const q = await this.contexts.forProject(projectId);
+    const rows = await this.events.query<{ n: number }>(`SELECT count(*) AS n FROM (${membershipSql(q, def, { now })}) m`);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** The project a cohort belongs to (undefined when the cohort does not exist). */
+  async projectOf(cohortId: number): Promise<number | undefined> {
+    return (await this.cohorts.get(cohortId))?.project_id;
+  }
+
+  /**
+   * Whether the identity `canonicalId` (a cluster's canonical id) belongs to the cohort now.
+   * False when the cohort does not exist or belongs to another project.
+   */
+  async isMember(projectId: number, cohortId: number, canonicalId: string): Promise<boolean> {
+    const cohort = await this.cohorts.get(cohortId);
+    if (!cohort || cohort.project_id !== projectId) return false;
+    const q = await this.contexts.forProject(projectId);
+    const rows = await this.events.query<{ cid: string }>(membershipSql(q, cohort.definition, { now: Date.now(), canonicalId }));
+    return rows.length > 0;
+  }
 }

@@ -1,4 +1,3 @@
-import type { Context } from 'koa';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
@@ -7,22 +6,25 @@ import { notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { LIMITS } from '../limits.js';
 import { z } from 'zod';
-import { CohortStore, type CohortRow } from './store.js';
-import { cohortMembers, cohortSize } from './membership.js';
+import type { DefinitionRow, DefinitionStore } from '../definitions/store.js';
+import { scopedLoader } from '../definitions/load.js';
+import type { CohortMembership } from './membership.js';
 import {
   CohortMembersSchema, CohortPreviewSchema, CohortSchema, CreateCohortBody, PreviewBody, ProjectQuery, UpdateCohortBody,
+  type CohortDefinition,
 } from './schema.js';
 
-export function cohortRoutes(deps: Deps): RouteSpec[] {
-  const store = new CohortStore(deps.db);
-  const withSize = async (c: CohortRow) => ({ ...c, size: await cohortSize(deps, c.project_id, c.definition) });
+/** What the cohort routes are built from (once, at start-up). */
+export interface CohortDomain {
+  store: DefinitionStore<CohortDefinition>;
+  membership: CohortMembership;
+}
+
+export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain): RouteSpec[] {
+  const { store, membership } = domain;
+  const withSize = async (c: DefinitionRow<CohortDefinition>) => ({ ...c, size: await membership.size(c.project_id, c.definition) });
   /** A cohort by id; another organisation's (or a missing one) is 404. */
-  const load = async (ctx: Context, id: number) => {
-    const cohort = await store.get(id);
-    if (!cohort) throw notFound('cohort');
-    await loadProjectInScope(deps.projects, authOf(ctx), cohort.project_id).catch(() => { throw notFound('cohort'); });
-    return cohort;
-  };
+  const load = scopedLoader(deps.projects, store, 'cohort');
   return [
     route({
       method: 'get', path: '/api/cohorts', tag: 'Cohorts', auth: 'api', query: ProjectQuery, response: z.array(CohortSchema),
@@ -49,8 +51,8 @@ export function cohortRoutes(deps: Deps): RouteSpec[] {
         const project = await resolveProject(deps.projects, authOf(ctx), body.projectId ?? query.projectId);
         const now = Date.now();
         const [count, sample] = await Promise.all([
-          cohortSize(deps, project.id, body.definition, now),
-          cohortMembers(deps, project.id, body.definition, { limit: LIMITS.cohortPreviewSample, now }),
+          membership.size(project.id, body.definition, now),
+          membership.members(project.id, body.definition, { limit: LIMITS.cohortPreviewSample, now }),
         ]);
         return { count, sample };
       },
@@ -85,7 +87,7 @@ export function cohortRoutes(deps: Deps): RouteSpec[] {
       summary: "The cohort's members now (canonical ids, sorted)",
       handler: async ({ ctx, params }) => {
         const cohort = await load(ctx, params.id);
-        return { members: await cohortMembers(deps, cohort.project_id, cohort.definition) };
+        return { members: await membership.members(cohort.project_id, cohort.definition) };
       },
     }),
   ];

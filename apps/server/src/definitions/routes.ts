@@ -1,14 +1,14 @@
-import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { resolveProject } from '../auth/project-scope.js';
+import { badRequest, conflict } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { formulaRefs, parseFormula } from '../query/formula.js';
 import { ALL_EVENTS } from '../query/filters.js';
-import { DefinitionStore, type DefinitionRow, type DefinitionTable } from './store.js';
+import type { DefinitionRow, DefinitionStore, DefinitionStores, DefinitionTable } from './store.js';
+import { scopedLoader } from './load.js';
 import {
   CalculatedMetricSchema, CreateDerivedEventBody, CreateMetricBody, DerivedEventSchema, UpdateDerivedEventBody, UpdateMetricBody,
   type CalculatedMetricDefinition, type DerivedEventDefinition,
@@ -34,15 +34,8 @@ const flatten = <T extends object>(r: DefinitionRow<T>) => {
   return { ...rest, ...definition };
 };
 
-export function definitionRoutes(deps: Deps): RouteSpec[] {
-  const events = new DefinitionStore<DerivedEventDefinition>(deps.db, 'derived_events');
-  const metrics = new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics');
-  const load = async <T>(ctx: Context, store: DefinitionStore<T>, id: number) => {
-    const row = await store.get(id);
-    if (!row) throw notFound('definition');
-    await loadProjectInScope(deps.projects, authOf(ctx), row.project_id).catch(() => { throw notFound('definition'); });
-    return row;
-  };
+export function definitionRoutes(deps: Pick<Deps, 'projects'>, stores: DefinitionStores): RouteSpec[] {
+  const { derivedEvents: events, metrics } = stores;
   const nameFree = async (projectId: number, name: string, exceptId?: number) => {
     if (name === ALL_EVENTS) throw badRequest('name: $all_events is reserved');
     const other = await events.byName(projectId, name);
@@ -52,50 +45,53 @@ export function definitionRoutes(deps: Deps): RouteSpec[] {
     table: DefinitionTable, base: string, store: DefinitionStore<T>, schema: z.ZodType, createBody: z.ZodType<any>, updateBody: z.ZodType<any>,
     split: (body: any) => { definition?: T; name?: string; description?: string | null },
     check: (projectId: number, def: T, name: string, id?: number) => Promise<void>,
-  ): RouteSpec[] => [
-    route({
-      method: 'get', path: base, tag: 'Definitions', auth: 'api', query: ProjectQuery, response: z.array(schema), summary: `List ${table.replace('_', ' ')}`,
-      handler: async ({ ctx, query }) => {
-        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return (await store.list(project.id)).map(flatten);
-      },
-    }),
-    route({
-      method: 'post', path: base, tag: 'Definitions', auth: 'api', query: ProjectQuery, body: createBody, response: schema, status: 201, summary: `Create (member)`,
-      handler: async ({ ctx, query, body }) => {
-        const auth = requireRole(ctx, 'member');
-        const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
-        const { definition, name, description } = split(body);
-        await check(project.id, definition!, name!);
-        return flatten(await store.create({ projectId: project.id, createdBy: actorUserId(auth), name: name!, description: description ?? null, definition: definition! }));
-      },
-    }),
-    route({
-      method: 'get', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, response: schema, summary: 'One definition',
-      handler: async ({ ctx, params }) => flatten(await load(ctx, store, params.id)),
-    }),
-    route({
-      method: 'put', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, body: updateBody, response: schema, summary: 'Update (member)',
-      handler: async ({ ctx, params, body }) => {
-        const row = await load(ctx, store, params.id);
-        requireRole(ctx, 'member');
-        const patch = split(body);
-        const definition = { ...row.definition, ...(patch.definition ?? {}) } as T;
-        await check(row.project_id, definition, patch.name ?? row.name, row.id);
-        await store.update(row.id, { name: patch.name, description: patch.description, definition });
-        return flatten((await store.get(row.id))!);
-      },
-    }),
-    route({
-      method: 'delete', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, summary: 'Delete (member)',
-      handler: async ({ ctx, params }) => {
-        const row = await load(ctx, store, params.id);
-        requireRole(ctx, 'member');
-        await store.delete(row.id);
-        return { ok: true };
-      },
-    }),
-  ];
+  ): RouteSpec[] => {
+    const load = scopedLoader(deps.projects, store, 'definition');
+    return [
+      route({
+        method: 'get', path: base, tag: 'Definitions', auth: 'api', query: ProjectQuery, response: z.array(schema), summary: `List ${table.replace('_', ' ')}`,
+        handler: async ({ ctx, query }) => {
+          const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
+          return (await store.list(project.id)).map(flatten);
+        },
+      }),
+      route({
+        method: 'post', path: base, tag: 'Definitions', auth: 'api', query: ProjectQuery, body: createBody, response: schema, status: 201, summary: `Create (member)`,
+        handler: async ({ ctx, query, body }) => {
+          const auth = requireRole(ctx, 'member');
+          const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
+          const { definition, name, description } = split(body);
+          await check(project.id, definition!, name!);
+          return flatten(await store.create({ projectId: project.id, createdBy: actorUserId(auth), name: name!, description: description ?? null, definition: definition! }));
+        },
+      }),
+      route({
+        method: 'get', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, response: schema, summary: 'One definition',
+        handler: async ({ ctx, params }) => flatten(await load(ctx, params.id)),
+      }),
+      route({
+        method: 'put', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, body: updateBody, response: schema, summary: 'Update (member)',
+        handler: async ({ ctx, params, body }) => {
+          const row = await load(ctx, params.id);
+          requireRole(ctx, 'member');
+          const patch = split(body);
+          const definition = { ...row.definition, ...(patch.definition ?? {}) } as T;
+          await check(row.project_id, definition, patch.name ?? row.name, row.id);
+          await store.update(row.id, { name: patch.name, description: patch.description, definition });
+          return flatten((await store.get(row.id))!);
+        },
+      }),
+      route({
+        method: 'delete', path: `${base}/{id}`, tag: 'Definitions', auth: 'api', params: IdParams, summary: 'Delete (member)',
+        handler: async ({ ctx, params }) => {
+          const row = await load(ctx, params.id);
+          requireRole(ctx, 'member');
+          await store.delete(row.id);
+          return { ok: true };
+        },
+      }),
+    ];
+  };
   return [
     ...crud<DerivedEventDefinition>('derived_events', '/api/definitions/events', events, DerivedEventSchema, CreateDerivedEventBody, UpdateDerivedEventBody,
       (b) => ({ name: b.name, description: b.description, definition: b.sources ? { sources: b.sources } : undefined }),

@@ -13,7 +13,7 @@ import { IdParams } from '../projects/schema.js';
 import type { Project } from '../projects/store.js';
 import { FlagStore, type Actor } from './store.js';
 import { RemoteEvaluator } from './evaluator.js';
-import { cohortChecker, type CohortChecker } from './cohorts.js';
+import type { CohortChecker } from './cohorts.js';
 import {
   CreateFlagBody,
   EvaluateBody,
@@ -56,9 +56,8 @@ function etagMatches(header: string | undefined, etag: string): boolean {
   });
 }
 
-export function flagRoutes(deps: Deps): RouteSpec[] {
+export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
   const store = new FlagStore(deps.db);
-  const cohorts = cohortChecker(deps);
   const evaluator = new RemoteEvaluator(deps.db, cohorts);
 
   /** A flag by id, reachable by the caller (another organisation's flag is 404), with its project. */

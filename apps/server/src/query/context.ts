@@ -1,7 +1,7 @@
-import type { Deps } from '../deps.js';
+import type { EventDialect } from '../ports/events/index.js';
 import { dialectFor, type Dialect } from './dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
-import { DefinitionStore } from '../definitions/store.js';
+import type { DefinitionStore } from '../definitions/store.js';
 import type { DerivedEventDefinition } from '../definitions/schema.js';
 
 /** What a compiler runs with: the engine's dialect and the project's event-name resolver. */
@@ -11,9 +11,17 @@ export interface QueryContext {
   events: EventMatcher;
 }
 
-export async function queryContext(deps: Deps, projectId: number): Promise<QueryContext> {
-  const d = dialectFor(deps.events.dialect);
-  const rows = await new DefinitionStore<DerivedEventDefinition>(deps.db, 'derived_events').list(projectId);
-  const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
-  return { d, projectId, events: new EventMatcher(d, derived) };
+/** Builds a project's query context (its derived events read per query, so edits apply at once). */
+export class QueryContexts {
+  private d: Dialect;
+
+  constructor(dialect: EventDialect, private derivedEvents: DefinitionStore<DerivedEventDefinition>) {
+    this.d = dialectFor(dialect);
+  }
+
+  async forProject(projectId: number): Promise<QueryContext> {
+    const rows = await this.derivedEvents.list(projectId);
+    const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
+    return { d: this.d, projectId, events: new EventMatcher(this.d, derived) };
+  }
 }

@@ -1,13 +1,14 @@
-import type { Context } from 'koa';
+import type { ZodType } from 'zod';
 import type { Deps } from '../deps.js';
+import type { EventStore } from '../ports/events/index.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { notFound } from '../http/errors.js';
-import { DefinitionStore } from '../definitions/store.js';
+import type { DefinitionStore } from '../definitions/store.js';
 import type { CalculatedMetricDefinition } from '../definitions/schema.js';
-import { queryContext } from './context.js';
-import { dateRange } from './range.js';
+import type { QueryContext, QueryContexts } from './context.js';
+import { dateRange, type DateRange } from './range.js';
 import { runSegmentation } from './segmentation.js';
 import { runFunnel } from './funnel.js';
 import { runRetention } from './retention.js';
@@ -20,63 +21,71 @@ import {
   RetentionResultSchema, SegmentationQuerySchema, SegmentationResultSchema, SessionsQuerySchema, SessionsResultSchema,
 } from './schema.js';
 
+/** What the analysis routes are built from (once, at start-up). */
+export interface QueryDomain {
+  events: EventStore;
+  contexts: QueryContexts;
+  metrics: DefinitionStore<CalculatedMetricDefinition>;
+}
+
+/** One analysis: its path, schemas and how it runs once the range, project and context are known. */
+interface Analysis<B> {
+  path: string;
+  body: ZodType<B>;
+  response: ZodType;
+  summary: string;
+  run: (q: QueryContext, body: B, range: DateRange) => Promise<unknown>;
+}
+
+const analysis = <B>(a: Analysis<B>) => a as Analysis<unknown>;
+
 /** The v0 analysis endpoints: every role may query; `projectId` in the body. */
-export function queryRoutes(deps: Deps): RouteSpec[] {
-  const prepare = async (ctx: Context, body: { projectId?: unknown; from: unknown; to: unknown }) => {
-    const range = dateRange(body.from, body.to, deps.config.maxQueryRangeDays);
-    const project = await resolveProject(deps.projects, authOf(ctx), body.projectId);
-    return { range, q: await queryContext(deps, project.id), project };
-  };
-  return [
-    route({
-      method: 'post', path: '/api/query/segmentation', tag: 'Query', auth: 'api', body: SegmentationQuerySchema, response: SegmentationResultSchema,
+export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db'>, domain: QueryDomain): RouteSpec[] {
+  const { events, contexts, metrics } = domain;
+  const { db } = deps;
+  const analyses: Analysis<unknown>[] = [
+    analysis({
+      path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema,
       summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property',
-      handler: async ({ ctx, body }) => {
-        const { range, q, project } = await prepare(ctx, body);
-        return { ...(await runSegmentation(deps.events, q, body, range)), annotations: await annotationsInRange(deps.db, project.id, range) };
-      },
+      run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range)), annotations: await annotationsInRange(db, q.projectId, range) }),
     }),
-    route({
-      method: 'post', path: '/api/query/funnel', tag: 'Query', auth: 'api', body: FunnelQuerySchema, response: FunnelResultSchema,
+    analysis({
+      path: 'funnel', body: FunnelQuerySchema, response: FunnelResultSchema,
       summary: 'Ordered conversion through 2-10 steps within a window from step 0',
-      handler: async ({ ctx, body }) => {
-        const { range, q } = await prepare(ctx, body);
-        return runFunnel(deps.events, q, body, range);
-      },
+      run: (q, body, range) => runFunnel(events, q, body, range),
     }),
-    route({
-      method: 'post', path: '/api/query/retention', tag: 'Query', auth: 'api', body: RetentionQuerySchema, response: RetentionResultSchema,
+    analysis({
+      path: 'retention', body: RetentionQuerySchema, response: RetentionResultSchema,
       summary: 'Cohorts by birth bucket and how many return in each following bucket',
-      handler: async ({ ctx, body }) => {
-        const { range, q } = await prepare(ctx, body);
-        return runRetention(deps.events, q, body, range);
-      },
+      run: (q, body, range) => runRetention(events, q, body, range),
     }),
-    route({
-      method: 'post', path: '/api/query/flows', tag: 'Query', auth: 'api', body: FlowsQuerySchema, response: FlowsResultSchema,
+    analysis({
+      path: 'flows', body: FlowsQuerySchema, response: FlowsResultSchema,
       summary: 'Most common paths after or before an anchor event',
-      handler: async ({ ctx, body }) => {
-        const { range, q } = await prepare(ctx, body);
-        return runFlows(deps.events, q, body, range);
-      },
+      run: (q, body, range) => runFlows(events, q, body, range),
     }),
-    route({
-      method: 'post', path: '/api/query/sessions', tag: 'Query', auth: 'api', body: SessionsQuerySchema, response: SessionsResultSchema,
+    analysis({
+      path: 'sessions', body: SessionsQuerySchema, response: SessionsResultSchema,
       summary: 'Sessions (30-minute inactivity) per bucket with their average duration',
-      handler: async ({ ctx, body }) => {
-        const { range, q } = await prepare(ctx, body);
-        return runSessions(deps.events, q, body.unit, range);
-      },
+      run: (q, body, range) => runSessions(events, q, body.unit, range),
     }),
-    route({
-      method: 'post', path: '/api/query/metric', tag: 'Query', auth: 'api', body: MetricQuerySchema, response: SegmentationResultSchema,
+    analysis({
+      path: 'metric', body: MetricQuerySchema, response: SegmentationResultSchema,
       summary: 'Runs a calculated metric over buckets (SegmentationResult shape)',
-      handler: async ({ ctx, body }) => {
-        const { range, q, project } = await prepare(ctx, body);
-        const metric = await new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics').get(body.definitionId);
-        if (!metric || metric.project_id !== project.id) throw notFound('metric');
-        return runMetric(deps.events, q, metric.name, metric.definition, body.unit, range);
+      run: async (q, body, range) => {
+        const metric = await metrics.get(body.definitionId);
+        if (!metric || metric.project_id !== q.projectId) throw notFound('metric');
+        return runMetric(events, q, metric.name, metric.definition, body.unit, range);
       },
     }),
   ];
+  return analyses.map((a) => route({
+    method: 'post', path: `/api/query/${a.path}`, tag: 'Query', auth: 'api', body: a.body, response: a.response, summary: a.summary,
+    handler: async ({ ctx, body }) => {
+      const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
+      const range = dateRange(from, to, deps.config.maxQueryRangeDays);
+      const project = await resolveProject(deps.projects, authOf(ctx), projectId);
+      return a.run(await contexts.forProject(project.id), body, range);
+    },
+  }));
 }

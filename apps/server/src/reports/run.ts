@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 import { badRequest, notFound } from '../http/errors.js';
-import { queryContext } from '../query/context.js';
+import { analysesOf } from '../query/analyses.js';
 import { dateRange } from '../query/range.js';
 import { runSegmentation } from '../query/segmentation.js';
 import { runFunnel } from '../query/funnel.js';
@@ -8,8 +8,6 @@ import { runRetention } from '../query/retention.js';
 import { runFlows } from '../query/flows.js';
 import { runMetric } from '../query/metric.js';
 import type { PropertyFilter } from '../query/schema.js';
-import { DefinitionStore } from '../definitions/store.js';
-import type { CalculatedMetricDefinition } from '../definitions/schema.js';
 import { annotationsInRange } from '../annotations/store.js';
 import { LIMITS } from '../limits.js';
 import { isIrDocument, V0_SCHEMAS } from './query.js';
@@ -57,7 +55,8 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
   if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
   const spec = parsed.data;
   const range = dateRange(spec.from, spec.to, deps.config.maxQueryRangeDays);
-  const q = await queryContext(deps, report.project_id);
+  const { contexts, definitions } = analysesOf(deps);
+  const q = await contexts.forProject(report.project_id);
   switch (report.type) {
     case 'segmentation': {
       const [result, annotations] = await Promise.all([runSegmentation(deps.events, q, spec, range), annotationsInRange(deps.db, report.project_id, range)]);
@@ -67,7 +66,7 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
     case 'retention': return { result: await runRetention(deps.events, q, spec, range), warnings };
     case 'flows': return { result: await runFlows(deps.events, q, spec, range), warnings };
     case 'metric': {
-      const metric = await new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics').get(spec.definitionId);
+      const metric = await definitions.metrics.get(spec.definitionId);
       if (!metric || metric.project_id !== report.project_id) throw notFound('metric');
       const [result, annotations] = await Promise.all([
         runMetric(deps.events, q, metric.name, metric.definition, spec.unit, range), annotationsInRange(deps.db, report.project_id, range),
