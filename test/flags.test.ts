@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import type { Client } from './support/http.js';
-import { bucket, evaluateFlag, pickVariant } from '../apps/server/src/flags/bucketing.js';
+import { bucket, evaluateFlag, pickVariant } from '../apps/flag-evaluation/src/index.js';
 import { isPostgres } from '../apps/server/src/ports/metadata/knex.js';
 import { DefinitionStore } from '../apps/server/src/definitions/store.js';
 import type { CohortDefinition } from '../apps/server/src/cohorts/schema.js';

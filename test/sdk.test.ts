@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { OpenFeature, ErrorCode, StandardResolutionReasons } from '@openfeature/server-sdk';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
@@ -20,6 +24,36 @@ describe('SDK bucketing vectors', () => {
       const r = evaluateFlag({ key: v.flagKey, active: true, variants: v.variants, rules: [{ rolloutPct: v.rolloutPct }] }, { bucketingId: v.id, overrideIds: [v.id] });
       assert.equal(r.enabled, v.inRollout);
       assert.equal(r.variant, v.inRollout ? v.variant : null);
+    }
+  });
+});
+
+describe('SDK package build', () => {
+  it('builds alone and runs from its dist with @tally-analytics/flag-evaluation as a dependency', function () {
+    this.timeout(120_000);
+    const apps = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../apps');
+    const work = mkdtempSync(path.join(tmpdir(), 'sdk-build-'));
+    try {
+      // Copies, so the build writes nothing into the source tree.
+      for (const pkg of ['sdk', 'flag-evaluation']) {
+        cpSync(path.join(apps, pkg), path.join(work, 'apps', pkg), { recursive: true, filter: (f) => !f.includes(`${path.sep}dist`) });
+      }
+      cpSync(path.join(apps, '../tsconfig.json'), path.join(work, 'tsconfig.json'));
+      symlinkSync(path.join(apps, '../node_modules'), path.join(work, 'node_modules')); // the compiler's @types/node
+      const tsc = path.join(apps, '../node_modules/typescript/bin/tsc');
+      execFileSync(process.execPath, [tsc, '-b', path.join(work, 'apps/sdk/tsconfig.build.json')], { stdio: 'pipe' });
+      // Installed the way npm would lay the two packages out.
+      const modules = path.join(work, 'consumer/node_modules/@tally-analytics');
+      cpSync(path.join(work, 'apps/sdk'), path.join(modules, 'node'), { recursive: true });
+      cpSync(path.join(work, 'apps/flag-evaluation'), path.join(modules, 'flag-evaluation'), { recursive: true });
+      const v = vectors.vectors[0];
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', `
+        import { bucket, Tally } from '@tally-analytics/node';
+        console.log(JSON.stringify({ tally: typeof Tally, bucket: bucket(${JSON.stringify(`${v.flagKey}.${v.id}`)}) }));
+      `], { cwd: path.join(work, 'consumer'), encoding: 'utf8' });
+      assert.deepEqual(JSON.parse(out), { tally: 'function', bucket: v.bucket });
+    } finally {
+      rmSync(work, { recursive: true, force: true });
     }
   });
 });

@@ -1,17 +1,7 @@
-import { evaluateFlag, type FlagResult, type FlagRuleDef, type FlagVariantDef } from '../../server/src/flags/bucketing.js';
+import { evaluateFlag, type FlagDefinition, type FlagResult } from '@tally-analytics/flag-evaluation';
 import { TallyHttpError, type Transport } from './transport.js';
 
-export type { FlagResult } from '../../server/src/flags/bucketing.js';
-
-/** A FlagDefinition as served by `GET /flags/local-evaluation`. */
-export interface FlagDefinition {
-  key: string;
-  name: string;
-  active: boolean;
-  variants: FlagVariantDef[];
-  rules: FlagRuleDef[];
-  localEvaluable: boolean;
-}
+export type { FlagDefinition, FlagResult } from '@tally-analytics/flag-evaluation';
 
 /** A flag result and where it was computed. */
 export interface EvaluatedFlag extends FlagResult {

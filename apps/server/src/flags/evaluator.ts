@@ -1,13 +1,13 @@
 import { IdentityStore } from '../identity/store.js';
 import type { Db } from '../ports/metadata/knex.js';
-import { evaluateFlag, notFoundResult, type FlagResult } from './bucketing.js';
+import { evaluateFlag, notFoundResult, type FlagResult } from '../../../flag-evaluation/src/index.js';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
 
 /**
  * Remote evaluation (POST /flags/evaluate and the preview route): resolves the identity's
  * canonical id (rollout, variants and cohorts use it; overrides match it and the raw id), checks
- * the cohorts the flags reference once each, then runs the shared evaluator of bucketing.ts.
+ * the cohorts the flags reference once each, then runs the shared evaluator (@tally-analytics/flag-evaluation).
  */
 export class RemoteEvaluator {
   private identity: IdentityStore;

@@ -3,7 +3,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import { isPostgres, nowMs } from '../ports/metadata/knex.js';
 import { conflict, badRequest, notFound } from '../http/errors.js';
 import { LIMITS } from '../limits.js';
-import { isLocallyEvaluable } from './bucketing.js';
+import { toFlagDefinition } from '../../../flag-evaluation/src/index.js';
 import {
   flagConsistencyError,
   type FeatureFlag,
@@ -272,15 +272,7 @@ export class FlagStore {
     if (cached && now - cached.loadedAt < this.liveTtlMs) return cached;
     const generation = this.generation;
     const list = await this.list(projectId, false);
-    const definitions = list.map((f) => ({
-      key: f.key,
-      name: f.name,
-      active: f.active,
-      variants: f.variants,
-      rules: f.rules,
-      localEvaluable: isLocallyEvaluable(f),
-    }));
-    const definitionsJson = JSON.stringify({ flags: definitions });
+    const definitionsJson = JSON.stringify({ flags: list.map(toFlagDefinition) });
     const etag = `"${createHash('sha1').update(definitionsJson).digest('base64url')}"`;
     const entry: LiveFlags = { byKey: new Map(list.map((f) => [f.key, f])), list, definitionsJson, etag, loadedAt: now };
     // Only keep what was loaded if no write invalidated the project meanwhile.

@@ -1,7 +1,8 @@
 /**
- * THE bucketing and rule-evaluation implementation, shared by the server (remote evaluation,
- * preview) and the Node SDK (local evaluation). It must stay free of server imports: the SDK
- * compiles this file as is. Other SDKs prove they agree with `test/vectors/flag-bucketing.json`.
+ * `@tally-analytics/flag-evaluation`: THE bucketing and rule-evaluation implementation, imported
+ * by the server (remote evaluation, preview, the local-evaluation definitions) and by the Node SDK
+ * (local evaluation, a dependency of its package). It depends on nothing but `node:crypto`.
+ * Other SDKs prove they agree with `test/vectors/flag-bucketing.json`.
  *
  * product.md: bucket(s) = first 13 hex digits of SHA-1(UTF-8 s) / 2^52, in [0, 1).
  * Rollout: bucket("<flag_key>.<id>") < rolloutPct / 100.
@@ -118,3 +119,23 @@ export function evaluateFlag(flag: FlagConfig, who: EvaluationIdentity): FlagRes
 /** True when no rule needs server-side state (cohorts): the SDK may evaluate the flag in process. */
 export const isLocallyEvaluable = (flag: { rules: FlagRuleDef[] }) =>
   flag.rules.every((r) => r.cohortId === undefined || r.cohortId === null);
+
+/** A FlagDefinition as served by `GET /flags/local-evaluation` and evaluated by SDKs in process. */
+export interface FlagDefinition {
+  key: string;
+  name: string;
+  active: boolean;
+  variants: FlagVariantDef[];
+  rules: FlagRuleDef[];
+  localEvaluable: boolean;
+}
+
+/** The definition of a flag (a FeatureFlag has more fields; only these are served). */
+export const toFlagDefinition = (f: FlagConfig & { name: string }): FlagDefinition => ({
+  key: f.key,
+  name: f.name,
+  active: f.active,
+  variants: f.variants,
+  rules: f.rules,
+  localEvaluable: isLocallyEvaluable(f),
+});
