@@ -43,32 +43,13 @@ const analysis = <B>(a: Analysis<B>) => a as Analysis<unknown>;
 export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db'>, domain: QueryDomain): RouteSpec[] {
   const { events, contexts, metrics } = domain;
   const { db } = deps;
+  // One line per analysis: path, request and response schemas, OpenAPI summary, how it runs.
   const analyses: Analysis<unknown>[] = [
-    analysis({
-      path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema,
-      summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property',
-      run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range)), annotations: await annotationsInRange(db, q.projectId, range) }),
-    }),
-    analysis({
-      path: 'funnel', body: FunnelQuerySchema, response: FunnelResultSchema,
-      summary: 'Ordered conversion through 2-10 steps within a window from step 0',
-      run: (q, body, range) => runFunnel(events, q, body, range),
-    }),
-    analysis({
-      path: 'retention', body: RetentionQuerySchema, response: RetentionResultSchema,
-      summary: 'Cohorts by birth bucket and how many return in each following bucket',
-      run: (q, body, range) => runRetention(events, q, body, range),
-    }),
-    analysis({
-      path: 'flows', body: FlowsQuerySchema, response: FlowsResultSchema,
-      summary: 'Most common paths after or before an anchor event',
-      run: (q, body, range) => runFlows(events, q, body, range),
-    }),
-    analysis({
-      path: 'sessions', body: SessionsQuerySchema, response: SessionsResultSchema,
-      summary: 'Sessions (30-minute inactivity) per bucket with their average duration',
-      run: (q, body, range) => runSessions(events, q, body.unit, range),
-    }),
+    analysis({ path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema, summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property', run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range)), annotations: await annotationsInRange(db, q.projectId, range) }) }),
+    analysis({ path: 'funnel', body: FunnelQuerySchema, response: FunnelResultSchema, summary: 'Ordered conversion through 2-10 steps within a window from step 0', run: (q, body, range) => runFunnel(events, q, body, range) }),
+    analysis({ path: 'retention', body: RetentionQuerySchema, response: RetentionResultSchema, summary: 'Cohorts by birth bucket and how many return in each following bucket', run: (q, body, range) => runRetention(events, q, body, range) }),
+    analysis({ path: 'flows', body: FlowsQuerySchema, response: FlowsResultSchema, summary: 'Most common paths after or before an anchor event', run: (q, body, range) => runFlows(events, q, body, range) }),
+    analysis({ path: 'sessions', body: SessionsQuerySchema, response: SessionsResultSchema, summary: 'Sessions (30-minute inactivity) per bucket with their average duration', run: (q, body, range) => runSessions(events, q, body.unit, range) }),
     analysis({
       path: 'metric', body: MetricQuerySchema, response: SegmentationResultSchema,
       summary: 'Runs a calculated metric over buckets (SegmentationResult shape)',
