@@ -1,11 +1,38 @@
-# One image, three roles: `api`, `worker`, `operator` (first argument).
-FROM node:20-bookworm-slim
+# syntax=docker/dockerfile:1
+# One image, three roles: `api`, `worker`, `operator` (first argument; `all` runs API + worker on
+# the embedded stores). TypeScript is compiled in the build stage; the runtime runs plain `node`
+# on the output with production dependencies only, as the unprivileged `node` user (uid 1000).
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# Dependencies for the compiler, and native builds (better-sqlite3 compiles when no prebuilt binary fits).
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY apps ./apps
+COPY operator ./operator
+RUN npm run build
+
+# Production dependencies only (same lock file, nothing resolved anew).
+FROM ${NODE_IMAGE} AS prod-deps
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm install --no-save tsx
-COPY apps ./apps
-COPY tsconfig.json ./
-ENV NODE_ENV=production DATA_DIR=/data
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production DATA_DIR=/var/lib/tally PORT=8080
+WORKDIR /app
+COPY --from=prod-deps --chown=root:root /app/node_modules ./node_modules
+COPY --chown=root:root package.json ./
+# dist/apps -> /app/apps so relative paths (../../../package.json) resolve as in the source tree.
+COPY --from=build --chown=root:root /src/dist/apps ./apps
+COPY --from=build --chown=root:root /src/dist/operator ./operator
+RUN mkdir -p /var/lib/tally && chown node:node /var/lib/tally
+USER node
 EXPOSE 8080
-ENTRYPOINT ["npx", "tsx", "apps/server/src/main.ts"]
+ENTRYPOINT ["node", "--enable-source-maps", "apps/server/src/main.js"]
 CMD ["all"]

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './support/chart.js';
+
+/**
+ * The image's inputs: a lock file `npm ci` accepts on every platform, declared install scripts,
+ * and a Dockerfile that runs compiled JavaScript with production dependencies as a non-root user.
+ * (Building the image needs a registry for the base image; docs/deploy.md says how it was checked.)
+ */
+
+const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'));
+const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8'));
+const packages = lock.packages as Record<string, { version?: string; optionalDependencies?: Record<string, string>; hasInstallScript?: boolean; dev?: boolean }>;
+const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+
+describe('image inputs (Dockerfile, package-lock.json)', () => {
+  it("the lock file lists every platform's optional packages (npm ci refuses a lock that misses one)", () => {
+    const missing: string[] = [];
+    for (const [path, entry] of Object.entries(packages)) {
+      for (const name of Object.keys(entry.optionalDependencies ?? {})) {
+        // Node resolves from the nearest node_modules up the tree.
+        const candidates: string[] = [];
+        for (let dir = path; ; dir = dir.includes('/node_modules/') ? dir.slice(0, dir.lastIndexOf('/node_modules/')) : '') {
+          candidates.push(`${dir ? dir + '/' : ''}node_modules/${name}`);
+          if (!dir) break;
+        }
+        if (!candidates.some((c) => packages[c])) missing.push(`${path || '(root)'} -> ${name}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+    const duckdb = Object.keys(packages).filter((p) => p.startsWith('node_modules/@duckdb/node-bindings-'));
+    assert.ok(duckdb.length >= 6, `DuckDB bindings in the lock: ${duckdb.join(', ')}`);
+  });
+
+  it('every dependency with an install script is declared in allowScripts', () => {
+    const withScripts = [...new Set(Object.entries(packages).filter(([, e]) => e.hasInstallScript).map(([p]) => p.slice(p.lastIndexOf('node_modules/') + 'node_modules/'.length)))];
+    assert.ok(withScripts.length > 0);
+    for (const name of withScripts) assert.equal(typeof pkg.allowScripts?.[name], 'boolean', `${name} has an install script but no allowScripts entry`);
+  });
+
+  it('tsx is a development dependency only; the image runs node on the compiled output', () => {
+    assert.equal(pkg.dependencies.tsx, undefined);
+    assert.ok(pkg.devDependencies.tsx);
+    assert.match(pkg.scripts.build, /tsconfig\.build\.json/);
+    assert.match(dockerfile, /ENTRYPOINT \["node", [^\]]*"apps\/server\/src\/main\.js"\]/);
+    assert.doesNotMatch(dockerfile, /tsx/);
+  });
+
+  it('the runtime stage: npm ci --omit=dev, NODE_ENV=production, a non-root user', () => {
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const runtime = stages[stages.length - 1]!;
+    assert.match(dockerfile, /npm ci --omit=dev/);
+    assert.doesNotMatch(dockerfile, /npm install/);
+    assert.match(runtime, /NODE_ENV=production/);
+    assert.match(runtime, /^USER (node|\d+)/m);
+    assert.doesNotMatch(runtime, /^USER root/m);
+  });
+});
