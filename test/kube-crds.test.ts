@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition';
 import { CRD_DIR, driftedCrds, renderCrds } from '../scripts/generate-crds.js';
-import { FeatureFlagSpecSchema, KINDS, ProjectSpecSchema } from '../operator/src/resources/index.js';
+import fc from 'fast-check';
+import { FeatureFlagSpecSchema, FlagSecretSpecSchema, KINDS, ProjectSpecSchema } from '../operator/src/resources/index.js';
+import { admit } from './support/kube/schema.js';
 
 async function committed(name: string): Promise<any> {
   return parse(await readFile(join(CRD_DIR, name), 'utf8'));
@@ -82,5 +84,118 @@ describe('CRDs (crds/)', () => {
       FeatureFlagSpecSchema.safeParse({ key: 'k', name: 'x', projectRef: { name: 'shop' }, rules: [{ rolloutPct: 101 }] }).success,
       false,
     );
+  });
+
+  describe('admission by the CRD schema agrees with the zod schema (fast-check)', () => {
+    const files = renderCrds();
+    const schemas = new Map<string, any>();
+    const schemaOf = (file: string) => {
+      if (!schemas.has(file)) schemas.set(file, parse(files[file]).spec.versions[0].schema.openAPIV3Schema);
+      return schemas.get(file);
+    };
+    /** Admitted as kubectl sends it (fieldValidation=Strict: an unknown field is a refusal). */
+    const admitted = (file: string, kind: string, spec: unknown) => {
+      const result = admit(schemaOf(file), { apiVersion: 'analytics.tally.dev/v1', kind, metadata: { name: 'x' }, spec });
+      return result.causes.length === 0 && result.pruned.length === 0;
+    };
+    // Mostly valid values (up to every bound), one time in nine past a bound or of the wrong type.
+    const w = <T, U>(valid: fc.Arbitrary<T>, wrong: fc.Arbitrary<U>) => fc.oneof({ arbitrary: valid, weight: 8 }, { arbitrary: wrong, weight: 1 });
+    const pct = w(fc.integer({ min: 0, max: 100 }), fc.constantFrom(-1, 101, 50.5, '50', null));
+    const variant = fc.record(
+      { key: w(fc.constantFrom('on', 'off', 'x'.repeat(200)), fc.constantFrom('', 'x'.repeat(201), 3)), rolloutPct: pct, payload: fc.jsonValue({ maxDepth: 2 }) },
+      { requiredKeys: ['key', 'rolloutPct'] },
+    );
+    const ids = w(
+      fc.oneof(fc.array(fc.constantFrom('u1', 'x'.repeat(255)), { maxLength: 3 }), fc.array(fc.constant('u'), { minLength: 50, maxLength: 50 })),
+      fc.oneof(fc.array(fc.constant('u'), { minLength: 51, maxLength: 51 }), fc.constant(['']), fc.constant(['x'.repeat(256)]), fc.constant([7])),
+    );
+    const rule = fc.record(
+      {
+        rolloutPct: pct,
+        cohortId: w(fc.constantFrom(1, 3, Number.MAX_SAFE_INTEGER), fc.constantFrom(0, -1, 1.5, '3')),
+        distinctIds: ids,
+        variant: w(fc.constantFrom('on', 'x'), fc.constant(7)),
+      },
+      { requiredKeys: ['rolloutPct'] },
+    );
+    const list = <T>(item: fc.Arbitrary<T>) => w(fc.oneof(fc.array(item, { maxLength: 3 }), fc.array(item, { minLength: 10, maxLength: 10 })), fc.oneof(fc.array(item, { minLength: 11, maxLength: 11 }), fc.constant('none')));
+    const ref = w(fc.record({ name: fc.constantFrom('shop', 'a.b-c', 'x'.repeat(253)) }), fc.constantFrom({ name: 'Bad_Name' }, { name: '' }, {}, 'shop'));
+    const policy = w(fc.constantFrom('Retain', 'Delete'), fc.constantFrom('Keep', 3));
+    /** Drops a required member now and then, adds an unknown one now and then. */
+    const reshape = (required: string[]) => (s: Record<string, unknown>, r: number) => {
+      const out = { ...s };
+      if (r % 23 === 0) delete out[required[r % required.length]];
+      if (r % 29 === 1) out.color = 'blue';
+      return out;
+    };
+    it('FeatureFlag spec', () => {
+      const spec = fc
+        .tuple(
+          fc.record(
+            {
+              key: w(fc.constantFrom('k', 'new-checkout', 'a_1', 'x'.repeat(200)), fc.constantFrom('', 'Bad Key', '-lead', 'x'.repeat(201), 7, null)),
+              name: w(fc.constantFrom('N', 'New checkout', 'x'.repeat(500)), fc.constantFrom('', 'x'.repeat(501), 5, null)),
+              description: w(fc.constantFrom(null, '', 'd'), fc.constantFrom(7, 'x'.repeat(10_001))),
+              active: w(fc.boolean(), fc.constant('yes')),
+              type: w(fc.constantFrom('release', 'kill_switch'), fc.constant('nope')),
+              variants: list(variant),
+              rules: list(rule),
+              projectRef: ref,
+              deletionPolicy: policy,
+            },
+            { requiredKeys: ['key', 'name', 'projectRef'] },
+          ),
+          fc.nat(),
+        )
+        .map(([s, r]) => reshape(['key', 'name', 'projectRef'])(s, r));
+      let accepted = 0;
+      fc.assert(
+        fc.property(spec, (s) => {
+          const ok = admitted('featureflag.yaml', 'FeatureFlag', s);
+          if (ok) accepted++;
+          return ok === FeatureFlagSpecSchema.safeParse(s).success;
+        }),
+        { numRuns: 1500 },
+      );
+      assert.ok(accepted > 50 && accepted < 1450, `both outcomes sampled (accepted ${accepted} of 1500)`);
+      // The one known difference, which the operator reports as Ready=False/Invalid.
+      assert.ok(admitted('featureflag.yaml', 'FeatureFlag', { key: 'k', name: ' ', projectRef: { name: 'p' } }));
+      assert.equal(FeatureFlagSpecSchema.safeParse({ key: 'k', name: ' ', projectRef: { name: 'p' } }).success, false);
+    });
+
+    it('Project and FlagSecret specs', () => {
+      const project = fc
+        .tuple(
+          fc.record(
+            {
+              displayName: w(fc.constantFrom('Shop', 'x'.repeat(200)), fc.constantFrom('', 'x'.repeat(201), 3)),
+              organizationId: w(fc.constantFrom(1, 3, Number.MAX_SAFE_INTEGER), fc.constantFrom(0, -1, 1.5, '1', Number.MAX_SAFE_INTEGER + 2)),
+              deletionPolicy: policy,
+            },
+            { requiredKeys: ['displayName', 'organizationId'] },
+          ),
+          fc.nat(),
+        )
+        .map(([s, r]) => reshape(['displayName', 'organizationId'])(s, r));
+      fc.assert(fc.property(project, (s) => admitted('project.yaml', 'Project', s) === ProjectSpecSchema.safeParse(s).success), { numRuns: 500 });
+      assert.ok(fc.sample(project, 200).some((s) => admitted('project.yaml', 'Project', s)) && fc.sample(project, 200).some((s) => !admitted('project.yaml', 'Project', s)));
+      const flagSecret = fc
+        .tuple(
+          fc.record(
+            {
+              projectRef: ref,
+              secretRef: w(
+                fc.record({ name: fc.constantFrom('s', 'x'.repeat(253)), key: fc.constantFrom('secret', 'tls.key', 'a_b-1') }, { requiredKeys: ['name'] }),
+                fc.constantFrom({ name: 'Bad_Name' }, { key: 'secret' }, { name: 's', key: 'a/b' }, { name: 's', key: '' }, 7),
+              ),
+            },
+            { requiredKeys: ['projectRef'] },
+          ),
+          fc.nat(),
+        )
+        .map(([s, r]) => reshape(['projectRef'])(s, r));
+      fc.assert(fc.property(flagSecret, (s) => admitted('flagsecret.yaml', 'FlagSecret', s) === FlagSecretSpecSchema.safeParse(s).success), { numRuns: 500 });
+      assert.ok(fc.sample(flagSecret, 200).some((s) => admitted('flagsecret.yaml', 'FlagSecret', s)) && fc.sample(flagSecret, 200).some((s) => !admitted('flagsecret.yaml', 'FlagSecret', s)));
+    });
   });
 });

@@ -17,8 +17,11 @@ export const FlagSecretSpecSchema = z.object({
         .regex(/^[-._a-zA-Z0-9]+$/)
         .default('secret'),
     })
+    .strict()
     .optional(),
-});
+})
+  // Unknown members are refused, as the API server does for kubectl (fieldValidation=Strict).
+  .strict();
 export type FlagSecretSpec = z.output<typeof FlagSecretSpecSchema>;
 
 export const FlagSecretStatusSchema = z.object({

@@ -52,7 +52,7 @@ export const ObjectName = z
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
 
 /** A reference to a Project in the same namespace. */
-export const ProjectRefSchema = z.object({ name: ObjectName });
+export const ProjectRefSchema = z.object({ name: ObjectName }).strict();
 export type ProjectRef = z.infer<typeof ProjectRefSchema>;
 
 export const DELETION_POLICIES = ['Retain', 'Delete'] as const;

@@ -13,7 +13,9 @@ export const ProjectSpecSchema = z.object({
     .max(Number.MAX_SAFE_INTEGER)
     .meta({ 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'organizationId is immutable' }] }),
   deletionPolicy: z.enum(DELETION_POLICIES).default('Retain'),
-});
+})
+  // Unknown members are refused, as the API server does for kubectl (fieldValidation=Strict).
+  .strict();
 /** The spec as read back (defaults applied by the API server). */
 export type ProjectSpec = z.output<typeof ProjectSpecSchema>;
 
