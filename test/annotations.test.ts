@@ -63,7 +63,7 @@ forEachBackend('annotations', (backend) => {
     assert.deepEqual((await member.get(`/api/annotations?projectId=${pid}`)).body, []);
   });
 
-  it('segmentation results list the annotations inside their range, and only those', async () => {
+  it('segmentation and IR trend results list the annotations inside their range, and only those', async () => {
     const member = t.client(tenant.tokens.member);
     const made = [];
     for (const [date, description] of [['2023-12-31', 'before'], ['2024-01-01', 'first day'], ['2024-01-07', 'last day'], ['2024-01-08', 'after']]) {
@@ -75,6 +75,12 @@ forEachBackend('annotations', (backend) => {
     assert.deepEqual(r.body.annotations.map((a: any) => [a.date, a.description]), [['2024-01-01', 'first day'], ['2024-01-07', 'last day']]);
     assert.deepEqual(r.body.annotations.map((a: any) => a.id), [made[1], made[2]]);
     assert.equal(r.body.series[0].data[0].value, 3, 'the counts are unchanged');
+    const ir = await t.client(tenant.tokens.viewer).post('/api/query', {
+      projectId: pid,
+      query: { v: 2, dateRange: { kind: 'absolute', from: '2024-01-07', to: '2024-01-08' }, metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } },
+    });
+    assert.equal(ir.status, 200, ir.text);
+    assert.deepEqual(ir.body.annotations.map((a: any) => a.description), ['last day', 'after'], 'IR trends list them too');
     for (const id of made) await member.delete(`/api/annotations/${id}`);
     const none = await t.client(tenant.tokens.viewer).post('/api/query/segmentation', { projectId: pid, event: 'view', from: '2024-01-01', to: '2024-01-07', unit: 'week', type: 'total' });
     assert.deepEqual(none.body.annotations, []);

@@ -156,6 +156,41 @@ forEachBackend('boards', (backend) => {
     await member.delete(`/api/boards/${b.id}`);
   });
 
+  it('IR report cards take the board range as their dateRange and the board filters in their global filters', async () => {
+    const member = t.client(tenant.tokens.member);
+    const viewer = t.client(tenant.tokens.viewer);
+    const trend = {
+      v: 2, dateRange: { kind: 'preset', preset: '7d' },
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' },
+    };
+    const irFunnel = {
+      v: 2, dateRange: { kind: 'preset', preset: '7d' }, filters: [{ key: 'country', op: 'neq', value: 'xx' }],
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }, { id: 'B', kind: 'event', event: 'buy', aggregation: { op: 'unique' } }],
+      analysis: { kind: 'funnel', steps: ['A', 'B'] },
+    };
+    const tr = (await member.post('/api/reports', { projectId: pid, name: 'ir trend', type: 'segmentation', query: trend })).body.id;
+    const fu = (await member.post('/api/reports', { projectId: pid, name: 'ir funnel', type: 'funnel', query: irFunnel })).body.id;
+    const filters = [{ key: 'country', op: 'eq', value: 'fr' }];
+    const b = (await member.post('/api/boards', { projectId: pid, name: 'IR', filters, cards: [{ reportId: tr }, { reportId: fu }] })).body;
+    const sum = (r: any) => r.series[0].data.reduce((a: number, v: number) => a + v, 0);
+    for (const [from, to, views] of [['2024-01-01', '2024-01-07', 2], ['2024-01-01', '2024-01-14', 3]] as const) {
+      const dateRange = { kind: 'absolute', from, to };
+      await member.put(`/api/boards/${b.id}`, { date_range: dateRange });
+      const run = await viewer.post(`/api/boards/${b.id}/run`);
+      assert.equal(run.status, 200, run.text);
+      const [c1, c2] = run.body.cards;
+      assert.deepEqual([c1.status, c2.status], ['ok', 'ok'], run.text);
+      const alone1 = (await viewer.post('/api/query', { projectId: pid, query: { ...trend, dateRange, filters } })).body;
+      const alone2 = (await viewer.post('/api/query', { projectId: pid, query: { ...irFunnel, dateRange, filters: [...irFunnel.filters, ...filters] } })).body;
+      assert.deepEqual(c1.result, alone1);
+      assert.deepEqual(c2.result, alone2);
+      assert.deepEqual(c1.result.range, { from, to });
+      assert.equal(sum(c1.result), views, `fr views ${from}..${to}`);
+    }
+    await member.delete(`/api/boards/${b.id}`);
+    for (const id of [tr, fu]) await member.delete(`/api/reports/${id}`);
+  });
+
   it('board filters join each report; a card the board cannot run answers its own error; CSV per card', async () => {
     const member = t.client(tenant.tokens.member);
     const viewer = t.client(tenant.tokens.viewer);

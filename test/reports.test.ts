@@ -190,6 +190,48 @@ forEachBackend('saved reports', (backend) => {
     assert.equal((await viewer.get(`/api/reports/${segReport.id}/run?format=xml`)).status, 400);
   });
 
+  it('IR reports run as POST /api/query runs them: a v2 trend, a v1 funnel (warnings kept), a retention analysis answers 501', async () => {
+    const member = t.client(tenant.tokens.member);
+    const trend = {
+      v: 2, dateRange: { kind: 'absolute', from: '2024-01-01', to: '2024-01-14' }, filters: [{ key: 'country', op: 'set' }],
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }, { id: 'B', kind: 'event', event: 'view', aggregation: { op: 'unique' } }],
+      breakdown: { property: 'country' }, analysis: { kind: 'trend', unit: 'week', formula: 'A / B' },
+    };
+    const v1 = {
+      v: 1, dateRange: { from: '2024-01-01', to: '2024-01-14' }, metrics: [{ event: 'view' }, { event: 'signup' }],
+      analysis: { kind: 'funnel', windowDays: 0 },
+    };
+    const retentionIr = {
+      v: 2, dateRange: { kind: 'absolute', from: '2024-01-01', to: '2024-01-14' },
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }, { id: 'B', kind: 'event', event: 'buy', aggregation: { op: 'unique' } }],
+      analysis: { kind: 'retention', born: 'A', returning: 'B' },
+    };
+    for (const [type, query] of [['segmentation', trend], ['funnel', v1]] as const) {
+      const rep = await member.post('/api/reports', { projectId: pid, name: `ir ${type}`, type, query });
+      assert.equal(rep.status, 201, rep.text);
+      const run = await t.client(tenant.tokens.viewer).post(`/api/reports/${rep.body.id}/run`);
+      assert.equal(run.status, 200, run.text);
+      const direct = await member.post('/api/query', { projectId: pid, query });
+      assert.equal(direct.status, 200, direct.text);
+      const { warnings = [], ...result } = direct.body;
+      assert.deepEqual(run.body.result, result);
+      assert.deepEqual(run.body.warnings, warnings);
+      if (type === 'funnel') {
+        assert.equal(run.body.warnings.length, 1, 'the v1 repair is reported');
+        assert.deepEqual(run.body.result.steps.map((x: any) => x.count), [3, 2]);
+      } else {
+        assert.equal(run.body.result.kind, 'trend');
+        assert.ok(run.body.result.series.some((x: any) => x.metricId === 'formula'));
+        const csv = await member.get(`/api/reports/${rep.body.id}/run?format=csv`);
+        assert.match(csv.text, /^series,2024-01-01,2024-01-08\r\n/);
+      }
+    }
+    const ret = await member.post('/api/reports', { projectId: pid, name: 'ir retention', type: 'retention', query: retentionIr });
+    assert.equal(ret.status, 201, ret.text);
+    const r = await member.post(`/api/reports/${ret.body.id}/run`);
+    assert.equal(r.status, 501, r.text);
+  });
+
   it('a metric report runs its calculated metric; a metric deleted later fails the run with 404, not 5xx', async () => {
     const member = t.client(tenant.tokens.member);
     const def = await member.post('/api/definitions/metrics', {

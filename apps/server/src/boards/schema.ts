@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PropertyFilterSchema } from '../query/schema.js';
 import { LIMITS } from '../limits.js';
 import { parseDay } from '../query/range.js';
-import { DateRangeSpec } from '../reports/date-range.js';
+import { DateRangeSpecSchema } from '../query/ir/schema.js';
 import { ReportTypeSchema, SavedReportSchema } from '../reports/schema.js';
 
 /** Most cards one board holds (a Mixpanel board or PostHog dashboard past this is several). */
@@ -23,7 +23,7 @@ const validDay = (s: string) => {
   }
 };
 /** A board's range, checked on write so every saved board can run. */
-export const BoardDateRange = DateRangeSpec.superRefine((r, ctx) => {
+export const BoardDateRange = DateRangeSpecSchema.superRefine((r, ctx) => {
   if (r.kind !== 'absolute') return;
   if (!validDay(r.from)) ctx.addIssue({ code: 'custom', path: ['from'], message: 'expected a date YYYY-MM-DD' });
   else if (!validDay(r.to)) ctx.addIssue({ code: 'custom', path: ['to'], message: 'expected a date YYYY-MM-DD' });

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
 import type { PropertyFilter } from '../query/schema.js';
-import type { DateRangeSpec } from '../reports/date-range.js';
+import type { DateRangeSpec } from '../query/ir/schema.js';
 
 export interface Board {
   id: number;

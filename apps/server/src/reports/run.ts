@@ -9,9 +9,13 @@ import { runFlows } from '../query/flows.js';
 import { runMetric } from '../query/metric.js';
 import type { PropertyFilter } from '../query/schema.js';
 import { annotationsInRange } from '../annotations/store.js';
+import { upgradeQuery } from '../query/ir/upgrade.js';
+import { runQuery } from '../query/ir/run.js';
+import type { QueryV2 } from '../query/ir/schema.js';
 import { LIMITS } from '../limits.js';
 import { isIrDocument, V0_SCHEMAS } from './query.js';
-import { resolveDateRange, type DateRangeSpec } from './date-range.js';
+import { resolveDateRange } from './date-range.js';
+import type { DateRangeSpec } from '../query/ir/schema.js';
 import type { SavedReport } from './store.js';
 
 /** What a board lays over each report it runs: its date range instead of the report's, its filters added. */
@@ -29,11 +33,33 @@ const FILTERABLE = new Set(['segmentation', 'funnel']);
 
 /**
  * Runs a saved report through the same compilers as the query endpoints, with the same checks
- * (date range, filter count): a v0 body through its v0 analysis, an IR document through the IR.
+ * (date range, filter count, query size): a v0 body through its v0 analysis, an IR document
+ * through the IR.
  */
 export async function runReport(deps: Deps, report: SavedReport, override: RunOverride = {}, now = Date.now()): Promise<ReportRunResult> {
-  if (isIrDocument(report.query)) throw badRequest('not runnable', { message: 'IR reports cannot be run yet' });
-  return runV0(deps, report, override, now);
+  return isIrDocument(report.query) ? runIr(deps, report, override) : runV0(deps, report, override, now);
+}
+
+function withFilters(own: PropertyFilter[] | undefined, added: PropertyFilter[]): PropertyFilter[] {
+  const filters = [...(own ?? []), ...added];
+  if (filters.length > LIMITS.filtersPerQuery) {
+    throw badRequest('too many filters', { message: `the report's and the board's filters together exceed ${LIMITS.filtersPerQuery}` });
+  }
+  return filters;
+}
+
+/**
+ * An IR report: upgraded (its repairs become warnings), the override laid over the current IR
+ * (the board's range as `dateRange`, its filters added to the global `filters`), then run as
+ * POST /api/query runs it, with the same answers (501 for retention and flows analyses).
+ */
+async function runIr(deps: Deps, report: SavedReport, override: RunOverride): Promise<ReportRunResult> {
+  const up = upgradeQuery(report.query);
+  if (!up.ok) throw badRequest('invalid query', { body: { errors: up.errors } });
+  let query: QueryV2 = up.query;
+  if (override.dateRange) query = { ...query, dateRange: override.dateRange };
+  if (override.filters?.length) query = { ...query, filters: withFilters(query.filters, override.filters) };
+  return { result: await runQuery(deps, report.project_id, query), warnings: up.warnings };
 }
 
 async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now: number): Promise<ReportRunResult> {
@@ -42,11 +68,7 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
   if (override.dateRange) Object.assign(body, resolveDateRange(override.dateRange, now));
   if (override.filters?.length) {
     if (FILTERABLE.has(report.type)) {
-      const filters = [...((body.filters as PropertyFilter[] | undefined) ?? []), ...override.filters];
-      if (filters.length > LIMITS.filtersPerQuery) {
-        throw badRequest('too many filters', { message: `the report's and the board's filters together exceed ${LIMITS.filtersPerQuery}` });
-      }
-      body.filters = filters;
+      body.filters = withFilters(body.filters as PropertyFilter[] | undefined, override.filters);
     } else {
       warnings.push(`board filters do not apply to ${report.type} reports`);
     }

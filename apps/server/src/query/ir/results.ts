@@ -12,6 +12,8 @@ export const TrendResultSchema = z
       data: z.array(z.number()), total: z.number().nullable(), dropped: z.number().int().optional(),
     })),
     omittedSegments: z.number().int(),
+    /** The project's annotations on days inside the primary range. */
+    annotations: z.array(z.object({ id: z.number().int(), date: z.string(), description: z.string() })),
     /** Repairs made while upgrading an older document. */
     warnings: z.array(z.string()).optional(),
   })

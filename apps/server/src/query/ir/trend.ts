@@ -10,6 +10,7 @@ import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
 import { metricEventName } from './context.js';
 import type { QueryV2, TrendAnalysis } from './schema.js';
 import { identityCountsSql, propertyAggregateSql, type MetricScope } from './sql.js';
+import { annotationsInRange } from '../../annotations/store.js';
 
 export interface TrendSeries {
   /** The metric's letter, or `formula`. */
@@ -35,6 +36,8 @@ export interface TrendResult {
   series: TrendSeries[];
   /** Breakdown segments beyond `breakdown.limit`, not shown. */
   omittedSegments: number;
+  /** The project's annotations on days inside the primary range. */
+  annotations: Array<{ id: number; date: string; description: string }>;
 }
 
 type SegValues = Map<string, { values: Map<number, number>; total: number | null; dropped?: number }>;
@@ -90,7 +93,7 @@ export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContex
   return {
     kind: 'trend', unit: a.unit, range: rangeLabel(range), buckets: bucketStarts(a.unit, range).map((b) => bucketLabel(a.unit, b)),
     ...(cmp ? { comparison: { ...rangeLabel(cmp), buckets: bucketStarts(a.unit, cmp).map((b) => bucketLabel(a.unit, b)) } } : {}),
-    series, omittedSegments,
+    series, omittedSegments, annotations: await annotationsInRange(deps.db, q.projectId, range),
   };
 }
 
