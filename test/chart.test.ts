@@ -28,6 +28,7 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
   everything: { release: 'tally', set: EVERYTHING },
   'release one': { release: 'one', set: [] },
   'release two': { release: 'two', set: ['operator.enabled=false'] },
+  'bundled stores, existing Secret': { release: 'tally', set: ['credentials.existingSecret=mine'] },
 };
 
 const rendered: Record<string, RenderResult> = {};
@@ -179,6 +180,14 @@ describe('Helm chart charts/tally', function () {
         }
       }
     }
+  });
+
+  it('credentials.existingSecret: nothing generated; the service and the bundled stores read every key from that Secret', () => {
+    const o = objectsOf('bundled stores, existing Secret');
+    assert.deepEqual(o.filter((x) => x.kind === 'Secret'), []);
+    const refs = podTemplates(o).flatMap(({ template }) => template.spec.containers.flatMap((c: K8sObject) => (c.env ?? []).map((e: K8sObject) => e.valueFrom?.secretKeyRef).filter(Boolean)));
+    assert.deepEqual([...new Set(refs.map((r: { name: string }) => r.name))], ['mine']);
+    assert.deepEqual([...new Set(refs.map((r: { key: string }) => r.key))].sort(), ['CLICKHOUSE_PASSWORD', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
   });
 
   it('every optional feature: Ingress, HPA (API without fixed replicas), NetworkPolicies, ServiceMonitors, RBAC confined to the watched namespace', () => {

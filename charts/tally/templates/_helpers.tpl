@@ -53,7 +53,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- $full := include "tally.fullname" . -}}
 {{- if .Values.postgresql.enabled }}
 - name: PGPASSWORD
-  valueFrom: { secretKeyRef: { name: {{ include "tally.generatedSecret" . }}, key: POSTGRES_PASSWORD } }
+  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: POSTGRES_PASSWORD } }
 - name: DATABASE_URL
   value: {{ printf "postgres://%s@%s-postgresql:5432/%s" .Values.postgresql.username $full .Values.postgresql.database | quote }}
 {{- else }}
@@ -70,7 +70,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 - name: CLICKHOUSE_USER
   value: {{ .Values.clickhouse.username | quote }}
 - name: CLICKHOUSE_PASSWORD
-  valueFrom: { secretKeyRef: { name: {{ include "tally.generatedSecret" . }}, key: CLICKHOUSE_PASSWORD } }
+  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: CLICKHOUSE_PASSWORD } }
 {{- else }}
 - name: CLICKHOUSE_URL
   value: {{ required "externalClickhouse.url is required when clickhouse.enabled=false (http://host:8123)" .Values.externalClickhouse.url | quote }}
