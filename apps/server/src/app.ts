@@ -7,7 +7,7 @@ import type { Config } from './config.js';
 import type { Deps } from './deps.js';
 import { errorHandler } from './http/errors.js';
 import { readBody } from './http/body.js';
-import { mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
+import { envelopeByPath, mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
 import { createLogger } from './http/logger.js';
 import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.js';
 import { openEventStore } from './ports/events/index.js';
@@ -17,6 +17,7 @@ import { JetStreamBuffer } from './ports/buffer/jetstream.js';
 import { instrumentBuffer } from './metrics/instrument.js';
 import { Authenticator } from './auth/authenticate.js';
 import { IdTokenVerifier } from './auth/oidc.js';
+import { ProjectCredentials } from './auth/credentials.js';
 import { OrgStore } from './orgs/store.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
@@ -45,12 +46,12 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));
   const orgs = new OrgStore(db);
   const verifier = config.oidc ? new IdTokenVerifier(config.oidc) : undefined;
+  const projects = new ProjectStore(db);
   return {
-    config, version: VERSION, log, db, events, buffer, orgs,
-    projects: new ProjectStore(db),
+    config, version: VERSION, log, db, events, buffer, orgs, projects,
     usage: new UsageStore(db),
     rateLimits: { perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject) },
-    auth: new Authenticator(config.superadminKey, verifier, orgs),
+    auth: new Authenticator(config.superadminKey, verifier, orgs, new ProjectCredentials(projects)),
   };
 }
 
@@ -65,7 +66,7 @@ export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa
   mountRoutes(router, routes, (ctx, kind) => deps.auth.authenticate(ctx, kind));
   const openapi = openApiDocument(routes, deps.version);
   router.get('/openapi.json', (ctx) => { ctx.body = openapi; });
-  app.use(errorHandler(deps.log));
+  app.use(errorHandler(deps.log, envelopeByPath(routes)));
   app.use(readBody());
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { noOrganization, unauthorized } from '../http/errors.js';
+import { invalidFlagSecret, type ProjectCredentials, type TokenProject } from './credentials.js';
 import type { AuthKind } from '../http/route.js';
 import type { OrgStore } from '../orgs/store.js';
 import type { IdTokenVerifier } from './oidc.js';
@@ -26,6 +27,8 @@ export class Authenticator {
     superadminKey: string,
     private verifier: IdTokenVerifier | undefined,
     private orgs: OrgStore,
+    /** Project tokens and flag secrets (in-memory tenant config first, then the database). */
+    readonly credentials: ProjectCredentials,
   ) {
     this.superadminDigest = digest(superadminKey);
   }
@@ -46,10 +49,40 @@ export class Authenticator {
     return { kind: 'user', userId: user.id, email: user.email, orgId: first?.org_id ?? null, role: first?.role ?? null };
   }
 
+  /**
+   * Whether the request's bearer credential may make destructive profile changes (/engage
+   * `$delete`, `$unset`) in a project: the superadmin key, or an owner of the project's organisation.
+   */
+  async ownerCheck(ctx: Context): Promise<(p: TokenProject) => Promise<boolean>> {
+    const token = bearerToken(ctx);
+    const auth = token ? await this.resolve(token).catch(() => undefined) : undefined;
+    const cache = new Map<number, boolean>();
+    return async (project) => {
+      if (!auth) return false;
+      if (auth.kind === 'superadmin') return true;
+      if (project.org_id === null) return false;
+      if (!cache.has(project.org_id)) {
+        const m = await this.orgs.membershipOfUser(project.org_id, auth.userId);
+        cache.set(project.org_id, m?.role === 'owner');
+      }
+      return cache.get(project.org_id)!;
+    };
+  }
+
   /** The route-level check for an AuthKind (see http/route.ts). */
   async authenticate(ctx: Context, kind: AuthKind): Promise<void> {
-    if (kind === 'none' || kind === 'custom') return;
+    if (kind === 'none') return;
+    if (kind === 'projectToken') {
+      ctx.state.projectTokens = this.credentials.forRequest(ctx);
+      return;
+    }
     const token = bearerToken(ctx);
+    if (kind === 'flagSecret') {
+      const project = token ? await this.credentials.byFlagSecret(token) : undefined;
+      if (!project) throw invalidFlagSecret();
+      ctx.state.flagSecretProject = project;
+      return;
+    }
     if (kind === 'admin') {
       if (!token || !this.isSuperadminKey(token)) throw unauthorized();
       ctx.state.auth = { kind: 'superadmin' };

@@ -1,13 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { AppError, badRequest, invalidToken, notFound } from '../http/errors.js';
+import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { enforceRateLimits } from '../http/rate-limit.js';
 import { actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
-import { bearerToken } from '../auth/authenticate.js';
+import { flagSecretProjectOf, projectTokensOf, sha256Hex } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import type { Project } from '../projects/store.js';
@@ -33,8 +33,6 @@ import {
   type FlagRule,
 } from './schema.js';
 
-const sha256Hex = (s: string) => createHash('sha256').update(s).digest('hex');
-const invalidFlagSecret = () => new AppError(401, 'invalid flag secret');
 const actorOf = (auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: null });
 
 /** Every rule's cohort must be a cohort of the flag's project (else 400 naming the rule). */
@@ -197,16 +195,12 @@ export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
       },
     }),
     route({
-      method: 'post', path: '/flags/evaluate', tag: 'Flags', auth: 'custom', body: EvaluateBody, rawBody: true, response: EvaluateResponse,
+      method: 'post', path: '/flags/evaluate', tag: 'Flags', auth: 'projectToken', body: EvaluateBody, rawBody: true, response: EvaluateResponse,
       summary: 'Remote evaluation with the project token (X-Service-Token or body token)',
       handler: async ({ ctx }) => {
         const raw = jsonBody(ctx);
         const body = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
-        const token = typeof body.token === 'string' && body.token ? body.token : ctx.get('x-service-token') || undefined;
-        // The token lookup is shared with ingestion and cached for a second; flag secrets are never
-        // cached (a rotated or revoked secret must fail at once).
-        const project = token ? await deps.projects.byTokenCached(token) : undefined;
-        if (!project) throw invalidToken();
+        const project = await projectTokensOf(ctx).project(typeof body.token === 'string' ? body.token : undefined);
         perProjectLimit(project.id);
         if (typeof body.distinct_id !== 'string' || body.distinct_id === '') throw badRequest('distinct_id required');
         let keys: string[] | undefined;
@@ -219,12 +213,10 @@ export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
       },
     }),
     route({
-      method: 'get', path: '/flags/local-evaluation', tag: 'Flags', auth: 'custom', response: LocalEvaluationResponse,
+      method: 'get', path: '/flags/local-evaluation', tag: 'Flags', auth: 'flagSecret', response: LocalEvaluationResponse,
       summary: 'Non-archived flag definitions for in-process evaluation (flag secret as Bearer); ETag / 304',
       handler: async ({ ctx }) => {
-        const secret = bearerToken(ctx);
-        const project = secret ? await deps.projects.byFlagSecretHash(sha256Hex(secret)) : undefined;
-        if (!project) throw invalidFlagSecret();
+        const project = flagSecretProjectOf(ctx);
         perProjectLimit(project.id);
         const live = await store.liveFlags(project.id);
         ctx.set('ETag', live.etag);

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 
 /**
  * Typed errors. Domain code throws these; `errorHandler` turns them into the spec's envelopes
- * in one place: `{status: 0, error}` on ingestion and `/flags/*` (and wherever `statusEnvelope`
- * is forced, e.g. query rate limits), `{error, code?, message?, resolution?}` everywhere else.
+ * in one place: `{status: 0, error}` where the route declares it (see `envelope` in route.ts) or
+ * `statusEnvelope` is forced (e.g. query rate limits), `{error, code?, message?, resolution?}` elsewhere.
  */
 export class AppError extends Error {
   constructor(
@@ -40,20 +40,13 @@ export const invalidJson = () => new AppError(400, 'invalid json');
 export const serviceUnavailable = (error: string, retryAfterSeconds: number) =>
   new AppError(503, error, { headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
 
-/** Routes whose errors use the `{status: 0, error}` envelope. */
-export function usesStatusEnvelope(path: string): boolean {
-  return (
-    path === '/track' || path === '/engage' || path === '/alias' ||
-    path.startsWith('/v/0.14/') || path.startsWith('/flags/') || path === '/flags'
-  );
-}
-
 export interface Logger {
   info(msg: string, meta?: Record<string, unknown>): void;
   error(msg: string, meta?: Record<string, unknown>): void;
 }
 
-export function errorHandler(log: Logger) {
+/** `envelopeFor`: the declared envelope of the route a path belongs to (route.ts `envelopeByPath`). */
+export function errorHandler(log: Logger, envelopeFor: (path: string) => 'status' | 'error' = () => 'error') {
   return async function handleErrors(ctx: Context, next: Next) {
     try {
       await next();
@@ -64,7 +57,7 @@ export function errorHandler(log: Logger) {
       const e = toAppError(err, log, ctx);
       ctx.status = e.status;
       for (const [k, v] of Object.entries(e.extra.headers ?? {})) ctx.set(k, v);
-      if (e.extra.statusEnvelope || usesStatusEnvelope(ctx.path)) {
+      if (e.extra.statusEnvelope || envelopeFor(ctx.path) === 'status') {
         ctx.body = { status: 0, error: e.error, ...(e.extra.body ?? {}) };
       } else {
         const body: Record<string, unknown> = { error: e.error };

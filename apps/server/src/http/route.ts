@@ -19,8 +19,13 @@ export interface RouteSpec<B = any, Q = any, P = any> {
   path: string;
   tag: string;
   summary: string;
-  /** Which credential the route wants; checked before the handler runs (see auth/middleware.ts). */
+  /** Which credential the route wants; resolved before the handler runs (auth/authenticate.ts). */
   auth: AuthKind;
+  /**
+   * Error body shape: `status` is `{status: 0, error}` (the SDK-facing routes), `error` is
+   * `{error, code?, message?, resolution?}`. Default: `status` for `projectToken` and `flagSecret`.
+   */
+  envelope?: Envelope;
   body?: ZodType<B>;
   query?: ZodType<Q>;
   params?: ZodType<P>;
@@ -33,11 +38,28 @@ export interface RouteSpec<B = any, Q = any, P = any> {
 }
 
 /**
- * `none`: public. `api`: superadmin key or ID token of a user with an organisation.
- * `account`: like `api` but also users without an organisation. `admin`: superadmin key only.
- * `custom`: the handler authenticates (project token, flag secret).
+ * `none`: public. `api`: superadmin key, machine-access token, or ID token of a user with an
+ * organisation. `account`: like `api` but also users without an organisation. `admin`: superadmin
+ * key only. `projectToken`: the project token (header or per record); the handler gets a resolver
+ * (`projectTokensOf(ctx)`), never the raw header. `flagSecret`: the flag secret as Bearer; the
+ * handler gets the project (`flagSecretProjectOf(ctx)`).
  */
-export type AuthKind = 'none' | 'api' | 'account' | 'admin' | 'custom';
+export type AuthKind = 'none' | 'api' | 'account' | 'admin' | 'projectToken' | 'flagSecret';
+export type Envelope = 'status' | 'error';
+
+export const envelopeOf = (r: Pick<RouteSpec, 'auth' | 'envelope'>): Envelope =>
+  r.envelope ?? (r.auth === 'projectToken' || r.auth === 'flagSecret' ? 'status' : 'error');
+
+/**
+ * The envelope for a request path, from the declarations (any method, so a 405 or a 413 raised
+ * before routing answers in the route's own shape). Unknown paths get `error`.
+ */
+export function envelopeByPath(routes: RouteSpec[]): (path: string) => Envelope {
+  const patterns = routes
+    .filter((r) => envelopeOf(r) === 'status')
+    .map((r) => new RegExp('^' + r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '[^/]+') + '/?$'));
+  return (path) => (patterns.some((p) => p.test(path)) ? 'status' : 'error');
+}
 
 export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSpec<B, Q, P>): RouteSpec<B, Q, P> {
   return spec;
@@ -83,10 +105,21 @@ export function mountRoutes(
   }
 }
 
+/** OpenAPI security requirement per kind (`bearer`: superadmin key, machine-access token or ID token). */
+const SECURITY: Record<AuthKind, Array<Record<string, string[]>>> = {
+  none: [],
+  api: [{ bearer: [] }],
+  account: [{ bearer: [] }],
+  admin: [{ bearer: [] }],
+  projectToken: [{ projectToken: [] }],
+  flagSecret: [{ flagSecret: [] }],
+};
+
 export function openApiDocument(routes: RouteSpec[], version: string) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   registry.registerComponent('securitySchemes', 'projectToken', { type: 'apiKey', in: 'header', name: 'X-Service-Token' });
+  registry.registerComponent('securitySchemes', 'flagSecret', { type: 'http', scheme: 'bearer', description: 'the project flag secret' });
   for (const r of routes) {
     const responses: Record<string, any> = {
       [String(r.status ?? 200)]: {
@@ -99,7 +132,7 @@ export function openApiDocument(routes: RouteSpec[], version: string) {
       path: r.path,
       tags: [r.tag],
       summary: r.summary,
-      security: r.auth === 'none' ? [] : r.auth === 'custom' ? [{ projectToken: [] }, { bearer: [] }] : [{ bearer: [] }],
+      security: SECURITY[r.auth],
       request: {
         ...(r.params ? { params: r.params as any } : {}),
         ...(r.query ? { query: r.query as any } : {}),

@@ -2,12 +2,11 @@ import type { Context } from 'koa';
 import { createHash } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { AppError, invalidToken } from '../http/errors.js';
+import { AppError } from '../http/errors.js';
 import { enforceRateLimits, type RateLimiter } from '../http/rate-limit.js';
-import { bearerToken } from '../auth/authenticate.js';
+import { projectTokensOf, type TokenProject } from '../auth/credentials.js';
 import { LIMITS } from '../limits.js';
 import type { IngestionBatch, IngestionKind } from '../ports/buffer/port.js';
-import type { Project } from '../projects/store.js';
 import { monthOf, type UsageCount } from '../usage/store.js';
 import { decodeRequest, type DecodedRequest } from './decode.js';
 import { clientIp, geoCache } from './geo.js';
@@ -19,7 +18,7 @@ import { AliasBody, AliasResponse, EngageBody, EngageResponse, TrackBody, TrackR
 
 /** A record bound for one project. */
 interface Routed<R> {
-  project: Project;
+  project: TokenProject;
   record: R;
 }
 
@@ -29,21 +28,7 @@ const MAX_QUEUED_BATCHES = 8;
 const DESTRUCTIVE_ERROR = '$delete/$unset require an owner or superadmin credential';
 
 export function ingestionRoutes(deps: Deps): RouteSpec[] {
-  /** Projects of the tokens used in a request; any unknown or missing token refuses the whole request. */
-  async function resolveTokens(tokens: Array<string | undefined>, headerToken: string | undefined): Promise<Project[]> {
-    // An empty batch still needs a valid credential.
-    const unique = tokens.length ? [...new Set(tokens)] : [headerToken];
-    const found = new Map<string, Project>();
-    for (const token of unique) {
-      if (!token || token.length > 200) throw invalidToken();
-      const project = await deps.projects.byTokenCached(token);
-      if (!project) throw invalidToken();
-      found.set(token, project);
-    }
-    return tokens.map((t) => found.get(t!)!);
-  }
-
-  function limit(ctx: Context, projects: Project[], perIp: boolean) {
+  function limit(ctx: Context, projects: TokenProject[], perIp: boolean) {
     const checks: Array<[RateLimiter, string]> = [];
     if (perIp) checks.push([deps.rateLimits.perIp, clientIp(ctx, deps.config.trustedProxies)]);
     for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, 'p:' + id]); // the bucket /flags/* uses too
@@ -94,7 +79,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
    * PostgreSQL and SQLite, no lock held afterwards), so concurrent requests cannot both pass; over
    * quota counts and publishes nothing. Batches that then fail to publish are counted back out.
    */
-  async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: Project; n: number }>, acceptedAt: number) {
+  async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: TokenProject; n: number }>, acceptedAt: number) {
     await roomInBuffer();
     const counted: UsageCount[] = [];
     for (const { project, n } of eventsPerProject.values()) if (n > 0) counted.push({ orgId: project.org_id, projectId: project.id, n });
@@ -126,7 +111,6 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const acceptedAt = Date.now();
     const req = decodeRequest(ctx);
     const raw = asRecords(req.payload);
-    const headerToken = ctx.get('x-service-token') || undefined;
     const ip = req.useIp ? clientIp(ctx, deps.config.trustedProxies) : undefined;
     const geo = geoCache();
     const batchId = requestId(ctx);
@@ -142,7 +126,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       const props = rec.properties === undefined ? {} : rec.properties;
       if (!isPlainObject(props)) throw invalidRecord(`${i}.properties: must be an object`);
       const distinctId = idOf(props.distinct_id);
-      tokens[i] = recordToken(props.token) ?? headerToken;
+      tokens[i] = recordToken(props.token);
       if (event === '$create_alias') {
         const alias = idOf(props.alias);
         if (!alias || !distinctId) throw invalidRecord(`${i}.properties: alias and distinct_id required`);
@@ -169,10 +153,10 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
       for (const k in g) if (!Object.hasOwn(stored, k)) stored[k] = g[k];
       drafts[i] = { t: 'e', id: 0, event, distinct_id: distinctId, time, insert_id: insertId, received_at: acceptedAt, properties: stored };
     }
-    const projects = await resolveTokens(tokens, headerToken);
+    const projects = await projectTokensOf(ctx).projects(tokens);
     limit(ctx, projects, true);
     const routed: Routed<TrackRecord>[] = new Array(drafts.length);
-    const counts = new Map<number, { project: Project; n: number }>();
+    const counts = new Map<number, { project: TokenProject; n: number }>();
     for (let i = 0; i < drafts.length; i++) {
       const d = drafts[i];
       const project = projects[i];
@@ -194,7 +178,6 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     const acceptedAt = Date.now();
     const req = decodeRequest(ctx);
     const raw = asRecords(req.payload);
-    const headerToken = ctx.get('x-service-token') || undefined;
     const ip = req.useIp ? clientIp(ctx, deps.config.trustedProxies) : undefined;
     const geo = geoCache();
     const drafts = raw.map((op, i) => {
@@ -230,18 +213,18 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
         rec.unset = (op.$unset as string[]).map(cleanString);
       }
       if (op.$delete !== undefined && op.$delete !== false && op.$delete !== null) rec.delete = true;
-      return { token: recordToken(op.token) ?? recordToken(op.$token) ?? headerToken, rec };
+      return { token: recordToken(op.token) ?? recordToken(op.$token), rec };
     });
-    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
+    const projects = await projectTokensOf(ctx).projects(drafts.map((d) => d.token));
     limit(ctx, projects, true);
     // Destructive verbs: superadmin key, or an ID token of an owner of the project's organisation.
     const refused: Array<{ index: number; op: '$delete' | '$unset' }> = [];
     const routed: Routed<EngageRecord>[] = [];
-    let elevated: ((p: Project) => Promise<boolean>) | undefined;
+    let elevated: ((p: TokenProject) => Promise<boolean>) | undefined;
     for (let i = 0; i < drafts.length; i++) {
       const { rec } = drafts[i];
       if (rec.delete || rec.unset) {
-        elevated ??= await elevation(ctx);
+        elevated ??= await deps.auth.ownerCheck(ctx);
         if (!(await elevated(projects[i]))) {
           refused.push({ index: i, op: rec.delete ? '$delete' : '$unset' });
           continue;
@@ -254,37 +237,19 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     return reply(req, { status: 1, applied: routed.length });
   }
 
-  /** Whether the request's bearer credential may make destructive profile changes in a project. */
-  async function elevation(ctx: Context): Promise<(p: Project) => Promise<boolean>> {
-    const token = bearerToken(ctx);
-    const auth = token ? await deps.auth.resolve(token).catch(() => undefined) : undefined;
-    const cache = new Map<number | null, boolean>();
-    return async (project) => {
-      if (!auth) return false;
-      if (auth.kind === 'superadmin') return true;
-      if (project.org_id === null) return false;
-      if (!cache.has(project.org_id)) {
-        const m = await deps.orgs.membershipOfUser(project.org_id, auth.userId);
-        cache.set(project.org_id, m?.role === 'owner');
-      }
-      return cache.get(project.org_id)!;
-    };
-  }
-
   async function alias(ctx: Context) {
     const acceptedAt = Date.now();
     const req = decodeRequest(ctx);
     if (!isPlainObject(req.payload) && !Array.isArray(req.payload)) throw new AppError(400, 'alias and distinct_id required');
     const raw = asRecords(req.payload);
-    const headerToken = ctx.get('x-service-token') || undefined;
     const drafts = raw.map((r) => {
       const rec = isPlainObject(r) ? r : {};
       const a = idOf(rec.alias);
       const d = idOf(rec.distinct_id);
       if (!a || !d) throw new AppError(400, 'alias and distinct_id required');
-      return { token: recordToken(rec.token) ?? headerToken, rec: { alias: a, distinct_id: d } as AliasRecord };
+      return { token: recordToken(rec.token), rec: { alias: a, distinct_id: d } as AliasRecord };
     });
-    const projects = await resolveTokens(drafts.map((d) => d.token), headerToken);
+    const projects = await projectTokensOf(ctx).projects(drafts.map((d) => d.token));
     limit(ctx, projects, false);
     const routed = drafts.map((d, i) => ({ project: projects[i], record: d.rec }));
     await admit(batches('alias', requestId(ctx), acceptedAt, routed), new Map(), acceptedAt);
@@ -295,27 +260,27 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   for (const prefix of ['', '/v/0.14']) {
     specs.push(
       route({
-        method: 'post', path: `${prefix}/track`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: TrackBody, response: TrackResponse,
+        method: 'post', path: `${prefix}/track`, tag: 'Ingestion', auth: 'projectToken', rawBody: true, body: TrackBody, response: TrackResponse,
         summary: 'Tracks one event or a batch of at most 500 (JSON, or Mixpanel form encoding with data=)',
         handler: ({ ctx }) => track(ctx),
       }),
       route({
-        method: 'get', path: `${prefix}/track`, tag: 'Ingestion', auth: 'custom', rawBody: true, response: TrackResponse,
+        method: 'get', path: `${prefix}/track`, tag: 'Ingestion', auth: 'projectToken', rawBody: true, response: TrackResponse,
         summary: 'Tracks events sent Mixpanel-style in the query string (data=base64 JSON)',
         handler: ({ ctx }) => track(ctx),
       }),
       route({
-        method: 'post', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: EngageBody, response: EngageResponse,
+        method: 'post', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'projectToken', rawBody: true, body: EngageBody, response: EngageResponse,
         summary: 'Applies profile updates ($set, $set_once, $add; $unset and $delete with an owner or superadmin credential)',
         handler: ({ ctx }) => engage(ctx),
       }),
       route({
-        method: 'get', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'custom', rawBody: true, response: EngageResponse,
+        method: 'get', path: `${prefix}/engage`, tag: 'Ingestion', auth: 'projectToken', rawBody: true, response: EngageResponse,
         summary: 'Profile updates sent Mixpanel-style in the query string (data=base64 JSON)',
         handler: ({ ctx }) => engage(ctx),
       }),
       route({
-        method: 'post', path: `${prefix}/alias`, tag: 'Ingestion', auth: 'custom', rawBody: true, body: AliasBody, response: AliasResponse,
+        method: 'post', path: `${prefix}/alias`, tag: 'Ingestion', auth: 'projectToken', rawBody: true, body: AliasBody, response: AliasResponse,
         summary: 'Links alias into the identity cluster of distinct_id (some links are silently refused)',
         handler: ({ ctx }) => alias(ctx),
       }),
