@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './support/chart.js';
 
@@ -45,6 +45,29 @@ describe('image inputs (Dockerfile, package-lock.json)', () => {
     assert.match(pkg.scripts.build, /tsconfig\.build\.json/);
     assert.match(dockerfile, /ENTRYPOINT \["node", [^\]]*"apps\/server\/src\/main\.js"\]/);
     assert.doesNotMatch(dockerfile, /tsx/);
+  });
+
+  it('everything the compiled service and operator import at run time is a production dependency', () => {
+    const bare = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(join(repoRoot, dir), { withFileTypes: true })) {
+        const rel = `${dir}/${e.name}`;
+        if (e.isDirectory()) walk(rel);
+        else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts')) {
+          const text = readFileSync(join(repoRoot, rel), 'utf8');
+          for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'([^'.][^']*)'|\bimport\('([^'.][^']*)'\)|require\('([^'.][^']*)'\)/g)) {
+            const spec = (m[1] ?? m[2] ?? m[3])!;
+            if (spec.startsWith('node:')) continue;
+            bare.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+          }
+        }
+      }
+    };
+    // What tsconfig.build.json compiles into the image (the SDK is a package of its own).
+    const build = JSON.parse(readFileSync(join(repoRoot, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
+    for (const pattern of build.include) walk(pattern.replace(/\/\*\*\/\*\.ts$/, ''));
+    assert.ok(bare.has('koa') && bare.has('@kubernetes/client-node'), [...bare].join(' '));
+    for (const name of bare) assert.ok(pkg.dependencies[name], `${name} is imported at run time but is not in dependencies`);
   });
 
   it('the runtime stage: npm ci --omit=dev, NODE_ENV=production, a non-root user', () => {

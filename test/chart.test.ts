@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { OPERATOR_PERMISSIONS, type PermissionRule } from '../operator/src/permissions.js';
 import { driftedChartCrds } from '../scripts/sync-chart-crds.js';
-import { envOf, find, helmLint, helmTemplate, podTemplates, repoRoot, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
+import { envOf, find, helmLint, helmTemplate, podTemplates, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
 
 /**
  * The Helm chart (charts/tally): lint, a matrix of values rendered once each, every object checked
@@ -27,7 +25,7 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
   external: { release: 'tally', set: EXTERNAL },
   everything: { release: 'tally', set: EVERYTHING },
   'release one': { release: 'one', set: [] },
-  'release two': { release: 'two', set: ['operator.enabled=false'] },
+  'release two': { release: 'two', set: [] },
   'bundled stores, existing Secret': { release: 'tally', set: ['credentials.existingSecret=mine'] },
 };
 
@@ -234,17 +232,25 @@ describe('Helm chart charts/tally', function () {
     }
   });
 
-  it("the operator's RBAC is exactly the operator's Kubernetes calls, bound to its ServiceAccount", async () => {
-    const o = objectsOf('defaults');
-    const rules = [...find(o, 'ClusterRole', 'shared-tally-operator').rules, ...find(o, 'Role', 'tally-operator-self').rules];
+  it("the operator's RBAC is exactly the operator's Kubernetes calls, each in its scope, bound to its ServiceAccount", async () => {
     const expected = await operatorPermissions();
-    assert.deepEqual(triples(rules), triples(expected));
-    for (const b of [find(o, 'ClusterRoleBinding', 'shared-tally-operator'), find(o, 'RoleBinding', 'tally-operator-self')]) {
-      assert.deepEqual(b.subjects, [{ kind: 'ServiceAccount', name: 'tally-operator', namespace: 'shared' }]);
+    const ofScope = (scope: Rule['scope']) => expected.filter((r) => r.scope === scope);
+    // Watching all namespaces: a ClusterRole; with operator.watchNamespace: a Role there.
+    const d = objectsOf('defaults');
+    assert.deepEqual(triples(find(d, 'ClusterRole', 'shared-tally-operator').rules), triples(ofScope('cluster')));
+    const e = objectsOf('everything');
+    assert.deepEqual(triples(find(e, 'Role', 'tally-operator').rules), triples(ofScope('cluster')));
+    for (const o of [d, e]) {
+      const self = find(o, 'Role', 'tally-operator-self');
+      assert.equal(self.metadata.namespace, undefined, 'the release namespace (POD_NAMESPACE)');
+      assert.deepEqual(triples(self.rules), triples(ofScope('own-namespace')));
+      assert.deepEqual(find(o, 'RoleBinding', 'tally-operator-self').subjects, [{ kind: 'ServiceAccount', name: 'tally-operator', namespace: 'shared' }]);
+      assert.equal(find(o, 'Deployment', 'tally-operator').spec.template.spec.serviceAccountName, 'tally-operator');
+      for (const r of o.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole').flatMap((x) => x.rules)) {
+        for (const v of [...r.verbs, ...r.resources, ...r.apiGroups]) assert.notEqual(v, '*');
+      }
     }
-    assert.equal(find(o, 'Deployment', 'tally-operator').spec.template.spec.serviceAccountName, 'tally-operator');
-    // Nothing beyond what it needs: no wildcard, no delete of anything.
-    for (const r of rules) for (const v of [...r.verbs, ...r.resources, ...r.apiGroups]) assert.notEqual(v, '*');
+    assert.deepEqual(find(d, 'ClusterRoleBinding', 'shared-tally-operator').subjects, [{ kind: 'ServiceAccount', name: 'tally-operator', namespace: 'shared' }]);
   });
 
   it("the chart's crds/ are identical to the top-level crds/ (run npm run chart:crds)", async () => {
@@ -281,27 +287,10 @@ function triples(rules: Array<{ apiGroups: string[]; resources: string[]; verbs:
   return [...out].sort();
 }
 
-type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
+type Rule = PermissionRule;
 
-/**
- * The operator's calls as RBAC rules: operator/src/permissions.ts once it exists (any exported
- * array of rules), else the calls the contract names (list/watch/patch its kinds, patch status,
- * Secrets, its Lease, Events).
- */
+/** The operator's calls as RBAC rules (operator/src/permissions.ts, which its fake-API tests enforce). */
 async function operatorPermissions(): Promise<Rule[]> {
-  const file = join(repoRoot, 'operator/src/permissions.ts');
-  if (existsSync(file)) {
-    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-    const isRules = (v: unknown): v is Rule[] => Array.isArray(v) && v.length > 0 && v.every((r) => r && typeof r === 'object' && 'verbs' in r && 'resources' in r);
-    const found = Object.values(mod).filter(isRules);
-    assert.ok(found.length > 0, 'operator/src/permissions.ts exports no rule list');
-    return found.flat();
-  }
-  return [
-    { apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags'], verbs: ['list', 'watch', 'patch'] },
-    { apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status'], verbs: ['patch'] },
-    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
-    { apiGroups: [''], resources: ['events'], verbs: ['create'] },
-    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
-  ];
+  assert.ok(OPERATOR_PERMISSIONS.length > 0);
+  return [...OPERATOR_PERMISSIONS];
 }

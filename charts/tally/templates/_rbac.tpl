@@ -8,7 +8,7 @@
   verbs: [patch]
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get, list, watch, create, update]
+  verbs: [get, list, watch, create]
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
