@@ -13,7 +13,8 @@ import {
   setHeaderOptions,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { FakeKube, grantsFromManifests, kubectlFor, projectSecret } from './support/kube/index.js';
+import { stringify } from 'yaml';
+import { FakeKube, grantsFromYaml, kubectlFor, projectSecret } from './support/kube/index.js';
 
 /**
  * The fake Kubernetes API (test/support/kube) driven by the real kubectl 1.32 and by
@@ -164,7 +165,8 @@ describe('fake Kubernetes API', function () {
       const user = 'system:serviceaccount:tally:tally-operator';
       fake.enforceRbac(
         user,
-        grantsFromManifests([
+        grantsFromYaml(
+          [
           {
             apiVersion: 'rbac.authorization.k8s.io/v1',
             kind: 'ClusterRole',
@@ -177,7 +179,10 @@ describe('fake Kubernetes API', function () {
             metadata: { name: 'tally-operator', namespace: 'tally' },
             rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['*'] }],
           },
-        ]),
+          ]
+            .map((doc) => stringify(doc))
+            .join('---\n'),
+        ),
       );
       await custom.createNamespacedCustomObject({ group: G, version: V, namespace: 'tally', plural: 'projects', body: project('x') });
       const kubectl = await kubectlFor(fake, user);
@@ -322,6 +327,12 @@ describe('fake Kubernetes API', function () {
       await assert.rejects(core.listNamespacedSecret({ namespace: NS }), (e) => statusOf(e) === 500);
       await assert.rejects(core.listNamespacedSecret({ namespace: NS }), (e) => statusOf(e) === 500);
       await core.listNamespacedSecret({ namespace: NS });
+
+      // An outage until it is lifted.
+      fake.failNext(Infinity, 503);
+      for (let i = 0; i < 3; i++) await assert.rejects(core.listNamespacedSecret({ namespace: NS }), (e) => statusOf(e) === 503);
+      fake.clearFaults();
+      await core.listNamespacedSecret({ namespace: NS });
     });
 
     it('collects dependents by ownerReferences once the owner is gone (finalizers first)', async () => {
@@ -341,6 +352,28 @@ describe('fake Kubernetes API', function () {
       await custom.patchNamespacedCustomObject({ group: G, version: V, namespace: NS, plural: 'flagsecrets', name: 'fs', body: { metadata: { finalizers: [] } } }, merge);
       await until('garbage collection', async () => !(await core.listNamespacedSecret({ namespace: NS })).items.some((s) => s.metadata?.name === 'fs-flag-secret'));
       assert.ok(await core.readNamespacedSecret({ namespace: NS, name: 'unowned' }));
+    });
+
+    it('watches across all namespaces and checks Secrets as the API server does (keys, 1 MiB)', async () => {
+      const seen: string[] = [];
+      const controller = await new Watch(fake.kubeConfig()).watch('/api/v1/secrets', {}, (t, o) => seen.push(`${t} ${o.metadata.namespace}/${o.metadata.name}`), () => undefined);
+      await core.createNamespacedSecret({ namespace: 'a', body: { metadata: { name: 'one' }, stringData: { 'tenants.json': '{}' } } });
+      await core.createNamespacedSecret({ namespace: 'b', body: { metadata: { name: 'two' } } });
+      await until('both namespaces', () => seen.length === 2);
+      assert.deepEqual(seen, ['ADDED a/one', 'ADDED b/two']);
+      controller.abort();
+      assert.equal(Buffer.from(fake.stored('', 'secrets', 'a', 'one')!.data!['tenants.json' as never] as string, 'base64').toString(), '{}');
+
+      const big = 'x'.repeat(1024 * 1024 + 1);
+      await assert.rejects(
+        core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'big' }, stringData: { 'tenants.json': big } } }),
+        (e: any) => statusOf(e) === 422 && /Too long: must have at most 1048576 bytes/.test(String(e.body)),
+      );
+      await assert.rejects(
+        core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: 'bad-key' }, stringData: { 'a/b': 'x' } } }),
+        (e) => statusOf(e) === 422,
+      );
+      assert.equal(fake.storedList('', 'secrets', NS).length, 0);
     });
 
     it('serves Leases with optimistic concurrency and Events in both groups', async () => {

@@ -278,11 +278,11 @@ export class Api {
     next.metadata.resourceVersion = old.metadata.resourceVersion;
     next = this.admitted(t, next, old, opts);
     if (t.generational) {
+      // Without a status subresource, status is part of what bumps generation (as for CRDs in a cluster).
       const strip = (o: KubeObject) => {
         const { metadata, status, ...rest } = o;
         void metadata;
-        void status;
-        return rest;
+        return t.statusSubresource ? rest : { ...rest, status };
       };
       if (!sameJson(strip(next), strip(this.present(t, old)))) next.metadata.generation = (old.metadata.generation ?? 1) + 1;
     }
@@ -306,6 +306,7 @@ export class Api {
       }
       obj.type ??= 'Opaque';
     }
+    if ((t.kind === 'Secret' || t.kind === 'ConfigMap') && !t.group) this.checkDataKeys(t, obj);
     if (typeKeyOf(t) === CRD_KEY) this.checkCrd(obj);
     if (!t.schema) return obj;
     const result = admit(t.schema, obj, old);
@@ -314,6 +315,27 @@ export class Api {
     }
     if (result.causes.length > 0) throw invalid(t, obj.metadata.name ?? '', result.causes);
     return result.object as KubeObject;
+  }
+
+  /** Secret and ConfigMap keys and the 1 MiB limit on their content, as the API server checks them. */
+  private checkDataKeys(t: ResourceType, obj: KubeObject): void {
+    const causes: FieldCause[] = [];
+    let total = 0;
+    for (const field of ['data', 'binaryData']) {
+      for (const [key, value] of Object.entries((obj[field] as Record<string, string>) ?? {})) {
+        if (!/^[-._a-zA-Z0-9]+$/.test(key) || key.length > 253) {
+          causes.push({
+            reason: 'FieldValueInvalid',
+            field: `${field}[${key}]`,
+            message: `Invalid value: "${key}": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')`,
+          });
+        }
+        const base64 = t.kind === 'Secret' || field === 'binaryData';
+        total += base64 ? Buffer.from(String(value), 'base64').length : Buffer.byteLength(String(value));
+      }
+    }
+    if (total > 1024 * 1024) causes.push({ reason: 'FieldValueTooLong', field: 'data', message: 'Too long: must have at most 1048576 bytes' });
+    if (causes.length > 0) throw invalid(t, obj.metadata.name ?? '', causes);
   }
 
   private checkCrd(crd: KubeObject): void {

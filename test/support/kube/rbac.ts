@@ -1,3 +1,4 @@
+import { parseAllDocuments } from 'yaml';
 import { KubeError } from './types.js';
 
 /** RBAC as far as an operator's permissions go: Role (one namespace) and ClusterRole rules. */
@@ -34,6 +35,11 @@ export function grantsFromManifests(docs: any[]): Grant[] {
     if (doc.kind === 'ClusterRole') grants.push({ rules: doc.rules ?? [] });
   }
   return grants;
+}
+
+/** Grants from a multi-document YAML text (`helm template charts/tally`, a kustomize build). */
+export function grantsFromYaml(text: string): Grant[] {
+  return grantsFromManifests(parseAllDocuments(text).map((d) => d.toJS()));
 }
 
 const has = (list: string[] | undefined, value: string) => (list ?? []).includes('*') || (list ?? []).includes(value);

@@ -168,6 +168,21 @@ export class FakeKube {
     this.failRules.push({ remaining: count, status, message: opts.message ?? `injected failure (${status})`, match: opts.match });
   }
 
+  /** Drops every pending `failNext` (ends an outage made with `failNext(Infinity, 503)`). */
+  clearFaults(): void {
+    this.failRules.length = 0;
+  }
+
+  /** An object as stored (no HTTP, no RBAC): for assertions. Undefined when absent. */
+  stored(group: string, plural: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.api.store.get(`${group}/${plural}`, namespace, name);
+  }
+
+  /** Objects of a type as stored, in one namespace or all. */
+  storedList(group: string, plural: string, namespace?: string): KubeObject[] {
+    return this.api.store.list(`${group}/${plural}`, namespace);
+  }
+
   /** Open and new watches go silent (connection open, no events, no bookmarks) until `restoreWatches`. */
   hangWatches(): void {
     this.watchesHang = true;
@@ -223,7 +238,12 @@ export class FakeKube {
 
   private async body(req: IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > 3 * 1024 * 1024) throw new KubeError(413, 'RequestEntityTooLarge', 'Request entity too large: limit is 3145728');
+      chunks.push(chunk as Buffer);
+    }
     const text = Buffer.concat(chunks).toString('utf8');
     if (!text) return undefined;
     try {
