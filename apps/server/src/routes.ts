@@ -10,6 +10,7 @@ import { cohortRoutes } from './cohorts/routes.js';
 import { definitionRoutes } from './definitions/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { flagRoutes } from './flags/routes.js';
+import { flagsDomain } from './flags/domain.js';
 import { ingestionRoutes } from './ingestion/routes.js';
 import { dataRoutes } from './data/routes.js';
 import { reportRoutes } from './reports/routes.js';
@@ -31,7 +32,7 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...cohortRoutes(deps, { store: definitions.cohorts, membership }),
     ...definitionRoutes(deps, definitions),
     ...metricsRoutes(deps),
-    ...flagRoutes(deps, membership),
+    ...flagRoutes(deps, flagsDomain(deps.db, membership)),
     ...ingestionRoutes(deps),
     ...dataRoutes(deps),
     ...reportRoutes(deps),

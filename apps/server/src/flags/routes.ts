@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
@@ -7,13 +6,13 @@ import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { enforceRateLimits } from '../http/rate-limit.js';
 import { actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
-import { flagSecretProjectOf, projectTokensOf, sha256Hex } from '../auth/credentials.js';
+import { flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
-import type { Project } from '../projects/store.js';
-import { FlagStore, type Actor } from './store.js';
-import { RemoteEvaluator } from './evaluator.js';
-import type { CohortChecker } from './cohorts.js';
+import { etagMatches } from './live.js';
+import { resourceOf } from './managed.js';
+import type { Actor } from './service.js';
+import type { FlagsDomain } from './domain.js';
 import {
   CreateFlagBody,
   EvaluateBody,
@@ -27,170 +26,139 @@ import {
   ListFlagsQuery,
   LocalEvaluationResponse,
   PreviewBody,
+  SetFlagSecretBody,
   UpdateFlagBody,
-  flagConsistencyError,
   type FeatureFlag,
-  type FlagRule,
 } from './schema.js';
 
-const actorOf = (auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: null });
+const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: null, resource: resourceOf(ctx, auth) });
 
-/** Every rule's cohort must be a cohort of the flag's project (else 400 naming the rule). */
-async function checkCohorts(cohorts: CohortChecker, projectId: number, rules: FlagRule[] | undefined): Promise<void> {
-  if (!rules) return;
-  for (let i = 0; i < rules.length; i++) {
-    const id = rules[i].cohortId;
-    if (id === undefined) continue;
-    if ((await cohorts.projectOf(id)) !== projectId) throw badRequest(`rules.${i}.cohortId: cohort ${id} is not a cohort of this project`);
-  }
-}
+/** Flag management (`/api/flags`, flag secrets) and the runtime endpoints (`/flags/*`). */
+export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {
+  const { service, secrets } = flags;
 
-/** `If-None-Match` holds the given strong ETag (or `*`). */
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  return header.split(',').some((t) => {
-    const v = t.trim();
-    return v === '*' || v === etag || v === `W/${etag}`;
-  });
-}
-
-export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
-  const store = new FlagStore(deps.db);
-  const evaluator = new RemoteEvaluator(deps.db, cohorts);
-
-  /** A flag by id, reachable by the caller (another organisation's flag is 404), with its project. */
-  async function loadFlag(ctx: Context, id: number): Promise<{ flag: FeatureFlag; project: Project; auth: AuthContext }> {
-    const auth = authOf(ctx);
-    const orgId = orgScope(auth);
-    const flag = await store.get(id);
+  /** A flag by id, reachable by the caller (another organisation's flag is 404). */
+  async function loadFlag(ctx: Context, id: number): Promise<FeatureFlag> {
+    const orgId = orgScope(authOf(ctx));
+    const flag = await service.get(id);
     if (!flag) throw notFound('flag');
     const project = await deps.projects.get(flag.project_id);
     if (!project || (orgId !== null && project.org_id !== orgId)) throw notFound('flag');
-    return { flag, project, auth };
+    return flag;
+  }
+
+  /** A flag the caller may change (member), and who changes it. */
+  async function writable(ctx: Context, id: number): Promise<{ flag: FeatureFlag; actor: Actor }> {
+    const flag = await loadFlag(ctx, id);
+    return { flag, actor: actorOf(ctx, requireRole(ctx, 'member')) };
+  }
+
+  /** A project whose flag secret the caller may change (owner), and the resource acting. */
+  async function secretOwner(ctx: Context, id: number): Promise<{ projectId: number; resource: string | null }> {
+    const project = await loadProjectInScope(deps.projects, authOf(ctx), id);
+    const auth = requireRole(ctx, 'owner');
+    return { projectId: project.id, resource: resourceOf(ctx, auth) };
   }
 
   const perProjectLimit = (projectId: number) => enforceRateLimits([[deps.rateLimits.perProject, 'p:' + projectId]]);
+  const writeSummary = (what: string) => `${what} (member); 409 managed by resource unless the owning resource asks`;
 
   return [
     route({
       method: 'get', path: '/api/flags', tag: 'Flags', auth: 'api', query: ListFlagsQuery, response: z.array(FeatureFlagSchema),
-      summary: "A project's flags (archived ones only with archived=1)",
+      summary: "A project's flags (archived ones only with archived=1; managedBy filters by owning resource)",
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return store.list(project.id, query.archived === '1');
+        return service.list(project.id, { includeArchived: query.archived === '1', managedBy: query.managedBy });
       },
     }),
     route({
       method: 'post', path: '/api/flags', tag: 'Flags', auth: 'api', body: CreateFlagBody, response: FeatureFlagSchema, status: 201,
-      summary: 'Creates a flag (member); projectId in the body or the query',
+      summary: 'Creates a flag (member); projectId in the body or the query; X-Tally-Resource (superadmin) makes it managed',
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? ctx.query.projectId);
-        const input = {
-          key: body.key,
-          name: body.name,
-          description: body.description ?? null,
-          active: body.active ?? true,
-          type: body.type ?? 'release',
-          variants: body.variants ?? [],
-          rules: body.rules ?? [],
-        };
-        const problem = flagConsistencyError(input);
-        if (problem) throw badRequest(problem);
-        await checkCohorts(cohorts, project.id, input.rules);
-        return store.create(project.id, input, actorOf(auth));
+        return service.create(project.id, body, actorOf(ctx, auth));
       },
     }),
     route({
       method: 'get', path: '/api/flags/{id}', tag: 'Flags', auth: 'api', params: FlagIdParams, response: FeatureFlagSchema,
       summary: 'One flag (archived included)',
-      handler: async ({ ctx, params }) => (await loadFlag(ctx, params.id)).flag,
+      handler: async ({ ctx, params }) => loadFlag(ctx, params.id),
     }),
     route({
       method: 'put', path: '/api/flags/{id}', tag: 'Flags', auth: 'api', params: FlagIdParams, body: UpdateFlagBody, response: FeatureFlagSchema,
-      summary: 'Partial update (member); key is immutable; new variants re-check the rules',
+      summary: writeSummary('Partial update; key is immutable; new variants re-check the rules'),
       handler: async ({ ctx, params, body }) => {
-        const { flag, auth } = await loadFlag(ctx, params.id);
-        requireRole(ctx, 'member');
-        if (body.key !== undefined && body.key !== flag.key) throw badRequest(`key: is immutable (cannot change "${flag.key}" to "${body.key}")`);
-        await checkCohorts(cohorts, flag.project_id, body.rules);
-        return store.update(flag.id, {
-          name: body.name,
-          description: body.description,
-          active: body.active,
-          type: body.type,
-          variants: body.variants,
-          rules: body.rules,
-        }, actorOf(auth));
+        const { flag, actor } = await writable(ctx, params.id);
+        return service.update(flag, body, actor);
       },
     }),
     route({
       method: 'delete', path: '/api/flags/{id}', tag: 'Flags', auth: 'api', params: FlagIdParams,
-      summary: 'Deletes an archived flag and its audit trail (member); 409 not archived otherwise',
+      summary: writeSummary('Deletes an archived flag and its audit trail; 409 not archived otherwise'),
       handler: async ({ ctx, params }) => {
-        const { flag } = await loadFlag(ctx, params.id);
-        requireRole(ctx, 'member');
-        await store.delete(flag.id);
+        const { flag, actor } = await writable(ctx, params.id);
+        await service.delete(flag.id, actor);
         return { ok: true };
       },
     }),
-    route({
-      method: 'post', path: '/api/flags/{id}/archive', tag: 'Flags', auth: 'api', params: FlagIdParams, response: FeatureFlagSchema,
-      summary: 'Archives a flag (member); idempotent, no event when already archived',
+    ...([['archive', true, 'Archives a flag; idempotent, no event when already archived'], ['revive', false, 'Revives an archived flag; idempotent, no event when not archived']] as const).map(([verb, archived, what]) => route({
+      method: 'post', path: `/api/flags/{id}/${verb}`, tag: 'Flags', auth: 'api', params: FlagIdParams, response: FeatureFlagSchema, summary: writeSummary(what),
       handler: async ({ ctx, params }) => {
-        const { flag, auth } = await loadFlag(ctx, params.id);
-        requireRole(ctx, 'member');
-        return store.setArchived(flag.id, true, actorOf(auth));
+        const { flag, actor } = await writable(ctx, params.id);
+        return service.setArchived(flag.id, archived, actor);
       },
-    }),
+    })),
     route({
-      method: 'post', path: '/api/flags/{id}/revive', tag: 'Flags', auth: 'api', params: FlagIdParams, response: FeatureFlagSchema,
-      summary: 'Revives an archived flag (member); idempotent, no event when not archived',
+      method: 'post', path: '/api/flags/{id}/release', tag: 'Flags', auth: 'admin', params: FlagIdParams, response: FeatureFlagSchema,
+      summary: 'The owning resource lets go of its flag (superadmin key and its X-Tally-Resource): managed_by becomes null',
       handler: async ({ ctx, params }) => {
-        const { flag, auth } = await loadFlag(ctx, params.id);
-        requireRole(ctx, 'member');
-        return store.setArchived(flag.id, false, actorOf(auth));
+        const flag = await loadFlag(ctx, params.id);
+        return service.release(flag.id, actorOf(ctx, authOf(ctx)));
       },
     }),
     route({
       method: 'post', path: '/api/flags/{id}/preview', tag: 'Flags', auth: 'api', params: FlagIdParams, body: PreviewBody, rawBody: true, response: FlagResultSchema,
       summary: 'Evaluates one flag for a distinctId with the remote evaluator',
       handler: async ({ ctx, params }) => {
-        const { flag } = await loadFlag(ctx, params.id);
+        const flag = await loadFlag(ctx, params.id);
         const raw = jsonBody(ctx) as { distinctId?: unknown } | undefined;
         const distinctId = raw && typeof raw === 'object' ? raw.distinctId : undefined;
         if (typeof distinctId !== 'string' || distinctId === '') throw badRequest('distinctId required');
         const live = flag.archived_at === null ? new Map([[flag.key, flag]]) : new Map<string, FeatureFlag>();
-        const result = await evaluator.evaluate(flag.project_id, live, distinctId, [flag.key]);
+        const result = await flags.evaluator.evaluate(flag.project_id, live, distinctId, [flag.key]);
         return result[flag.key];
       },
     }),
     route({
       method: 'get', path: '/api/flags/{id}/events', tag: 'Flags', auth: 'api', params: FlagIdParams, query: FlagEventsQuery, response: z.array(FlagEventSchema),
       summary: "A flag's audit trail, newest first",
-      handler: async ({ ctx, params, query }) => {
-        const { flag } = await loadFlag(ctx, params.id);
-        return store.events(flag.id, query.limit);
-      },
+      handler: async ({ ctx, params, query }) => service.events((await loadFlag(ctx, params.id)).id, query.limit),
     }),
     route({
       method: 'post', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'api', params: IdParams, response: FlagSecretResponse,
-      summary: 'Mints or rotates the project flag secret (owner); returned once, stored as a SHA-256 hash',
+      summary: 'Mints or rotates the project flag secret (owner); returned once, stored as a SHA-256 hash; 409 when managed by a resource',
       handler: async ({ ctx, params }) => {
-        const project = await loadProjectInScope(deps.projects, authOf(ctx), params.id);
-        requireRole(ctx, 'owner');
-        const secret = randomUUID();
-        await deps.projects.setFlagSecretHash(project.id, sha256Hex(secret));
-        return { secret };
+        const { projectId, resource } = await secretOwner(ctx, params.id);
+        return { secret: await secrets.rotate(projectId, resource) };
+      },
+    }),
+    route({
+      method: 'put', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'admin', params: IdParams, body: SetFlagSecretBody,
+      summary: 'Sets the project flag secret to the given uuid (superadmin key); with X-Tally-Resource that resource owns it',
+      handler: async ({ ctx, params, body }) => {
+        const { projectId, resource } = await secretOwner(ctx, params.id);
+        await secrets.set(projectId, body.secret, resource);
+        return { ok: true };
       },
     }),
     route({
       method: 'delete', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'api', params: IdParams,
-      summary: 'Revokes the project flag secret (owner); idempotent',
+      summary: 'Revokes the project flag secret (owner); idempotent; the owning resource revokes and releases it',
       handler: async ({ ctx, params }) => {
-        const project = await loadProjectInScope(deps.projects, authOf(ctx), params.id);
-        requireRole(ctx, 'owner');
-        await deps.projects.setFlagSecretHash(project.id, null);
+        const { projectId, resource } = await secretOwner(ctx, params.id);
+        await secrets.revoke(projectId, resource);
         return { ok: true };
       },
     }),
@@ -208,8 +176,8 @@ export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
           if (!Array.isArray(body.flag_keys) || body.flag_keys.some((k) => typeof k !== 'string')) throw badRequest('flag_keys: must be an array of strings');
           keys = body.flag_keys as string[];
         }
-        const live = await store.liveFlags(project.id);
-        return { flags: await evaluator.evaluate(project.id, live.byKey, body.distinct_id, keys) };
+        const live = await flags.live.get(project.id);
+        return { flags: await flags.evaluator.evaluate(project.id, live.byKey, body.distinct_id, keys) };
       },
     }),
     route({
@@ -218,7 +186,7 @@ export function flagRoutes(deps: Deps, cohorts: CohortChecker): RouteSpec[] {
       handler: async ({ ctx }) => {
         const project = flagSecretProjectOf(ctx);
         perProjectLimit(project.id);
-        const live = await store.liveFlags(project.id);
+        const live = await flags.live.get(project.id);
         ctx.set('ETag', live.etag);
         ctx.set('Cache-Control', 'private, no-cache');
         if (etagMatches(ctx.get('if-none-match') || undefined, live.etag)) {

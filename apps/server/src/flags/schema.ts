@@ -100,6 +100,7 @@ export const UpdateFlagBody = z
     id: z.unknown().optional(),
     project_id: z.unknown().optional(),
     created_by: z.unknown().optional(),
+    managed_by: z.unknown().optional(),
     archived_at: z.unknown().optional(),
     created_at: z.unknown().optional(),
     updated_at: z.unknown().optional(),
@@ -146,6 +147,8 @@ export const FeatureFlagSchema = z
     type: z.enum(FLAG_TYPES),
     variants: z.array(FlagVariantSchema),
     rules: z.array(FlagRuleSchema),
+    /** `<Kind>/<namespace>/<name>` of the Kubernetes resource that owns the flag; null when unmanaged. */
+    managed_by: z.string().nullable(),
     archived_at: z.number().int().nullable(),
     created_at: z.number().int(),
     updated_at: z.number().int(),
@@ -160,12 +163,15 @@ export const FlagEventSchema = z
     flag_id: z.number().int(),
     actor_user_id: z.number().int().nullable(),
     actor_mcp_token_id: z.number().int().nullable(),
+    /** The Kubernetes resource the change came through (superadmin key with X-Tally-Resource), else null. */
+    actor_resource: z.string().nullable(),
     action: z.enum(FLAG_ACTIONS),
     before: FeatureFlagSchema.nullable(),
     after: FeatureFlagSchema.nullable(),
     created_at: z.number().int(),
   })
   .openapi('FlagEvent');
+export type FlagEvent = z.infer<typeof FlagEventSchema>;
 
 export const FlagResultSchema = z
   .object({ enabled: z.boolean(), variant: z.string().nullable(), payload: z.unknown(), reason: z.string() })
@@ -183,7 +189,7 @@ export const FlagDefinitionSchema = z
   .openapi('FlagDefinition');
 
 export const FlagIdParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
-export const ListFlagsQuery = z.object({ projectId: z.string().optional(), archived: z.string().optional() });
+export const ListFlagsQuery = z.object({ projectId: z.string().optional(), archived: z.string().optional(), managedBy: z.string().optional() });
 export const FlagEventsQuery = z.object({
   limit: z.coerce
     .number({ error: 'must be an integer' })
@@ -201,3 +207,5 @@ export const EvaluateBody = z
 export const EvaluateResponse = z.object({ flags: z.record(z.string(), FlagResultSchema) }).openapi('FlagEvaluateResponse');
 export const LocalEvaluationResponse = z.object({ flags: z.array(FlagDefinitionSchema) }).openapi('FlagLocalEvaluation');
 export const FlagSecretResponse = z.object({ secret: z.string().uuid() }).openapi('FlagSecretResponse');
+/** PUT /api/projects/{id}/flag-secret (superadmin key): sets the flag secret to a given uuid. */
+export const SetFlagSecretBody = z.object({ secret: z.uuid({ error: 'must be a uuid' }) }).strict().openapi('SetFlagSecretBody');
