@@ -253,6 +253,39 @@ forEachBackend('saved reports', (backend) => {
     assert.equal(gone.status, 404, gone.text);
   });
 
+  it('NUL characters in stored text are a 400 naming the member on both stores (PostgreSQL text cannot hold them)', async () => {
+    const member = t.client(tenant.tokens.member);
+    const rep = (await member.post('/api/reports', { projectId: pid, name: 'nul', type: 'segmentation', query: { ...seg, event: 'v\u0000' } }));
+    assert.equal(rep.status, 201, 'inside a JSON document NUL is escaped and fine');
+    const cases: Array<[string, string, unknown, RegExp]> = [
+      ['POST', `/api/reports?projectId=${pid}`, { name: 'a\u0000', type: 'segmentation', query: seg }, /^name: must not contain NUL/],
+      ['PUT', `/api/reports/${rep.body.id}`, { description: 'd\u0000' }, /^description: must not contain NUL/],
+      ['POST', `/api/boards?projectId=${pid}`, { name: 'b', cards: [{ cardType: 'text', text: 'x\u0000' }] }, /^cards\.0\.text: must not contain NUL/],
+      ['POST', `/api/annotations?projectId=${pid}`, { date: '2024-01-01', description: 'x\u0000' }, /^description: must not contain NUL/],
+      ['PUT', `/api/lexicon/events/a%00b?projectId=${pid}`, {}, /^name: must not contain NUL/],
+      ['PUT', `/api/lexicon/properties/p?projectId=${pid}`, { tags: ['t\u0000'] }, /^tags\.0: must not contain NUL/],
+    ];
+    for (const [method, path, body, re] of cases) {
+      const r = await member.request(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path}: ${r.text}`);
+      assert.match(r.body.error, re);
+    }
+    await member.delete(`/api/reports/${rep.body.id}`);
+  });
+
+  it('ids past a 32-bit column (PostgreSQL integer) are absent, not a 5xx', async () => {
+    const member = t.client(tenant.tokens.member);
+    for (const path of ['/api/reports/2147483648', '/api/reports/9007199254740991/run', '/api/boards/2147483648', '/api/annotations/9007199254740991']) {
+      assert.equal((await member.get(path)).status, 404, path);
+    }
+    const card = await member.post('/api/boards', { projectId: pid, name: 'x', cards: [{ reportId: 2147483648 }] });
+    assert.equal(card.status, 400, card.text);
+    assert.match(card.body.error, /^cards\.0\.reportId: no report 2147483648/);
+    const metric = await member.post('/api/reports', { projectId: pid, name: 'x', type: 'metric', query: { definitionId: 2147483648, from: '2024-01-01', to: '2024-01-02', unit: 'day' } });
+    assert.equal(metric.status, 400, metric.text);
+    assert.match(metric.body.error, /^query\.definitionId: /);
+  });
+
   it("tenancy: another organisation's report is 404 everywhere; a foreign projectId is 403", async () => {
     const rep = await t.client(tenant.tokens.member).post('/api/reports', { projectId: pid, name: 'mine', type: 'segmentation', query: seg });
     const foreign = t.client(other.tokens.owner);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../http/columns.js';
 
 /** A calendar day, `YYYY-MM-DD`, that exists (2024-02-30 does not). */
 export const DaySchema = z
@@ -21,7 +22,7 @@ export const AnnotationSchema = z
 export const AnnotationMarkSchema = z.object({ id: z.number().int(), date: z.string(), description: z.string() }).openapi('AnnotationMark');
 export type AnnotationMark = z.infer<typeof AnnotationMarkSchema>;
 
-const Description = z.string().trim().min(1).max(2000);
+const Description = text().trim().min(1).max(2000);
 export const CreateAnnotationBody = z
   .object({ projectId: z.union([z.string(), z.number()]).optional(), date: DaySchema, description: Description })
   .strict();

@@ -1,5 +1,6 @@
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
+import { isRowId } from '../http/columns.js';
 
 export interface Annotation {
   id: number;
@@ -23,6 +24,7 @@ export class AnnotationStore {
   constructor(private db: Db) {}
 
   async get(id: number): Promise<Annotation | undefined> {
+    if (!isRowId(id)) return undefined;
     const r = await this.db('annotations').where({ id }).first();
     return r ? toAnnotation(r) : undefined;
   }

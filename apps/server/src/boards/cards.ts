@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { badRequest } from '../http/errors.js';
+import { isRowId } from '../http/columns.js';
 import { toReport, type SavedReport } from '../reports/store.js';
 import { withQueryV1 } from '../reports/ir.js';
 import type { BoardCardWrite } from './schema.js';
@@ -20,7 +21,7 @@ export function cardsToWrite(cards: BoardCardWrite[]): NewCard[] {
 export async function checkCardReports(trx: Knex.Transaction, projectId: number, cards: NewCard[]): Promise<void> {
   const ids = [...new Set(cards.flatMap((c) => (c.report_id === null ? [] : [c.report_id])))];
   if (ids.length === 0) return;
-  const rows = await trx('reports').whereIn('id', ids).select('id', 'project_id');
+  const rows = await trx('reports').whereIn('id', ids.filter(isRowId)).select('id', 'project_id');
   const projectOf = new Map(rows.map((r: any) => [Number(r.id), Number(r.project_id)]));
   cards.forEach((c, i) => {
     if (c.report_id !== null && projectOf.get(c.report_id) !== projectId) {

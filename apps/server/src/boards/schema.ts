@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../http/columns.js';
 import { PropertyFilterSchema } from '../query/schema.js';
 import { LIMITS } from '../limits.js';
 import { parseDay } from '../query/range.js';
@@ -41,7 +42,7 @@ export const BoardCardWriteSchema = z
   .object({
     cardType: z.enum(['report', 'text']).default('report'),
     reportId: z.number().int().positive().optional(),
-    text: z.string().min(1).max(10_000).optional(),
+    text: text().min(1).max(10_000).optional(),
     position: z.number().int().min(0).max(10_000).optional(),
     span: CardSpan.default(6),
     height: CardHeight.default('medium'),
@@ -60,7 +61,7 @@ export const BoardCardWriteSchema = z
 export type BoardCardWrite = z.infer<typeof BoardCardWriteSchema>;
 const Cards = z.array(BoardCardWriteSchema).max(MAX_CARDS_PER_BOARD);
 
-const Name = z.string().trim().min(1).max(200);
+const Name = text().trim().min(1).max(200);
 export const CreateBoardBody = z
   .object({
     projectId: z.union([z.string(), z.number()]).optional(),

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
+import { isRowId } from '../http/columns.js';
 import type { PropertyFilter } from '../query/schema.js';
 import type { DateRangeSpec } from '../query/ir/schema.js';
 
@@ -49,6 +50,7 @@ export class BoardStore {
   constructor(private db: Db) {}
 
   async get(id: number): Promise<Board | undefined> {
+    if (!isRowId(id)) return undefined;
     const r = await this.db('boards').where({ id }).first();
     return r ? toBoard(r) : undefined;
   }

@@ -1,15 +1,16 @@
 import { z } from 'zod';
+import { text } from '../http/columns.js';
 
 export const LexiconKind = z.enum(['event', 'property']);
 export type LexiconKind = z.infer<typeof LexiconKind>;
 
-const Tags = z.array(z.string().trim().min(1).max(50)).max(20);
+const Tags = z.array(text().trim().min(1).max(50)).max(20);
 
 /** PUT body: members left out keep their current value (or the default on a new entry). */
 export const LexiconEntryBody = z
   .object({
-    description: z.string().max(5000).nullable().optional(),
-    displayName: z.string().trim().min(1).max(200).nullable().optional(),
+    description: text().max(5000).nullable().optional(),
+    displayName: text().trim().min(1).max(200).nullable().optional(),
     hidden: z.boolean().optional(),
     tags: Tags.optional(),
   })
@@ -31,5 +32,5 @@ export const LexiconPropertySchema = z
   .openapi('LexiconProperty');
 
 export const LexiconListQuery = z.object({ projectId: z.string().optional() });
-export const EventNameParams = z.object({ name: z.string().min(1).max(255) });
-export const PropertyKeyParams = z.object({ key: z.string().min(1).max(500) });
+export const EventNameParams = z.object({ name: text().min(1).max(255) });
+export const PropertyKeyParams = z.object({ key: text().min(1).max(500) });

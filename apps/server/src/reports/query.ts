@@ -1,11 +1,10 @@
 import type { ZodType } from 'zod';
-import type { Db } from '../ports/metadata/knex.js';
 import { badRequest } from '../http/errors.js';
+import { isRowId } from '../http/columns.js';
 import { dateRange } from '../query/range.js';
 import {
   FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema,
 } from '../query/schema.js';
-import { DefinitionStore } from '../definitions/store.js';
 import { REPORT_TYPES, type ReportType } from './schema.js';
 
 /** The v0 endpoint body each report type holds. */
@@ -28,7 +27,8 @@ const invalid = (path: string, message: string) =>
  * Errors name their path from the request body (`query.steps`), nothing is written on any.
  */
 export async function checkReportQuery(
-  db: Db, projectId: number, type: ReportType, query: Record<string, unknown>, maxRangeDays: number,
+  metrics: { get(id: number): Promise<{ project_id: number } | undefined> },
+  projectId: number, type: ReportType, query: Record<string, unknown>, maxRangeDays: number,
   checkIr: (type: ReportType, doc: Record<string, unknown>) => void,
 ): Promise<Record<string, unknown>> {
   const { projectId: _dropped, ...stored } = query;
@@ -50,7 +50,7 @@ export async function checkReportQuery(
     throw invalid('query', 'invalid date range (from and to are YYYY-MM-DD, from <= to)');
   }
   if (type === 'metric') {
-    const metric = await new DefinitionStore(db, 'calculated_metrics').get(body.definitionId!);
+    const metric = isRowId(body.definitionId!) ? await metrics.get(body.definitionId!) : undefined;
     if (!metric || metric.project_id !== projectId) throw invalid('query.definitionId', 'no calculated metric with this id in the project');
   }
   return stored;

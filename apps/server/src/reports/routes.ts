@@ -6,6 +6,7 @@ import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
+import { analysesOf } from '../query/analyses.js';
 import { ReportStore, type SavedReport } from './store.js';
 import { checkReportQuery } from './query.js';
 import { checkIrQuery, withQueryV1 } from './ir.js';
@@ -23,6 +24,7 @@ export function sendCsv(ctx: Context, name: string, csv: string): string {
 /** Saved reports: every role reads and runs, member and above write; another organisation's id is 404. */
 export function reportRoutes(deps: Deps): RouteSpec[] {
   const store = new ReportStore(deps.db);
+  const { metrics } = analysesOf(deps).definitions;
   const load = async (ctx: Context, id: number) => {
     const report = await store.get(id);
     if (!report) throw notFound('report');
@@ -30,7 +32,7 @@ export function reportRoutes(deps: Deps): RouteSpec[] {
     return report;
   };
   const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
-    checkReportQuery(deps.db, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
+    checkReportQuery(metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   const run = async (report: SavedReport) => {
     const { result, warnings } = await runReport(deps, report);
     return { report_id: report.id, type: report.type, result, warnings, ran_at: Date.now() };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from '../http/columns.js';
 
 export const REPORT_TYPES = ['segmentation', 'funnel', 'retention', 'flows', 'metric'] as const;
 export const ReportTypeSchema = z.enum(REPORT_TYPES).openapi('ReportType');
@@ -19,8 +20,8 @@ export const SavedReportSchema = z
   })
   .openapi('SavedReport');
 
-const Name = z.string().trim().min(1).max(200);
-const Description = z.string().max(5000).nullable();
+const Name = text().trim().min(1).max(200);
+const Description = text().max(5000).nullable();
 export const CreateReportBody = z
   .object({
     projectId: z.union([z.string(), z.number()]).optional(),

@@ -1,5 +1,6 @@
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
+import { isRowId } from '../http/columns.js';
 import type { ReportType } from './schema.js';
 
 export interface SavedReport {
@@ -27,6 +28,7 @@ export class ReportStore {
   constructor(private db: Db) {}
 
   async get(id: number): Promise<SavedReport | undefined> {
+    if (!isRowId(id)) return undefined;
     const r = await this.db('reports').where({ id }).first();
     return r ? toReport(r) : undefined;
   }
