@@ -89,12 +89,12 @@ export class Api {
   }
 
   list(t: ResourceType, namespace: string | undefined): { items: KubeObject[]; resourceVersion: string } {
-    return { items: this.store.list(typeKeyOf(t), namespace).map((o) => this.present(t, o)), resourceVersion: String(this.store.resourceVersion) };
+    return { items: this.store.list(typeKeyOf(t), namespace).map((o) => this.present(t, o, true)), resourceVersion: String(this.store.resourceVersion) };
   }
 
   /** Defaults apply on read too (a CRD default added later shows on old objects). */
-  present(t: ResourceType, obj: KubeObject): KubeObject {
-    return t.schema ? (applyDefaults(t.schema, obj) as KubeObject) : obj;
+  present(t: ResourceType, obj: KubeObject, owned = false): KubeObject {
+    return t.schema ? (applyDefaults(t.schema, obj, owned) as KubeObject) : obj;
   }
 
   // ---- writes ----
@@ -400,41 +400,31 @@ export class Api {
     this.gcTimers.add(timer);
   }
 
-  private uidExists(uid: string): boolean {
-    for (const typeKey of this.store.typeKeys()) for (const o of this.store.list(typeKey)) if (o.metadata.uid === uid) return true;
-    return false;
-  }
-
   /** Deletes dependents whose owners are all gone; drops dangling references from the others. */
   private collect(ownerUid: string): void {
-    for (const t of this.allTypes()) {
-      for (const o of this.store.list(typeKeyOf(t))) {
-        const refs = o.metadata.ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === ownerUid)) continue;
-        const others = refs.filter((r) => r.uid !== ownerUid && this.uidExists(r.uid));
-        try {
-          if (others.length === 0) this.delete(t, o.metadata.namespace, o.metadata.name!, { propagationPolicy: 'Background' });
-          else {
-            const next = structuredClone(o);
-            next.metadata.ownerReferences = refs.filter((r) => r.uid !== ownerUid);
-            this.store.commit(typeKeyOf(t), 'MODIFIED', next);
-          }
-        } catch {
-          // Gone meanwhile: nothing to collect.
+    for (const { typeKey, object: o } of this.store.dependentsOf(ownerUid)) {
+      const t = this.types.get(typeKey);
+      if (!t) continue;
+      const refs = o.metadata.ownerReferences ?? [];
+      const others = refs.filter((r) => r.uid !== ownerUid && this.store.hasUid(r.uid));
+      try {
+        if (others.length === 0) this.delete(t, o.metadata.namespace, o.metadata.name!, { propagationPolicy: 'Background' });
+        else {
+          const next = structuredClone(o);
+          next.metadata.ownerReferences = refs.filter((r) => r.uid !== ownerUid);
+          this.store.commit(typeKey, 'MODIFIED', next);
         }
+      } catch {
+        // Gone meanwhile: nothing to collect.
       }
     }
   }
 
   private orphanDependents(ownerUid: string): void {
-    for (const t of this.allTypes()) {
-      for (const o of this.store.list(typeKeyOf(t))) {
-        const refs = o.metadata.ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === ownerUid)) continue;
-        const next = structuredClone(o);
-        next.metadata.ownerReferences = refs.filter((r) => r.uid !== ownerUid);
-        this.store.commit(typeKeyOf(t), 'MODIFIED', next);
-      }
+    for (const { typeKey, object: o } of this.store.dependentsOf(ownerUid)) {
+      const next = structuredClone(o);
+      next.metadata.ownerReferences = (o.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+      this.store.commit(typeKey, 'MODIFIED', next);
     }
   }
 }

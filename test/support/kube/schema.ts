@@ -185,8 +185,8 @@ export function admit(schema: Schema, input: Record<string, unknown>, old?: Reco
 }
 
 /** Applies the schema's defaults to an object read from storage (the API server does it on read). */
-export function applyDefaults(schema: Schema, object: Record<string, unknown>): Record<string, unknown> {
-  const copy = structuredClone(object);
+export function applyDefaults(schema: Schema, object: Record<string, unknown>, inPlace = false): Record<string, unknown> {
+  const copy = inPlace ? object : structuredClone(object);
   pruneAndDefault(copy, schema, '', [], true);
   return copy;
 }

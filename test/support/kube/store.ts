@@ -38,6 +38,7 @@ const itemKey = (namespace: string | undefined, name: string) => `${namespace ??
 export class Store {
   private rv = 1;
   private readonly objects = new Map<string, Map<string, KubeObject>>();
+  private readonly uids = new Set<string>();
   private history: Change[] = [];
   /** Changes at or below this resourceVersion are no longer in the history. */
   private compactedThrough = 1;
@@ -62,11 +63,26 @@ export class Store {
   }
 
   list(typeKey: string, namespace?: string): KubeObject[] {
-    const out: KubeObject[] = [];
-    for (const obj of this.objects.get(typeKey)?.values() ?? []) {
-      if (namespace === undefined || obj.metadata.namespace === namespace) out.push(structuredClone(obj));
+    const out: [string, KubeObject][] = [];
+    for (const [key, obj] of this.objects.get(typeKey) ?? []) {
+      if (namespace === undefined || obj.metadata.namespace === namespace) out.push([key, obj]);
     }
-    return out.sort((a, b) => itemKey(a.metadata.namespace, a.metadata.name!).localeCompare(itemKey(b.metadata.namespace, b.metadata.name!)));
+    return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, obj]) => structuredClone(obj));
+  }
+
+  /** Objects of any type that name `uid` among their owners. */
+  dependentsOf(uid: string): { typeKey: string; object: KubeObject }[] {
+    const out: { typeKey: string; object: KubeObject }[] = [];
+    for (const [typeKey, bucket] of this.objects) {
+      for (const obj of bucket.values()) {
+        if (obj.metadata.ownerReferences?.some((r) => r.uid === uid)) out.push({ typeKey, object: structuredClone(obj) });
+      }
+    }
+    return out;
+  }
+
+  hasUid(uid: string): boolean {
+    return this.uids.has(uid);
   }
 
   typeKeys(): string[] {
@@ -78,8 +94,13 @@ export class Store {
     const stored = structuredClone(object);
     stored.metadata.resourceVersion = String(++this.rv);
     const key = itemKey(stored.metadata.namespace, stored.metadata.name!);
-    if (type === 'DELETED') this.bucket(typeKey).delete(key);
-    else this.bucket(typeKey).set(key, stored);
+    if (type === 'DELETED') {
+      this.bucket(typeKey).delete(key);
+      if (stored.metadata.uid) this.uids.delete(stored.metadata.uid);
+    } else {
+      this.bucket(typeKey).set(key, stored);
+      if (stored.metadata.uid) this.uids.add(stored.metadata.uid);
+    }
     const change: Change = { rv: this.rv, typeKey, type, object: stored };
     this.history.push(change);
     if (this.history.length > this.historyLimit) {
