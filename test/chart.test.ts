@@ -242,7 +242,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(triples(find(e, 'Role', 'tally-operator').rules), triples(ofScope('cluster')));
     for (const o of [d, e]) {
       const self = find(o, 'Role', 'tally-operator-self');
-      assert.equal(self.metadata.namespace, undefined, 'the release namespace (POD_NAMESPACE)');
+      assert.equal(self.metadata.namespace, 'shared', 'the release namespace (POD_NAMESPACE)');
       assert.deepEqual(triples(self.rules), triples(ofScope('own-namespace')));
       assert.deepEqual(find(o, 'RoleBinding', 'tally-operator-self').subjects, [{ kind: 'ServiceAccount', name: 'tally-operator', namespace: 'shared' }]);
       assert.equal(find(o, 'Deployment', 'tally-operator').spec.template.spec.serviceAccountName, 'tally-operator');

@@ -60,6 +60,7 @@ describe('kustomize (k8s/)', function () {
       find(o, 'Service', svc);
     }
     assert.equal(o.filter((x) => x.kind === 'PodDisruptionBudget').length, 0);
+    for (const x of o.filter((x) => !['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(x.kind))) assert.equal(x.metadata.namespace, 'tally', `${x.kind}/${x.metadata.name}`);
   });
 
   it('prod: external store URLs on API and worker (other env kept), an HPA owning the API replicas, namespace tally', () => {
