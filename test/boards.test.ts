@@ -191,6 +191,29 @@ forEachBackend('boards', (backend) => {
     for (const id of [tr, fu]) await member.delete(`/api/reports/${id}`);
   });
 
+  it('a run may replace the range and add filters for that run only (a viewer explores, nothing is saved)', async () => {
+    const member = t.client(tenant.tokens.member);
+    const viewer = t.client(tenant.tokens.viewer);
+    const b = (await member.post('/api/boards', {
+      projectId: pid, name: 'Explore', date_range: { kind: 'absolute', from: '2024-01-01', to: '2024-01-14' }, cards: [{ reportId: reports.views }],
+    })).body;
+    const views = (run: any) => run.body.cards[0].result.series.reduce((a: number, x: any) => a + x.data.reduce((c: number, d: any) => c + d.value, 0), 0);
+    const saved = await viewer.post(`/api/boards/${b.id}/run`);
+    const narrow = await viewer.post(`/api/boards/${b.id}/run`, { date_range: { kind: 'absolute', from: '2024-01-01', to: '2024-01-02' } });
+    const fr = await viewer.post(`/api/boards/${b.id}/run`, { filters: [{ key: 'country', op: 'eq', value: 'fr' }] });
+    const own = await viewer.post(`/api/boards/${b.id}/run`, { date_range: null });
+    assert.equal(narrow.status, 200, narrow.text);
+    assert.deepEqual([views(saved), views(narrow), views(fr), views(own)], [4, 2, 3, 4]);
+    assert.deepEqual(narrow.body.range, { from: '2024-01-01', to: '2024-01-02' });
+    assert.equal(own.body.range, null, "null runs each report over its own range");
+    const bad = await viewer.post(`/api/boards/${b.id}/run`, { date_range: { kind: 'absolute', from: '2024-01-03', to: '2024-01-01' } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error, /^date_range\.to: /);
+    const after = (await viewer.get(`/api/boards/${b.id}`)).body;
+    assert.deepEqual([after.date_range, after.filters, after.updated_at], [b.date_range, [], b.updated_at], 'nothing saved');
+    await member.delete(`/api/boards/${b.id}`);
+  });
+
   it('board filters join each report; a card the board cannot run answers its own error; CSV per card', async () => {
     const member = t.client(tenant.tokens.member);
     const viewer = t.client(tenant.tokens.viewer);

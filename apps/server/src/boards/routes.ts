@@ -12,7 +12,7 @@ import { BoardStore, type Board } from './store.js';
 import { cardsToWrite, cardViews, checkCardReports, listItem } from './cards.js';
 import { runBoard } from './run.js';
 import {
-  BoardListItemSchema, BoardRunQuery, BoardRunSchema, BoardWithCardsSchema, CreateBoardBody, PREVIEW_CARDS, ProjectQuery, UpdateBoardBody,
+  BoardListItemSchema, BoardRunBody, BoardRunQuery, BoardRunSchema, BoardWithCardsSchema, CreateBoardBody, PREVIEW_CARDS, ProjectQuery, UpdateBoardBody,
 } from './schema.js';
 
 /** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
@@ -25,14 +25,20 @@ export function boardRoutes(deps: Deps): RouteSpec[] {
     return board;
   };
   const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await store.cards([board.id])) });
-  const run = async (board: Board, cardId?: number) => {
+  /** `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing). */
+  const run = async (board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     let cards = await cardViews(deps.db, await store.cards([board.id]));
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);
       if (cards.length === 0) throw notFound('card');
       if (cards[0].card_type !== 'report') throw badRequest('cardId: a text card has nothing to run');
     }
-    return runBoard(deps, board, cards);
+    const effective = {
+      ...board,
+      date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
+      filters: [...board.filters, ...(adhoc.filters ?? [])],
+    };
+    return runBoard(deps, effective, cards);
   };
   return [
     route({
@@ -89,9 +95,9 @@ export function boardRoutes(deps: Deps): RouteSpec[] {
       },
     }),
     route({
-      method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, response: BoardRunSchema,
-      summary: "Runs every report card, the board's date range and filters over each report's; each card answers on its own (any role)",
-      handler: async ({ ctx, params }) => run(await load(ctx, params.id)),
+      method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, body: BoardRunBody, response: BoardRunSchema,
+      summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add filters for this run only); each card answers on its own (any role)",
+      handler: async ({ ctx, params, body }) => run(await load(ctx, params.id), undefined, body),
     }),
     route({
       method: 'get', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, query: BoardRunQuery,

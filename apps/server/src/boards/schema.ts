@@ -84,7 +84,7 @@ export const CardSchema = z
 
 const boardFields = {
   id: z.number().int(), project_id: z.number().int(), created_by: z.number().int().nullable(), name: z.string(),
-  date_range: z.unknown().openapi({ description: 'DateRangeSpec or null' }), filters: z.array(z.record(z.string(), z.unknown())),
+  date_range: DateRangeSpecSchema.nullable(), filters: z.array(z.record(z.string(), z.unknown())),
   created_at: z.number().int(), updated_at: z.number().int(),
 };
 export const BoardSchema = z.object(boardFields).openapi('Board');
@@ -97,6 +97,9 @@ export const BoardListItemSchema = z
   .openapi('BoardListItem');
 
 export const ProjectQuery = z.object({ projectId: z.string().optional() });
+/** A run-time override, saved nowhere: `date_range` replaces the board's (null: each report's own), `filters` join the board's. */
+export const BoardRunBody = z.object({ date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional() }).strict();
+export type BoardRunBody = z.infer<typeof BoardRunBody>;
 export const BoardRunQuery = z.object({
   format: z.enum(['json', 'csv']).default('json'),
   /** One card only; required with `format=csv` (one CSV per card). */
