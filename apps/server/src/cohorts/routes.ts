@@ -1,13 +1,12 @@
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
-import { notFound } from '../http/errors.js';
+import { authOf } from '../auth/context.js';
+import { resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { LIMITS } from '../limits.js';
-import { z } from 'zod';
 import type { DefinitionRow, DefinitionStore } from '../definitions/store.js';
 import { scopedLoader } from '../definitions/load.js';
+import { definitionCrudRoutes, nameAndDescription } from '../definitions/crud.js';
 import type { CohortMembership } from './membership.js';
 import {
   CohortMembersSchema, CohortPreviewSchema, CohortSchema, CreateCohortBody, PreviewBody, ProjectQuery, UpdateCohortBody,
@@ -26,23 +25,14 @@ export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain)
   /** A cohort by id; another organisation's (or a missing one) is 404. */
   const load = scopedLoader(deps.projects, store, 'cohort');
   return [
-    route({
-      method: 'get', path: '/api/cohorts', tag: 'Cohorts', auth: 'api', query: ProjectQuery, response: z.array(CohortSchema),
-      summary: "The project's cohorts with their current size",
-      handler: async ({ ctx, query }) => {
-        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return Promise.all((await store.list(project.id)).map(withSize));
+    ...definitionCrudRoutes(deps.projects, {
+      tag: 'Cohorts', base: '/api/cohorts', what: 'cohort', store, schema: CohortSchema, createBody: CreateCohortBody, updateBody: UpdateCohortBody,
+      summaries: {
+        list: "The project's cohorts with their current size", create: 'Creates a cohort (member)', get: 'One cohort with its current size',
+        update: 'Updates a cohort (member)', delete: 'Deletes a cohort (member)',
       },
-    }),
-    route({
-      method: 'post', path: '/api/cohorts', tag: 'Cohorts', auth: 'api', body: CreateCohortBody, query: ProjectQuery, response: CohortSchema, status: 201,
-      summary: 'Creates a cohort (member)',
-      handler: async ({ ctx, body, query }) => {
-        const auth = requireRole(ctx, 'member');
-        const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
-        const c = await store.create({ projectId: project.id, createdBy: actorUserId(auth), name: body.name, description: body.description ?? null, definition: body.definition });
-        return withSize(c);
-      },
+      split: (b) => ({ ...nameAndDescription(b), definition: b.definition as CohortDefinition | undefined }),
+      present: withSize,
     }),
     route({
       method: 'post', path: '/api/cohorts/preview', tag: 'Cohorts', auth: 'api', body: PreviewBody, query: ProjectQuery, response: CohortPreviewSchema,
@@ -55,31 +45,6 @@ export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain)
           membership.members(project.id, body.definition, { limit: LIMITS.cohortPreviewSample, now }),
         ]);
         return { count, sample };
-      },
-    }),
-    route({
-      method: 'get', path: '/api/cohorts/{id}', tag: 'Cohorts', auth: 'api', params: IdParams, response: CohortSchema,
-      summary: 'One cohort with its current size',
-      handler: async ({ ctx, params }) => withSize(await load(ctx, params.id)),
-    }),
-    route({
-      method: 'put', path: '/api/cohorts/{id}', tag: 'Cohorts', auth: 'api', params: IdParams, body: UpdateCohortBody, response: CohortSchema,
-      summary: 'Updates a cohort (member)',
-      handler: async ({ ctx, params, body }) => {
-        const cohort = await load(ctx, params.id);
-        requireRole(ctx, 'member');
-        await store.update(cohort.id, body);
-        return withSize((await store.get(cohort.id))!);
-      },
-    }),
-    route({
-      method: 'delete', path: '/api/cohorts/{id}', tag: 'Cohorts', auth: 'api', params: IdParams,
-      summary: 'Deletes a cohort (member)',
-      handler: async ({ ctx, params }) => {
-        const cohort = await load(ctx, params.id);
-        requireRole(ctx, 'member');
-        await store.delete(cohort.id);
-        return { ok: true };
       },
     }),
     route({

@@ -67,10 +67,8 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
     route({
       method: 'get', path: '/api/flags', tag: 'Flags', auth: 'api', query: ListFlagsQuery, response: z.array(FeatureFlagSchema),
       summary: "A project's flags (archived ones only with archived=1; managedBy filters by owning resource)",
-      handler: async ({ ctx, query }) => {
-        const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return service.list(project.id, { includeArchived: query.archived === '1', managedBy: query.managedBy });
-      },
+      handler: async ({ ctx, query }) =>
+        service.list((await resolveProject(deps.projects, authOf(ctx), query.projectId)).id, { includeArchived: query.archived === '1', managedBy: query.managedBy }),
     }),
     route({
       method: 'post', path: '/api/flags', tag: 'Flags', auth: 'api', body: CreateFlagBody, response: FeatureFlagSchema, status: 201,
