@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { OPERATOR_PERMISSIONS, type PermissionRule } from '../operator/src/permissions.js';
 import { driftedChartCrds } from '../scripts/sync-chart-crds.js';
-import { envOf, find, helmLint, helmTemplate, podTemplates, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
+import { envOf, find, helmLint, helmTemplate, podTemplates, renderNotes, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
 
 /**
  * The Helm chart (charts/tally): lint, a matrix of values rendered once each, every object checked
@@ -251,6 +251,19 @@ describe('Helm chart charts/tally', function () {
       }
     }
     assert.deepEqual(find(d, 'ClusterRoleBinding', 'shared-tally-operator').subjects, [{ kind: 'ServiceAccount', name: 'tally-operator', namespace: 'shared' }]);
+  });
+
+  it('NOTES.txt says how to reach the API, read the superadmin key and create the first Project', async () => {
+    const notes = await renderNotes('tally');
+    assert.match(notes, /port-forward svc\/tally-api 8080:80/);
+    assert.match(notes, /get secret tally-credentials -o jsonpath='\{\.data\.SUPERADMIN_KEY\}'/);
+    assert.match(notes, /POST \$TALLY_URL\/admin\/orgs /);
+    assert.match(notes, /kind: Project/);
+    assert.match(notes, /\/track -H "X-Service-Token: \$TOKEN"/);
+    const withIngress = await renderNotes('tally', ['ingress.enabled=true', 'ingress.host=a.example', 'ingress.tlsSecretName=t', 'credentials.existingSecret=mine', 'operator.enabled=false']);
+    assert.match(withIngress, /TALLY_URL=https:\/\/a\.example/);
+    assert.match(withIngress, /get secret mine /);
+    assert.doesNotMatch(withIngress, /kind: Project/);
   });
 
   it("the chart's crds/ are identical to the top-level crds/ (run npm run chart:crds)", async () => {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
 import { driftedK8s } from '../scripts/render-k8s-base.js';
-import { envOf, find, kustomize, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
+import { envOf, find, kustomize, repoRoot, validateObject, type K8sObject, type RenderResult } from './support/chart.js';
 
 /** k8s/: the base rendered from the chart (no drift), and the dev and prod overlays building with kubectl kustomize. */
 
@@ -76,5 +79,22 @@ describe('kustomize (k8s/)', function () {
     assert.equal(find(o, 'HorizontalPodAutoscaler', 'tally-api').spec.scaleTargetRef.name, 'tally-api');
     for (const x of o.filter((x) => !['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding'].includes(x.kind))) assert.equal(x.metadata.namespace, 'tally', `${x.kind}/${x.metadata.name}`);
     assert.equal(find(o, 'ClusterRoleBinding', 'tally-tally-operator').subjects[0].namespace, 'tally');
+  });
+
+  it('skaffold.yaml (v4beta) builds the image the chart deploys, with a dev profile for a local cluster', () => {
+    const cfg = parse(readFileSync(join(repoRoot, 'skaffold.yaml'), 'utf8'));
+    assert.match(cfg.apiVersion, /^skaffold\/v4beta\d+$/);
+    const image: string = cfg.build.artifacts[0].image;
+    assert.equal(cfg.build.artifacts[0].docker.dockerfile, 'Dockerfile');
+    const release = cfg.deploy.helm.releases[0];
+    assert.ok(existsSync(join(repoRoot, release.chartPath, 'Chart.yaml')), release.chartPath);
+    const key = image.replace(/[/.-]/g, '_');
+    assert.equal(release.setValueTemplates['image.repository'], `{{.IMAGE_REPO_${key}}}`);
+    assert.match(release.setValueTemplates['image.tag'], new RegExp(`IMAGE_TAG_${key}`));
+    const dev = cfg.profiles.find((p: { name: string }) => p.name === 'dev');
+    assert.equal(dev.build.local.push, false);
+    const values = dev.patches.find((p: { path: string }) => p.path === '/deploy/helm/releases/0/setValues').value;
+    assert.equal(values['api.replicas'], 1);
+    assert.equal(values['worker.replicas'], 1);
   });
 });

@@ -104,3 +104,27 @@ export function find(objects: K8sObject[], kind: string, name: string): K8sObjec
 export function envOf(container: { env?: Array<{ name: string; value?: string; valueFrom?: any }> }): Map<string, { value?: string; valueFrom?: any }> {
   return new Map((container.env ?? []).map((e) => [e.name, e]));
 }
+
+/**
+ * NOTES.txt as `helm install` would print it: `helm template` skips NOTES.txt, so a copy of the
+ * chart renders it through `tpl` into a ConfigMap.
+ */
+export async function renderNotes(release: string, set: string[] = []): Promise<string> {
+  const { cp, mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const dir = await mkdtemp(join(tmpdir(), 'tally-notes-'));
+  try {
+    const chart = join(dir, 'tally');
+    await cp(CHART_DIR, chart, { recursive: true });
+    await cp(join(chart, 'templates/NOTES.txt'), join(chart, 'notes.txt'));
+    await writeFile(join(chart, 'templates/zz-notes.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: notes }\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | quote }}\n');
+    const { helm } = await kubeTools();
+    const args = ['template', release, chart, '--namespace', 'tally', '--show-only', 'templates/zz-notes.yaml'];
+    for (const s of set) args.push('--set', s);
+    const r = await exec(helm, args);
+    if (!r.ok) throw new Error(r.stderr);
+    return (parse(r.stdout)[0] as K8sObject).data.notes as string;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
