@@ -19,6 +19,7 @@ import { Authenticator } from './auth/authenticate.js';
 import { IdTokenVerifier } from './auth/oidc.js';
 import { ProjectCredentials } from './auth/credentials.js';
 import { OrgStore } from './orgs/store.js';
+import { MachineTokenStore } from './orgs/tokens.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -51,7 +52,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     config, version: VERSION, log, db, events, buffer, orgs, projects,
     usage: new UsageStore(db),
     rateLimits: { perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject) },
-    auth: new Authenticator(config.superadminKey, verifier, orgs, new ProjectCredentials(projects)),
+    auth: new Authenticator(config.superadminKey, verifier, orgs, new ProjectCredentials(projects), new MachineTokenStore(db)),
   };
 }
 

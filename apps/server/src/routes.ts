@@ -3,6 +3,7 @@ import type { RouteSpec } from './http/route.js';
 import { healthRoutes } from './health/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { accountRoutes } from './account/routes.js';
+import { machineTokenRoutes } from './orgs/token-routes.js';
 import { projectRoutes } from './projects/routes.js';
 import { queryRoutes } from './query/routes.js';
 import { irQueryRoutes } from './query/ir/routes.js';
@@ -26,6 +27,7 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...healthRoutes(deps),
     ...adminRoutes(deps),
     ...accountRoutes(deps),
+    ...machineTokenRoutes(deps),
     ...projectRoutes(deps),
     ...queryRoutes(deps, { events: deps.events, contexts, metrics: definitions.metrics }),
     ...irQueryRoutes(deps),

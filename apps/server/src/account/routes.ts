@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { AppError, badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { authOf, requireRole, type AuthContext, type OrgUser } from '../auth/context.js';
+import { authOf, requireRole, type AuthContext, type OrgActor } from '../auth/context.js';
 import { RoleSchema, type Role } from '../auth/roles.js';
 import { publicProject } from '../projects/store.js';
 import { ProjectSchema } from '../projects/schema.js';
@@ -22,15 +22,16 @@ const AccountSchema = z
 const UserIdParams = z.object({ userId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 
 /** Member management acts inside one organisation: the superadmin has none and uses /admin instead. */
-function orgUser(auth: AuthContext): OrgUser {
+export function orgActor(auth: AuthContext): OrgActor {
   if (auth.kind === 'superadmin') {
     throw badRequest('no organization context', { resolution: 'the superadmin manages members through /admin/orgs/{id}/members' });
   }
-  return auth as OrgUser;
+  if (auth.kind === 'user' && (auth.orgId === null || auth.role === null)) throw badRequest('no organization context');
+  return auth as OrgActor;
 }
 
 /** Only an owner may grant, change or remove the owner role. */
-function checkOwnerChange(actor: OrgUser, from: Role | null, to: Role | null) {
+export function checkOwnerChange(actor: OrgActor, from: Role | null, to: Role | null) {
   if ((from === 'owner' || to === 'owner') && actor.role !== 'owner') throw forbidden();
 }
 
@@ -43,6 +44,9 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx }) => {
         const auth = authOf(ctx);
         if (auth.kind === 'superadmin') return { superadmin: true, user: null, memberships: [], organization: null, role: null };
+        if (auth.kind === 'token') {
+          return { superadmin: false, user: null, memberships: [], organization: (await orgs.getOrg(auth.orgId)) ?? null, role: auth.role };
+        }
         const user = await orgs.getUser(auth.userId);
         const memberships = await db('memberships as m')
           .join('organizations as o', 'o.id', 'm.org_id')
@@ -65,7 +69,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: 'Onboarding: creates an organisation with the caller as owner, and its first project',
       handler: async ({ ctx, body }) => {
         const auth = authOf(ctx);
-        if (auth.kind === 'superadmin') throw badRequest('no user', { resolution: 'the superadmin creates organisations with POST /admin/orgs' });
+        if (auth.kind !== 'user') throw badRequest('no user', { resolution: 'the superadmin creates organisations with POST /admin/orgs' });
         if (auth.orgId !== null) throw conflict('already in an organization');
         if (!auth.email) throw badRequest('email required', { message: 'the ID token carries no email to make the owner membership with' });
         return db.transaction(async (trx) => {
@@ -82,7 +86,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       response: z.object({ org_id: z.number().int(), month: z.string(), events: z.number().int(), monthly_event_quota: z.number().int().nullable() }),
       summary: "The organisation's accepted events in a UTC month against its quota",
       handler: async ({ ctx, query }) => {
-        const auth = orgUser(authOf(ctx));
+        const auth = orgActor(authOf(ctx));
         const month = query.month ?? monthOf(Date.now());
         const org = await orgs.getOrg(auth.orgId);
         return { org_id: auth.orgId, month, events: await usage.orgEvents(auth.orgId, month), monthly_event_quota: org?.monthly_event_quota ?? null };
@@ -92,7 +96,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       method: 'get', path: '/api/org/members', tag: 'Account', auth: 'api', response: z.array(MembershipSchema),
       summary: "The organisation's members and open invitations",
       handler: async ({ ctx }) => {
-        const auth = orgUser(authOf(ctx));
+        const auth = orgActor(authOf(ctx));
         return orgs.listMemberships(auth.orgId);
       },
     }),
@@ -100,7 +104,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       method: 'post', path: '/api/org/members', tag: 'Account', auth: 'api', body: InviteBody, response: MembershipSchema, status: 201,
       summary: 'Invites an email with a role, or changes the role of that email (admin; owner role: owner only)',
       handler: async ({ ctx, body }) => {
-        const actor = orgUser(requireRole(ctx, 'admin'));
+        const actor = orgActor(requireRole(ctx, 'admin'));
         const existing = (await orgs.listMemberships(actor.orgId)).find((m) => m.email === body.email.toLowerCase());
         checkOwnerChange(actor, existing?.role ?? null, body.role);
         if (existing?.role === 'owner' && body.role !== 'owner' && (await orgs.countOwners(actor.orgId)) <= 1) throw conflict('last owner');
@@ -111,7 +115,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       method: 'patch', path: '/api/org/members/{userId}', tag: 'Account', auth: 'api', params: UserIdParams, body: RoleBody, response: MembershipSchema,
       summary: "Changes a member's role (admin; owner role: owner only; the last owner stays owner)",
       handler: async ({ ctx, params, body }) => {
-        const actor = orgUser(requireRole(ctx, 'admin'));
+        const actor = orgActor(requireRole(ctx, 'admin'));
         const m = await orgs.membershipOfUser(actor.orgId, params.userId);
         if (!m) throw notFound('member');
         checkOwnerChange(actor, m.role, body.role);
@@ -124,7 +128,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       method: 'delete', path: '/api/org/members/{userId}', tag: 'Account', auth: 'api', params: UserIdParams,
       summary: 'Removes a member (admin; an owner: owner only; never the last owner)',
       handler: async ({ ctx, params }) => {
-        const actor = orgUser(requireRole(ctx, 'admin'));
+        const actor = orgActor(requireRole(ctx, 'admin'));
         const m = await orgs.membershipOfUser(actor.orgId, params.userId);
         if (!m) throw notFound('member');
         checkOwnerChange(actor, m.role, null);

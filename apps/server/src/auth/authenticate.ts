@@ -4,6 +4,7 @@ import { noOrganization, unauthorized } from '../http/errors.js';
 import { invalidFlagSecret, type ProjectCredentials, type TokenProject } from './credentials.js';
 import type { AuthKind } from '../http/route.js';
 import type { OrgStore } from '../orgs/store.js';
+import { MACHINE_TOKEN_PREFIX, type MachineTokenStore } from '../orgs/tokens.js';
 import type { IdTokenVerifier } from './oidc.js';
 import type { AuthContext } from './context.js';
 
@@ -29,6 +30,7 @@ export class Authenticator {
     private orgs: OrgStore,
     /** Project tokens and flag secrets (in-memory tenant config first, then the database). */
     readonly credentials: ProjectCredentials,
+    private machineTokens: MachineTokenStore,
   ) {
     this.superadminDigest = digest(superadminKey);
   }
@@ -37,10 +39,17 @@ export class Authenticator {
     return timingSafeEqual(digest(token), this.superadminDigest);
   }
 
-  /** The auth context of a bearer credential, or undefined when it is neither the key nor a valid ID token. */
+  /**
+   * The auth context of a bearer credential, or undefined when it is neither the key, a live
+   * machine-access token nor a valid ID token.
+   */
   async resolve(token: string | undefined): Promise<AuthContext | undefined> {
     if (!token) return undefined;
     if (this.isSuperadminKey(token)) return { kind: 'superadmin' };
+    if (token.startsWith(MACHINE_TOKEN_PREFIX)) {
+      const machine = await this.machineTokens.resolve(token);
+      return machine && { kind: 'token', tokenId: machine.id, name: machine.name, orgId: machine.orgId, role: machine.role };
+    }
     if (!this.verifier) return undefined;
     const claims = await this.verifier.verify(token);
     if (!claims) return undefined;
@@ -61,6 +70,7 @@ export class Authenticator {
       if (!auth) return false;
       if (auth.kind === 'superadmin') return true;
       if (project.org_id === null) return false;
+      if (auth.kind === 'token') return auth.orgId === project.org_id && auth.role === 'owner';
       if (!cache.has(project.org_id)) {
         const m = await this.orgs.membershipOfUser(project.org_id, auth.userId);
         cache.set(project.org_id, m?.role === 'owner');

@@ -2,13 +2,22 @@ import type { Context } from 'koa';
 import { forbidden, noOrganization, unauthorized } from '../http/errors.js';
 import { roleAtLeast, type Role } from './roles.js';
 
-/** Who is calling an `/api/*` or `/admin/*` route. */
+/**
+ * Who is calling an `/api/*` or `/admin/*` route: the superadmin key, a user (ID token), or a
+ * machine-access token acting with its role inside its organisation (`tokenId` names it in audit rows).
+ */
 export type AuthContext =
   | { kind: 'superadmin' }
-  | { kind: 'user'; userId: number; email: string | null; orgId: number | null; role: Role | null };
+  | { kind: 'user'; userId: number; email: string | null; orgId: number | null; role: Role | null }
+  | MachineActor;
 
-/** A user inside an organisation (what most `/api/*` routes act for). */
+export type MachineActor = { kind: 'token'; tokenId: number; name: string; orgId: number; role: Role };
+
+/** A user inside an organisation. */
 export type OrgUser = { kind: 'user'; userId: number; email: string | null; orgId: number; role: Role };
+
+/** A user or machine-access token inside an organisation (what most `/api/*` routes act for). */
+export type OrgActor = OrgUser | MachineActor;
 
 declare module 'koa' {
   interface DefaultState {
@@ -40,3 +49,6 @@ export function orgScope(auth: AuthContext): number | null {
 
 /** `created_by` value for rows the caller creates. */
 export const actorUserId = (auth: AuthContext): number | null => (auth.kind === 'user' ? auth.userId : null);
+
+/** The machine-access token acting (flag audit `actor_mcp_token_id`), or null. */
+export const actorTokenId = (auth: AuthContext): number | null => (auth.kind === 'token' ? auth.tokenId : null);

@@ -5,7 +5,7 @@ import { route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { enforceRateLimits } from '../http/rate-limit.js';
-import { actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
+import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
 import { flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
@@ -31,7 +31,7 @@ import {
   type FeatureFlag,
 } from './schema.js';
 
-const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: null, resource: resourceOf(ctx, auth) });
+const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
 
 /** Flag management (`/api/flags`, flag secrets) and the runtime endpoints (`/flags/*`). */
 export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {
