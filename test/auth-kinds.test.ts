@@ -31,6 +31,12 @@ forEachBackend('auth kinds', (backend) => {
     assert.ok(doc.components.securitySchemes.flagSecret);
   });
 
+  it('/health shows no tenantConfig when TENANT_CONFIG_PATH is unset', async () => {
+    const health = await t.anon.get('/health');
+    assert.equal(health.status, 200);
+    assert.equal('tenantConfig' in health.body, false);
+  });
+
   it('the envelope is the route declaration’s, also for errors raised before routing (405, 413)', async () => {
     const wrongMethod = await t.anon.request('PUT', '/track');
     assert.deepEqual([wrongMethod.status, wrongMethod.body.status, wrongMethod.body.error], [405, 0, 'method not allowed']);

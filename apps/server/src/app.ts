@@ -18,6 +18,7 @@ import { instrumentBuffer } from './metrics/instrument.js';
 import { Authenticator } from './auth/authenticate.js';
 import { IdTokenVerifier } from './auth/oidc.js';
 import { ProjectCredentials } from './auth/credentials.js';
+import { TenantConfigWatcher } from './tenants/watcher.js';
 import { OrgStore } from './orgs/store.js';
 import { MachineTokenStore } from './orgs/tokens.js';
 import { ProjectStore } from './projects/store.js';
@@ -48,11 +49,14 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const orgs = new OrgStore(db);
   const verifier = config.oidc ? new IdTokenVerifier(config.oidc) : undefined;
   const projects = new ProjectStore(db);
+  const credentials = new ProjectCredentials(projects);
+  const tenants = config.tenantConfigPath ? await new TenantConfigWatcher(config.tenantConfigPath, log, config.tenantConfigPollMs).start() : undefined;
+  credentials.use(tenants);
   return {
-    config, version: VERSION, log, db, events, buffer, orgs, projects,
+    config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage: new UsageStore(db),
     rateLimits: { perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject) },
-    auth: new Authenticator(config.superadminKey, verifier, orgs, new ProjectCredentials(projects), new MachineTokenStore(db)),
+    auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db)),
   };
 }
 
@@ -107,6 +111,7 @@ export async function startService(
         server.closeAllConnections?.();
         await new Promise<void>((resolve) => server!.close(() => resolve()));
       }
+      deps.tenants?.stop();
       for (const w of workers) await w.stop();
       await deps.buffer.close();
       await deps.events.close();

@@ -17,7 +17,10 @@ export interface Config {
   /** Port of a separate /metrics + /health listener (0 = none); for the `worker` role, which has no API. */
   metricsPort: number;
   oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number };
+  /** Directory kubelet projects the tenant config Secret into (tenants.json); see docs/tenant-config.md. */
   tenantConfigPath?: string;
+  /** Fallback re-read period of the tenant config, beside fs.watch. */
+  tenantConfigPollMs: number;
   /** Trusted reverse proxies whose X-Forwarded-For is believed (exact IPs). */
   trustedProxies: string[];
   rateLimits: {
@@ -60,6 +63,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: int(env, 'METRICS_PORT', 0),
     oidc,
     tenantConfigPath: env.TENANT_CONFIG_PATH || undefined,
+    tenantConfigPollMs: int(env, 'TENANT_CONFIG_POLL_MS', 2000),
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     rateLimits: {
       perIp: {

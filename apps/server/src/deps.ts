@@ -8,6 +8,7 @@ import type { OrgStore } from './orgs/store.js';
 import type { ProjectStore } from './projects/store.js';
 import type { UsageStore } from './usage/store.js';
 import type { RateLimiter } from './http/rate-limit.js';
+import type { TenantConfigWatcher } from './tenants/watcher.js';
 
 /**
  * What every domain's routes are built from: the three ports, the shared tenancy stores and the
@@ -26,4 +27,6 @@ export interface Deps {
   usage: UsageStore;
   /** Per-IP (ingestion) and per-project (ingestion and /flags/*) request limits. */
   rateLimits: { perIp: RateLimiter; perProject: RateLimiter };
+  /** The tenant config of TENANT_CONFIG_PATH (Kubernetes mode), consulted before the database for project credentials. */
+  tenants?: TenantConfigWatcher;
 }

@@ -9,6 +9,8 @@ const HealthSchema = z
     status: Check,
     version: z.string(),
     checks: z.object({ metadata: Check, events: Check, buffer: Check }),
+    tenantConfig: z.object({ generation: z.number().int(), projects: z.number().int() }).optional()
+      .openapi({ description: 'the applied tenant config (only when TENANT_CONFIG_PATH is set)' }),
   })
   .openapi('Health');
 
@@ -29,7 +31,11 @@ export function healthRoutes(deps: Deps): RouteSpec[] {
     const c = await checks();
     const ok = Object.values(c).every((v) => v === 'ok');
     ctx.status = ok ? 200 : 503;
-    return { status: ok ? 'ok' : 'error', version: deps.version, checks: c };
+    const tenants = deps.tenants?.config;
+    return {
+      status: ok ? 'ok' : 'error', version: deps.version, checks: c,
+      ...(tenants ? { tenantConfig: { generation: tenants.generation, projects: tenants.projects } } : {}),
+    };
   }
   return [
     route({
