@@ -19,9 +19,14 @@ export async function startBenchService(opts: {
   env?: Record<string, string>;
   nodeArgs?: string[];
   prefix?: string[];
+  /** What the process prints once it is up, the URL in the first group (default: the API's line). */
+  listening?: RegExp;
+  /** A compiled entry point (dist/…/main.js) run with plain node instead of the sources through tsx. */
+  entry?: string;
 }): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), `${opts.name}-`));
-  const node = [process.execPath, ...(opts.nodeArgs ?? []), '--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts'), ...(opts.role ? [opts.role] : [])];
+  const main = opts.entry ? [opts.entry] : ['--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
+  const node = [process.execPath, ...(opts.nodeArgs ?? []), ...main, ...(opts.role ? [opts.role] : [])];
   const [cmd, ...args] = [...(opts.prefix ?? []), ...node];
   const child = spawn(cmd, args, {
     cwd: ROOT,
@@ -35,7 +40,7 @@ export async function startBenchService(opts: {
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      const m = (opts.listening ?? /listening on (http:\/\/\S+)/).exec(out);
       if (m) resolve(m[1].replace('localhost', '127.0.0.1'));
     });
     child.once('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)));

@@ -39,13 +39,14 @@ export class LeaderElector {
     this.loop ??= this.run();
   }
 
-  async stop(): Promise<void> {
+  /** Stops campaigning; `release` false leaves the Lease as a crashed leader would (tests). */
+  async stop(release = true): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.loop;
     if (this.leading) {
       this.leading = false;
-      await this.release().catch(() => undefined);
+      if (release) await this.release().catch(() => undefined);
       this.opts.onStoppedLeading();
     }
   }

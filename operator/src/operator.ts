@@ -28,7 +28,8 @@ export interface RunningOperator {
   /** The controller while leading (tests look at its queue and tenant config writer). */
   readonly controller: Controller | undefined;
   metrics: OperatorMetrics;
-  close(): Promise<void>;
+  /** Stops; `releaseLease: false` leaves the Lease held, as a replica that died would. */
+  close(opts?: { releaseLease?: boolean }): Promise<void>;
 }
 
 export async function startOperator(config: OperatorConfig, opts: { kubeConfig?: KubeConfig; log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningOperator> {
@@ -92,8 +93,8 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
     get isLeader() { return controller !== undefined; },
     get controller() { return controller; },
     metrics,
-    async close() {
-      if (elector) await elector.stop();
+    async close(closeOpts = {}) {
+      if (elector) await elector.stop(closeOpts.releaseLease ?? true);
       else follow();
       await transition;
       await server?.close();

@@ -168,8 +168,8 @@ export class TallyApi {
 
 function errorMessage(body: unknown): string | undefined {
   if (body && typeof body === 'object' && 'error' in body) {
-    const e = (body as { error: unknown }).error;
-    if (typeof e === 'string') return e;
+    const { error, message } = body as { error: unknown; message?: unknown };
+    if (typeof error === 'string') return typeof message === 'string' && message ? `${error}: ${message}` : error;
   }
   if (typeof body === 'string' && body) return body.slice(0, 500);
   return undefined;

@@ -2,9 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from './config.js';
-import { buildDeps, startService } from './app.js';
-import { loadOperatorConfig } from '../../../operator/src/config.js';
-import { startOperator } from '../../../operator/src/operator.js';
 
 /**
  * Entry point. `npm start` runs every role in one process on the embedded stores; Kubernetes
@@ -30,6 +27,8 @@ async function main() {
   if (role === 'operator') return runOperator();
   const { key, generated } = resolveSuperadminKey(config);
   config.superadminKey = key;
+  // Imported here so that the operator role does not load the stores' drivers it never uses.
+  const { buildDeps, startService } = await import('./app.js');
   const deps = await buildDeps(config);
   const service = await startService(deps, { roles: role === 'all' ? ['api', 'worker'] : [role] });
   const stores = `metadata: ${config.databaseUrl ? 'PostgreSQL' : 'SQLite'}, events: ${config.clickhouse ? 'ClickHouse' : 'DuckDB'}, buffer: ${deps.buffer.kind}`;
@@ -50,6 +49,8 @@ async function main() {
 
 /** The operator role: no stores of its own; it talks to Kubernetes and to the API (docs/operator.md). */
 async function runOperator() {
+  const { loadOperatorConfig } = await import('../../../operator/src/config.js');
+  const { startOperator } = await import('../../../operator/src/operator.js');
   const operatorConfig = loadOperatorConfig();
   const operator = await startOperator(operatorConfig, { defaultMetrics: true });
   console.log(`analytics operator (${operatorConfig.identity}) started; probes and /metrics on ${operator.url || 'no port'}`);
