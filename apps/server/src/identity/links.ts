@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
 import { isPostgres, nowMs } from '../ports/metadata/knex.js';
-import { sqlInt, sqlString } from '../ports/events/index.js';
 
 /**
  * Writing identity links (the ingestion worker's job; readers use identity/store.ts and the SQL
@@ -55,7 +54,7 @@ export async function linkIdentity(deps: Deps, req: LinkRequest): Promise<LinkOu
   // Decided before the transaction: the event store is not part of it, and the worker applies one
   // project's batches in order, so nothing under `alias` appears meanwhile.
   let retro = req.retroactive === 'always' || isAnonymousId(alias);
-  if (!retro && !req.aliasHasPendingEvents) retro = !(await hasEvents(deps, projectId, alias));
+  if (!retro && !req.aliasHasPendingEvents) retro = !(await deps.events.hasEvents(projectId, alias));
   const outcome = await deps.db.transaction(async (trx) => {
     const lock = (q: any) => (isPostgres(deps.db) ? q.forUpdate() : q);
     const rows: IdentityLink[] = await lock(
@@ -86,29 +85,11 @@ export async function linkIdentity(deps: Deps, req: LinkRequest): Promise<LinkOu
   return outcome;
 }
 
-async function hasEvents(deps: Deps, projectId: number, distinctId: string): Promise<boolean> {
-  const rows = await deps.events.query(
-    `SELECT 1 AS x FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id = ${sqlString(deps.events.dialect, distinctId)} LIMIT 1`,
-  );
-  return rows.length > 0;
-}
-
-/** Copies links into the event store (idempotent: DuckDB ignores the key twice, ClickHouse replaces). */
+/** Copies links into the event store (idempotent). */
 export async function mirrorLinks(deps: Deps, links: IdentityLink[]): Promise<void> {
   if (links.length === 0) return;
-  const rows = links.map((l) => ({
+  await deps.events.writeLinks(links.map((l) => ({
     project_id: Number(l.project_id), distinct_id: l.distinct_id, canonical_id: l.canonical_id,
     from_time: Number(l.from_time), created_at: Number(l.created_at),
-  }));
-  if (deps.events.dialect === 'clickhouse') {
-    await deps.events.insertRows('identity_links', rows);
-    return;
-  }
-  const s = (v: string) => sqlString('duckdb', v);
-  const values = rows
-    .map((r) => `(${sqlInt(r.project_id)}, ${s(r.distinct_id)}, ${s(r.canonical_id)}, ${sqlInt(r.from_time)}, ${sqlInt(r.created_at)})`)
-    .join(', ');
-  await deps.events.command(
-    `INSERT OR IGNORE INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) VALUES ${values}`,
-  );
+  })));
 }

@@ -1,38 +1,9 @@
 import type { Deps } from '../deps.js';
 import type { EventStore, StoredEvent } from '../ports/events/index.js';
-import type { DuckDbEventStore } from '../ports/events/duckdb.js';
 
-/**
- * Event writes with deduplication on (project, event, distinct_id, time, insert_id).
- * DuckDB dedups at write: copies inside the batch are dropped here, the batch goes through
- * DuckDB's appender into a staging table and is anti-joined against the stored rows of the same
- * project and time span (DuckDbEventStore.insertEventsDeduped; zone maps keep that scan short
- * while events arrive roughly in time order; a batch spanning years scans more).
- * ClickHouse stores every copy (ReplacingMergeTree on the key) and readers use FINAL; a batch is
- * inserted per month partition so no insert block spans many partitions.
- */
+/** Event writes, deduplicated by the store on (project, event, distinct_id, time, insert_id). */
 export async function writeEvents(deps: Deps, projectId: number, rows: StoredEvent[]): Promise<void> {
-  if (rows.length === 0) return;
-  if (deps.events.dialect === 'clickhouse') {
-    const byMonth = new Map<string, StoredEvent[]>();
-    for (const r of rows) {
-      const m = new Date(r.time).toISOString().slice(0, 7);
-      let list = byMonth.get(m);
-      if (!list) byMonth.set(m, (list = []));
-      list.push(r);
-    }
-    for (const list of byMonth.values()) await deps.events.insertEvents(list);
-    return;
-  }
-  const seen = new Set<string>();
-  const unique: StoredEvent[] = [];
-  for (const r of rows) {
-    const key = `${r.event}\u0000${r.distinct_id}\u0000${r.time}\u0000${r.insert_id}`;
-    if (seen.has(key)) continue; // a copy within the batch
-    seen.add(key);
-    unique.push(r);
-  }
-  await (deps.events as DuckDbEventStore).insertEventsDeduped(projectId, unique);
+  await deps.events.writeEvents(projectId, rows);
 }
 
 /**

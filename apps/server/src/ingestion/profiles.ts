@@ -1,5 +1,4 @@
 import type { Deps } from '../deps.js';
-import { sqlInt, sqlString } from '../ports/events/index.js';
 import { nullProto, propArrays, type EngageRecord, type Props } from './records.js';
 
 /**
@@ -19,26 +18,14 @@ export interface ProfileRow {
 /** Current versions of the given profile keys. */
 export async function loadProfiles(deps: Deps, projectId: number, ids: string[]): Promise<Map<string, ProfileRow>> {
   const out = new Map<string, ProfileRow>();
-  if (ids.length === 0) return out;
-  const d = deps.events.dialect;
-  const list = ids.map((id) => sqlString(d, id)).join(', ');
-  const final = d === 'clickhouse' ? 'FINAL' : '';
-  const rows = await deps.events.query<{ distinct_id: string; properties: string; updated_at: number; deleted: number; batch_id: string }>(
-    `SELECT distinct_id, properties, updated_at, deleted, batch_id FROM profiles ${final}
-     WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${list})`,
-  );
-  for (const r of rows) {
-    const prev = out.get(r.distinct_id);
-    if (prev && prev.updated_at >= Number(r.updated_at)) continue;
+  for (const v of await deps.events.latestProfiles(projectId, ids)) {
     let props: Props;
     try {
-      props = nullProto(JSON.parse(r.properties));
+      props = nullProto(JSON.parse(v.properties));
     } catch {
       props = Object.create(null);
     }
-    out.set(r.distinct_id, {
-      distinct_id: r.distinct_id, properties: props, updated_at: Number(r.updated_at), deleted: Number(r.deleted) === 1, batch_id: r.batch_id,
-    });
+    out.set(v.distinct_id, { distinct_id: v.distinct_id, properties: props, updated_at: v.updated_at, deleted: v.deleted, batch_id: v.batch_id });
   }
   return out;
 }
@@ -46,25 +33,13 @@ export async function loadProfiles(deps: Deps, projectId: number, ids: string[])
 /** Writes new profile versions (one per key). */
 export async function writeProfiles(deps: Deps, projectId: number, rows: ProfileRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const stored = rows.map((r) => {
+  await deps.events.writeProfiles(rows.map((r) => {
     const props = r.deleted ? Object.create(null) : r.properties;
     return {
       project_id: projectId, distinct_id: r.distinct_id, properties: JSON.stringify(props), ...propArrays(props),
-      updated_at: r.updated_at, deleted: r.deleted ? 1 : 0, batch_id: r.batch_id,
+      updated_at: r.updated_at, deleted: r.deleted, batch_id: r.batch_id,
     };
-  });
-  if (deps.events.dialect === 'clickhouse') {
-    await deps.events.insertRows('profiles', stored);
-    return;
-  }
-  const s = (v: string) => sqlString('duckdb', v);
-  const arr = (a: string[]) => (a.length ? `[${a.map(s).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
-  const values = stored
-    .map((r) => `(${sqlInt(r.project_id)}, ${s(r.distinct_id)}, ${s(r.properties)}, ${arr(r.prop_keys)}, ${arr(r.prop_values)}, ${sqlInt(r.updated_at)}, ${r.deleted}, ${s(r.batch_id)})`)
-    .join(',\n');
-  await deps.events.command(
-    `INSERT OR REPLACE INTO profiles (project_id, distinct_id, properties, prop_keys, prop_values, updated_at, deleted, batch_id) VALUES ${values}`,
-  );
+  }));
 }
 
 /** Applies one op to a profile state in place (the spec's semantics, in the order set_once, set, add, unset, delete). */

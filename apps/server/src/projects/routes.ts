@@ -3,19 +3,12 @@ import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
-import { sqlInt } from '../ports/events/index.js';
 import { publicProject, type Project } from './store.js';
 import { CreateProjectBody, IdParams, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
 /** Events stored per project (each dedup key once), counted in the event store in one grouped query. */
 export async function eventCounts(deps: Deps, projects: Project[]): Promise<Map<number, number>> {
-  if (projects.length === 0) return new Map();
-  const ids = projects.map((p) => sqlInt(p.id)).join(', ');
-  const final = deps.events.dialect === 'clickhouse' ? 'FINAL' : '';
-  const rows = await deps.events.query<{ project_id: number; n: number }>(
-    `SELECT project_id, count(*) AS n FROM events ${final} WHERE project_id IN (${ids}) GROUP BY project_id`,
-  );
-  return new Map(rows.map((r) => [Number(r.project_id), Number(r.n)]));
+  return deps.events.countEvents(projects.map((p) => p.id));
 }
 
 export function projectRoutes(deps: Deps): RouteSpec[] {
@@ -66,13 +59,9 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
         requireRole(ctx, 'admin');
         await projects.delete(project.id);
-        // Events and links go asynchronously (a ClickHouse mutation); the project is gone for reads at once.
-        for (const table of ['events', 'identity_links', 'profiles']) {
-          const sql = deps.events.dialect === 'clickhouse'
-            ? `ALTER TABLE ${table} DELETE WHERE project_id = ${sqlInt(project.id)}`
-            : `DELETE FROM ${table} WHERE project_id = ${sqlInt(project.id)}`;
-          deps.events.command(sql).catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
-        }
+        // Events, links and profiles go asynchronously; the project is gone for reads at once.
+        deps.events.deleteProject(project.id)
+          .catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
         return { ok: true };
       },
     }),

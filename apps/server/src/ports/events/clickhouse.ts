@@ -1,5 +1,6 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import type { EventStore, StoredEvent } from './port.js';
+import type { EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import { DATA_TABLES, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
 
 /** ClickHouse event store (HTTP interface; SQL kept to what 18.16 and current releases share). */
@@ -42,6 +43,67 @@ export class ClickHouseEventStore implements EventStore {
   async ping(): Promise<void> {
     const r = await this.client.ping();
     if (!r.success) throw r.error;
+  }
+
+  /**
+   * Stores every copy: the table is a ReplacingMergeTree on the dedup key and readers use FINAL.
+   * One insert per month partition, so no insert block spans many partitions.
+   */
+  async writeEvents(_projectId: number, rows: StoredEvent[]): Promise<void> {
+    if (rows.length === 0) return;
+    const byMonth = new Map<string, StoredEvent[]>();
+    for (const r of rows) {
+      const m = new Date(r.time).toISOString().slice(0, 7);
+      let list = byMonth.get(m);
+      if (!list) byMonth.set(m, (list = []));
+      list.push(r);
+    }
+    for (const list of byMonth.values()) await this.insertEvents(list);
+  }
+
+  async hasEvents(projectId: number, distinctId: string): Promise<boolean> {
+    const rows = await this.query(
+      `SELECT 1 AS x FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id = ${sqlString('clickhouse', distinctId)} LIMIT 1`,
+    );
+    return rows.length > 0;
+  }
+
+  async countEvents(projectIds: number[]): Promise<Map<number, number>> {
+    if (projectIds.length === 0) return new Map();
+    const rows = await this.query<{ project_id: number; n: number }>(
+      `SELECT project_id, count(*) AS n FROM events FINAL WHERE project_id IN (${projectIds.map(sqlInt).join(', ')}) GROUP BY project_id`,
+    );
+    return new Map(rows.map((r) => [Number(r.project_id), Number(r.n)]));
+  }
+
+  async latestProfiles(projectId: number, distinctIds: string[]): Promise<ProfileVersion[]> {
+    if (distinctIds.length === 0) return [];
+    const rows = await this.query<{ distinct_id: string; properties: string; updated_at: number; deleted: number; batch_id: string }>(
+      `SELECT distinct_id, properties, updated_at, deleted, batch_id FROM profiles FINAL
+       WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${distinctIds.map((id) => sqlString('clickhouse', id)).join(', ')})`,
+    );
+    return latestPerKey(rows.map(toProfileVersion));
+  }
+
+  /** New versions replace older ones at merge (ReplacingMergeTree(updated_at)); readers use FINAL. */
+  writeProfiles(rows: StoredProfile[]): Promise<void> {
+    return this.insertRows('profiles', rows.map((r) => ({ ...r, deleted: r.deleted ? 1 : 0 })));
+  }
+
+  /** A link written twice is one row after merge (ReplacingMergeTree on the key). */
+  writeLinks(rows: StoredLink[]): Promise<void> {
+    return this.insertRows('identity_links', rows as unknown as Record<string, unknown>[]);
+  }
+
+  deleteProject(projectId: number): Promise<void> {
+    return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
+  }
+
+  /** Deletes matching rows of every data table (mutations: they finish in the background). */
+  private async deleteWhere(condition: string): Promise<void> {
+    const results = await Promise.allSettled(DATA_TABLES.map((t) => this.command(`ALTER TABLE ${t} DELETE WHERE ${condition}`)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {

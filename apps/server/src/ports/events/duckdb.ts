@@ -2,9 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import type { EventStore, StoredEvent } from './port.js';
+import type { EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
-import { sqlInt, sqlString } from './port.js';
+import { DATA_TABLES, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+
+const str = (v: string) => sqlString('duckdb', v);
+const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
 
 /** A list as one string, each element preceded by NUL (split back with `string_split(s, chr(0))[2:]`). */
 function joinList(items: string[]): string {
@@ -79,6 +82,75 @@ export class DuckDbEventStore implements EventStore {
     await (await this.connection()).run('SELECT 1');
   }
 
+  /**
+   * Dedups at write: copies inside `rows` are dropped here, the rest are anti-joined against the
+   * stored rows of the same project and time span (insertEventsDeduped; zone maps keep that scan
+   * short while events arrive roughly in time order; a batch spanning years scans more).
+   */
+  async writeEvents(projectId: number, rows: StoredEvent[]): Promise<void> {
+    if (rows.length === 0) return;
+    const seen = new Set<string>();
+    const unique: StoredEvent[] = [];
+    for (const r of rows) {
+      const key = `${r.event}\u0000${r.distinct_id}\u0000${r.time}\u0000${r.insert_id}`;
+      if (seen.has(key)) continue; // a copy within the batch
+      seen.add(key);
+      unique.push(r);
+    }
+    await this.insertEventsDeduped(projectId, unique);
+  }
+
+  async hasEvents(projectId: number, distinctId: string): Promise<boolean> {
+    const rows = await this.query(`SELECT 1 AS x FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id = ${str(distinctId)} LIMIT 1`);
+    return rows.length > 0;
+  }
+
+  async countEvents(projectIds: number[]): Promise<Map<number, number>> {
+    if (projectIds.length === 0) return new Map();
+    const rows = await this.query<{ project_id: number; n: number }>(
+      `SELECT project_id, count(*) AS n FROM events WHERE project_id IN (${projectIds.map(sqlInt).join(', ')}) GROUP BY project_id`,
+    );
+    return new Map(rows.map((r) => [Number(r.project_id), Number(r.n)]));
+  }
+
+  async latestProfiles(projectId: number, distinctIds: string[]): Promise<ProfileVersion[]> {
+    if (distinctIds.length === 0) return [];
+    const rows = await this.query<{ distinct_id: string; properties: string; updated_at: number; deleted: number; batch_id: string }>(
+      `SELECT distinct_id, properties, updated_at, deleted, batch_id FROM profiles
+       WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${distinctIds.map(str).join(', ')})`,
+    );
+    return latestPerKey(rows.map(toProfileVersion));
+  }
+
+  /** One row per key (the table's primary key): a new version replaces the stored one. */
+  async writeProfiles(rows: StoredProfile[]): Promise<void> {
+    if (rows.length === 0) return;
+    const values = rows
+      .map((r) => `(${sqlInt(r.project_id)}, ${str(r.distinct_id)}, ${str(r.properties)}, ${list(r.prop_keys)}, ${list(r.prop_values)}, ${sqlInt(r.updated_at)}, ${r.deleted ? 1 : 0}, ${str(r.batch_id)})`)
+      .join(',\n');
+    await this.command(
+      `INSERT OR REPLACE INTO profiles (project_id, distinct_id, properties, prop_keys, prop_values, updated_at, deleted, batch_id) VALUES ${values}`,
+    );
+  }
+
+  /** Links never change once written: a stored key is left alone. */
+  async writeLinks(rows: StoredLink[]): Promise<void> {
+    if (rows.length === 0) return;
+    const values = rows
+      .map((r) => `(${sqlInt(r.project_id)}, ${str(r.distinct_id)}, ${str(r.canonical_id)}, ${sqlInt(r.from_time)}, ${sqlInt(r.created_at)})`)
+      .join(', ');
+    await this.command(`INSERT OR IGNORE INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) VALUES ${values}`);
+  }
+
+  deleteProject(projectId: number): Promise<void> {
+    return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
+  }
+
+  /** Deletes matching rows of every data table. */
+  private async deleteWhere(condition: string): Promise<void> {
+    for (const t of DATA_TABLES) await this.command(`DELETE FROM ${t} WHERE ${condition}`);
+  }
+
   insertEvents(rows: StoredEvent[]): Promise<void> {
     return this.insertRows('events', rows as unknown as Record<string, unknown>[]);
   }
@@ -108,7 +180,7 @@ export class DuckDbEventStore implements EventStore {
    * `prop_values` travel as one string each, every element preceded by NUL, and are split in SQL
    * (ingestion makes every string NUL-free: NUL becomes U+FFFD, as the API does).
    */
-  async insertEventsDeduped(projectId: number, rows: StoredEvent[]): Promise<void> {
+  private async insertEventsDeduped(projectId: number, rows: StoredEvent[]): Promise<void> {
     if (rows.length === 0) return;
     let min = Infinity;
     let max = -Infinity;

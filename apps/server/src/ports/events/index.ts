@@ -3,7 +3,7 @@ import type { EventStore } from './port.js';
 import { ClickHouseEventStore } from './clickhouse.js';
 import { DuckDbEventStore } from './duckdb.js';
 
-export type { EventStore, StoredEvent, EventDialect } from './port.js';
+export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink } from './port.js';
 export { sqlString, sqlInt } from './port.js';
 
 export function openEventStore(opts: {

@@ -25,18 +25,92 @@ export interface StoredEvent {
   received_at: number;
 }
 
+/** One version of a profile, as stored (`profiles`): the latest `updated_at` per key wins. */
+export interface StoredProfile {
+  project_id: number;
+  /** The cluster's canonical id at write time. */
+  distinct_id: string;
+  /** JSON object text ('{}' for a deleted profile). */
+  properties: string;
+  prop_keys: string[];
+  prop_values: string[];
+  updated_at: number;
+  deleted: boolean;
+  /** The batch that wrote this version (makes a redelivered batch a no-op). */
+  batch_id: string;
+}
+
+/** What a profile read returns of a version. */
+export type ProfileVersion = Pick<StoredProfile, 'distinct_id' | 'properties' | 'updated_at' | 'deleted' | 'batch_id'>;
+
+/** An identity link mirrored into the event store (`identity_links`; the metadata store is authoritative). */
+export interface StoredLink {
+  project_id: number;
+  distinct_id: string;
+  canonical_id: string;
+  from_time: number;
+  created_at: number;
+}
+
+/**
+ * What domain code asks of the event store. Every engine difference (deduplication, upserts,
+ * asynchronous deletes) lives in the adapters; callers never ask which engine runs.
+ * Deleting data goes through one private helper per adapter (a condition over the data tables),
+ * so further scopes (one person's ids) are one more method of the same shape.
+ */
 export interface EventStore {
   readonly dialect: EventDialect;
   /** Creates or updates tables idempotently (run at every start). */
   migrate(): Promise<void>;
   ping(): Promise<void>;
+  /**
+   * Stores a project's events, each dedup key (project, event, distinct_id, time, insert_id)
+   * once however often it is written (redelivery, client retries, copies inside `rows`).
+   */
+  writeEvents(projectId: number, rows: StoredEvent[]): Promise<void>;
+  /** Whether any event of the project is stored under `distinctId`. */
+  hasEvents(projectId: number, distinctId: string): Promise<boolean>;
+  /** Stored events per project (each dedup key once); projects without events are absent. */
+  countEvents(projectIds: number[]): Promise<Map<number, number>>;
+  /** The latest version of each of the given profile keys that has one. */
+  latestProfiles(projectId: number, distinctIds: string[]): Promise<ProfileVersion[]>;
+  /** Writes new profile versions (at most one per key and call). */
+  writeProfiles(rows: StoredProfile[]): Promise<void>;
+  /** Mirrors links (idempotent: writing a stored link again changes nothing). */
+  writeLinks(rows: StoredLink[]): Promise<void>;
+  /**
+   * Removes every event, link and profile of the project. May finish after it resolves
+   * (ClickHouse runs deletes as mutations); readers stop seeing the project at the metadata store.
+   */
+  deleteProject(projectId: number): Promise<void>;
+  /** Inserts events as given, no deduplication (tests and fixtures). */
   insertEvents(rows: StoredEvent[]): Promise<void>;
-  /** Inserts rows into any table of the store (JSON-compatible values; arrays as arrays). */
+  /** Inserts rows into any table of the store (JSON-compatible values; arrays as arrays; tests and fixtures). */
   insertRows(table: string, rows: Record<string, unknown>[]): Promise<void>;
   query<T = Record<string, unknown>>(sql: string): Promise<T[]>;
   /** A statement with no result (DDL, deletes). */
   command(sql: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The event store's data tables, each keyed by project_id first. */
+export const DATA_TABLES = ['events', 'identity_links', 'profiles'] as const;
+
+/** Latest version per distinct_id (rows of several versions may come back from an engine). */
+export function latestPerKey(rows: ProfileVersion[]): ProfileVersion[] {
+  const out = new Map<string, ProfileVersion>();
+  for (const r of rows) {
+    const prev = out.get(r.distinct_id);
+    if (!prev || prev.updated_at < r.updated_at) out.set(r.distinct_id, r);
+  }
+  return [...out.values()];
+}
+
+/** A profile version from an engine's row (64-bit integers and booleans arrive as numbers or strings). */
+export function toProfileVersion(r: { distinct_id: string; properties: string; updated_at: unknown; deleted: unknown; batch_id: string }): ProfileVersion {
+  return {
+    distinct_id: r.distinct_id, properties: r.properties, updated_at: Number(r.updated_at), deleted: Number(r.deleted) === 1, batch_id: r.batch_id,
+  };
 }
 
 /** SQL string literal for the given dialect (ClickHouse 18.16 has no server-side query parameters). */
