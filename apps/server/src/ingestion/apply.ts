@@ -2,7 +2,6 @@ import type { Deps } from '../deps.js';
 import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
-import { flushEvents, storeEvents } from './events.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
 
@@ -17,10 +16,8 @@ export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<voi
     case 'track':
       return applyTrack(deps, batch);
     case 'engage':
-      await applyEngage(deps, batch);
-      return storeEvents(deps, batch.projectId, []); // writes held events when this batch empties the queue
+      return applyEngage(deps, batch);
     case 'alias':
-      await flushEvents(deps);
       return applyLinks(deps, batch, (batch.records as AliasRecord[]).map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
     default:
       throw new PoisonError(`unknown ingestion batch kind ${JSON.stringify((batch as { kind?: unknown }).kind)}`);
@@ -60,9 +57,8 @@ async function applyTrack(deps: Deps, batch: IngestionBatch) {
       links.push({ alias: anon, distinctId: r.distinct_id, always: true });
     }
   }
-  // `$create_alias` links look at stored events (does the alias have any?): everything held is
-  // written first. $device_id/$user_id links are retroactive regardless, so they do not need it.
-  await storeEvents(deps, batch.projectId, rows, links.some((l) => !l.always));
+  // Events first: `$create_alias` links look at stored events (does the alias have any?).
+  await deps.events.writeEvents(batch.projectId, rows);
   await applyLinks(deps, batch, links);
 }
 

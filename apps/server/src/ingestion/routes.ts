@@ -22,9 +22,6 @@ interface Routed<R> {
   record: R;
 }
 
-/** Batches the in-process buffer may hold before new requests wait (see roomInBuffer). */
-const MAX_QUEUED_BATCHES = 8;
-
 const DESTRUCTIVE_ERROR = '$delete/$unset require an owner or superadmin credential';
 
 export function ingestionRoutes(deps: Deps): RouteSpec[] {
@@ -62,25 +59,12 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
   }
 
   /**
-   * Backpressure for the in-process buffer: while the worker is more than MAX_QUEUED_BATCHES
-   * behind, requests wait (up to 30 s) before publishing, so memory stays bounded under a flood
-   * (JetStream keeps its backlog on disk and refuses with 503 when full).
-   */
-  async function roomInBuffer() {
-    const buffer = deps.buffer as { kind: string; depth?: number };
-    if (buffer.kind !== 'memory' || typeof buffer.depth !== 'number') return;
-    const until = Date.now() + 30_000;
-    while ((buffer.depth ?? 0) > MAX_QUEUED_BATCHES && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
-  }
-
-  /**
    * Counts accepted events against each organisation's monthly quota, then publishes. The check
    * and the count are one conditional upsert per organisation (usage/store.ts `admit`: atomic on
    * PostgreSQL and SQLite, no lock held afterwards), so concurrent requests cannot both pass; over
    * quota counts and publishes nothing. Batches that then fail to publish are counted back out.
    */
   async function admit(out: IngestionBatch[], eventsPerProject: Map<number, { project: TokenProject; n: number }>, acceptedAt: number) {
-    await roomInBuffer();
     const counted: UsageCount[] = [];
     for (const { project, n } of eventsPerProject.values()) if (n > 0) counted.push({ orgId: project.org_id, projectId: project.id, n });
     const month = monthOf(acceptedAt);

@@ -1,7 +1,6 @@
 import type { Deps } from '../deps.js';
 import type { Worker } from '../workers.js';
 import { applyBatch, isMergeable } from './apply.js';
-import { flushEvents } from './events.js';
 
 /** The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after each. */
 export function ingestionWorker(deps: Deps): Worker {
@@ -12,9 +11,6 @@ export function ingestionWorker(deps: Deps): Worker {
   });
   return {
     name: 'ingestion',
-    async stop() {
-      await consumer.stop();
-      await flushEvents(deps); // events held for a group write (in-process buffer only)
-    },
+    stop: () => consumer.stop(),
   };
 }

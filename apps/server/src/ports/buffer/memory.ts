@@ -1,26 +1,45 @@
-import type { BufferConsumer, IngestionBatch, IngestionBuffer } from './port.js';
+import type { BufferConsumer, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
+import { mergeBatches, mergeUnits } from './batches.js';
+
+/** Batches the in-process buffer holds before a publish waits for room (see publish). */
+const MAX_QUEUED_BATCHES = 8;
+/** How long a publish waits for room before it enqueues anyway. */
+const MAX_PUBLISH_WAIT_MS = 30_000;
 
 /**
  * In-process buffer: a FIFO drained by one consumer loop, so batches apply in acceptance order.
- * A failing handler is retried with backoff (the batch stays at the head). Nothing survives a
- * process exit; that is the embedded mode's trade-off, the JetStream buffer keeps batches on disk.
+ * Consecutive mergeable batches of a project (ConsumeOptions.mergeable) already queued reach the
+ * handler as one batch: one store insert for many requests, which is what makes the embedded
+ * store fast (its per-statement cost dominates). A failing handler is retried with backoff (the
+ * batch stays at the head). Nothing survives a process exit; that is the embedded mode's
+ * trade-off, the JetStream buffer keeps batches on disk.
  */
 export class MemoryBuffer implements IngestionBuffer {
   readonly kind = 'memory' as const;
   private queue: IngestionBatch[] = [];
   private handler?: (batch: IngestionBatch) => Promise<void>;
+  private mergeable: (batch: IngestionBatch) => boolean = () => false;
   private draining?: Promise<void>;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
 
+  /**
+   * Bounded: while the worker is more than MAX_QUEUED_BATCHES behind, a publish waits (up to
+   * 30 s) before it enqueues, so memory stays bounded under a flood.
+   */
   async publish(batch: IngestionBatch): Promise<void> {
+    if (this.queue.length > MAX_QUEUED_BATCHES) {
+      const until = Date.now() + MAX_PUBLISH_WAIT_MS;
+      while (this.queue.length > MAX_QUEUED_BATCHES && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+    }
     this.queue.push(batch);
     this.kick();
   }
 
-  consume(handler: (batch: IngestionBatch) => Promise<void>): BufferConsumer {
+  consume(handler: (batch: IngestionBatch) => Promise<void>, opts: ConsumeOptions = {}): BufferConsumer {
     if (this.handler) throw new Error('the in-process buffer has one consumer');
     this.handler = handler;
+    this.mergeable = opts.mergeable ?? (() => false);
     this.stopped = false;
     this.kick();
     return {
@@ -54,10 +73,11 @@ export class MemoryBuffer implements IngestionBuffer {
   private async drain() {
     let backoffMs = 50;
     while (this.queue.length > 0 && this.handler && !this.stopped) {
-      const batch = this.queue[0];
+      // The head, merged with the mergeable batches of its project queued right behind it.
+      const unit = mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
       try {
-        await this.handler(batch);
-        this.queue.shift();
+        await this.handler(mergeBatches(unit));
+        this.queue.splice(0, unit.length);
         backoffMs = 50;
       } catch (err) {
         console.error('ingestion: store write failed, retrying', err instanceof Error ? err.message : err);

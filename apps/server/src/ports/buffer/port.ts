@@ -40,7 +40,12 @@ export interface BufferConsumer {
 }
 
 export interface IngestionBuffer {
+  /** For start-up logs only: nothing outside ports/ decides anything on it. */
   readonly kind: 'memory' | 'jetstream';
+  /**
+   * Resolves once the buffer holds the batch. Bounded: a buffer without room either waits for
+   * some (in-process) or refuses (JetStream: full, unreachable, timed out).
+   */
   publish(batch: IngestionBatch): Promise<void>;
   consume(handler: (batch: IngestionBatch) => Promise<void>, opts?: ConsumeOptions): BufferConsumer;
   ping(): Promise<void>;
