@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection, type JetStreamManager } from 'nats';
 import { JetStreamBuffer } from '../apps/server/src/ports/buffer/jetstream.js';
 import { natsConfig } from '../apps/server/src/ports/buffer/jetstream-config.js';
-import { PoisonError, type IngestionBatch } from '../apps/server/src/ports/buffer/port.js';
-import { AppError } from '../apps/server/src/http/errors.js';
+import { BufferUnavailable, PoisonError, type IngestionBatch } from '../apps/server/src/ports/buffer/port.js';
 import { NatsServer, sleep, waitFor } from './support/processes.js';
 import { requireServices } from './support/backends.js';
 
@@ -263,10 +262,9 @@ describe('pipeline: JetStream buffer when NATS is unreachable', function () {
       await server.stop();
       const started = Date.now();
       const err = await buf.publish(batch(1, 'track', [{ n: 2 }])).then(() => undefined, (e) => e);
-      assert.ok(err instanceof AppError, `AppError, got ${err}`);
-      assert.equal(err.status, 503);
-      assert.equal(err.error, 'ingestion buffer unavailable');
-      assert.ok(Number(err.extra.headers?.['Retry-After']) >= 1);
+      assert.ok(err instanceof BufferUnavailable, `BufferUnavailable, got ${err}`);
+      assert.equal(err.message, 'ingestion buffer unavailable');
+      assert.ok(err.retryAfterSeconds >= 1);
       assert.ok(Date.now() - started < 3000, 'fails fast (publish timeout)');
       await assert.rejects(buf.ping());
       await server.restart();

@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
+import { BatchTooLarge, BufferUnavailable } from '../ports/buffer/port.js';
 
 /**
  * Typed errors. Domain code throws these; `errorHandler` turns them into the spec's envelopes
@@ -72,6 +73,9 @@ export function errorHandler(log: Logger, envelopeFor: (path: string) => 'status
 
 function toAppError(err: unknown, log: Logger, ctx: Context): AppError {
   if (err instanceof AppError) return err;
+  // Ports report in their own terms; the edge speaks HTTP.
+  if (err instanceof BufferUnavailable) return serviceUnavailable(err.message, err.retryAfterSeconds);
+  if (err instanceof BatchTooLarge) return payloadTooLarge();
   const status = (err as { status?: number; statusCode?: number })?.status ?? (err as { statusCode?: number })?.statusCode;
   const type = (err as { type?: string })?.type;
   // Errors raised by koa/raw-body/router with an HTTP status of their own.

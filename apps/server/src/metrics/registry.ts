@@ -15,7 +15,9 @@ export interface LagSource {
   (): Promise<{ pending: number; ackPending: number } | undefined>;
 }
 let lagSource: LagSource | undefined;
-export function setLagSource(source: LagSource | undefined) {
+/** Sets the source; clearing with `only` leaves a newer source in place. */
+export function setLagSource(source: LagSource | undefined, only?: LagSource) {
+  if (only && lagSource !== only) return;
   lagSource = source;
   lastLag = undefined;
 }

@@ -1,4 +1,4 @@
-import type { BufferConsumer, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
+import type { BufferConsumer, BufferLag, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
 import { mergeBatches, mergeUnits } from './batches.js';
 
 /** Batches the in-process buffer holds before a publish waits for room (see publish). */
@@ -49,6 +49,13 @@ export class MemoryBuffer implements IngestionBuffer {
         this.handler = undefined;
       },
     };
+  }
+
+  /** Nothing to report: redelivery and dead letters do not happen in process. */
+  watch(): void {}
+
+  async lag(): Promise<BufferLag | undefined> {
+    return undefined;
   }
 
   /** Resolves when every published batch has been handled (tests and graceful shutdown). */

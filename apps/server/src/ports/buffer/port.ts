@@ -39,17 +39,75 @@ export interface BufferConsumer {
   stop(): Promise<void>;
 }
 
+/** What a buffer reports as it works (the metrics module subscribes; see metrics/instrument.ts). */
+export interface BufferHooks {
+  /** A message arrived again (after a nak, a crash or an ack timeout). */
+  redelivered?(): void;
+  /** A batch that can never be applied was set aside on the dead-letter subject. */
+  deadLettered?(): void;
+}
+
+/** Messages not yet delivered, and delivered but not acknowledged. */
+export interface BufferLag {
+  pending: number;
+  ackPending: number;
+}
+
 export interface IngestionBuffer {
   /** For start-up logs only: nothing outside ports/ decides anything on it. */
   readonly kind: 'memory' | 'jetstream';
   /**
    * Resolves once the buffer holds the batch. Bounded: a buffer without room either waits for
-   * some (in-process) or refuses (JetStream: full, unreachable, timed out).
+   * some (in-process) or throws BufferUnavailable (JetStream: full, unreachable, timed out);
+   * a batch over the transport's size limit throws BatchTooLarge.
    */
   publish(batch: IngestionBatch): Promise<void>;
   consume(handler: (batch: IngestionBatch) => Promise<void>, opts?: ConsumeOptions): BufferConsumer;
+  /** Subscribes to the buffer's reports (several subscribers may watch one buffer). */
+  watch(hooks: BufferHooks): void;
+  /** Consumer lag, for the metrics gauges; undefined when the buffer has no such figure. */
+  lag(): Promise<BufferLag | undefined>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The buffer cannot take batches now (unreachable, full, timed out): the client retries later. */
+export class BufferUnavailable extends Error {
+  constructor(readonly retryAfterSeconds: number, message = 'ingestion buffer unavailable') {
+    super(message);
+    this.name = 'BufferUnavailable';
+  }
+}
+
+/** One batch is larger than the buffer's transport accepts (NATS max_payload). */
+export class BatchTooLarge extends Error {
+  constructor(message = 'batch larger than the buffer accepts') {
+    super(message);
+    this.name = 'BatchTooLarge';
+  }
+}
+
+/** The minimal log a buffer writes to (the service's logger fits). */
+export interface BufferLog {
+  info(msg: string, meta?: Record<string, unknown>): void;
+  error(msg: string, meta?: Record<string, unknown>): void;
+}
+
+/** Fans one report out to every subscriber (a failing subscriber never breaks the buffer). */
+export class HookSet {
+  private list: BufferHooks[] = [];
+  add(hooks: BufferHooks) {
+    this.list.push(hooks);
+  }
+  emit(name: keyof BufferHooks) {
+    for (const h of this.list) {
+      try {
+        h[name]?.();
+      } catch {
+        // metrics must not stop ingestion
+      }
+    }
+  }
 }
 
 /**

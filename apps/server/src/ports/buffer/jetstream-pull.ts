@@ -1,0 +1,57 @@
+import { createInbox, nanos, type JsMsg, type NatsConnection } from 'nats';
+import { toJsMsg } from 'nats/lib/jetstream/jsmsg.js';
+import type { NatsConfig } from './jetstream-config.js';
+
+/**
+ * Pulling from the durable consumer. One fetch of up to `fetchBatch` messages returns as soon
+ * as the consumer has nothing more pending, instead of waiting `fetchExpiresMs` for the batch to
+ * fill: a `no_wait` pull request takes what is there (nats-server 2.9 ends it with a 408/404
+ * status once it ran out). Only when nothing is there does it long-poll (a pull of 1 with
+ * `expires` = `fetchExpiresMs`) for the first message, then takes the rest the same way. Under
+ * load each fetch collects what arrived while the previous insert ran (the insert time sets the
+ * batch size); when idle the first message is applied at once. Raw pull requests are read until
+ * the server's terminating status, so no delivered message is left behind (the client's `fetch`
+ * stops at the first message reporting 0 pending, and with `no_wait` a later delivery would then
+ * wait for `ack_wait`).
+ */
+export async function fetchAvailable(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[]): Promise<void> {
+  await pull(nc, cfg, msgs, cfg.fetchBatch, 0);
+  if (msgs.length > 0) return;
+  await pull(nc, cfg, msgs, 1, cfg.fetchExpiresMs);
+  if (msgs.length === 1 && msgs[0].info.pending > 0) await pull(nc, cfg, msgs, cfg.fetchBatch - 1, 0);
+}
+
+/** One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard timeout. */
+function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number, expiresMs: number): Promise<void> {
+  if (batch <= 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    let got = 0;
+    const inbox = createInbox();
+    const finish = (err?: unknown) => {
+      clearTimeout(guard);
+      sub.unsubscribe();
+      if (err) reject(err);
+      else resolve();
+    };
+    const sub = nc.subscribe(inbox, {
+      callback: (err, m) => {
+        if (err) return finish(err);
+        const code = m.headers?.code ?? 0;
+        if (code >= 100 && m.data.length === 0 && m.headers) {
+          if (code === 100) return; // idle heartbeat / flow control
+          // 404 no messages, 408 expired / no_wait ran out, 409 e.g. max ack pending: end of this pull
+          if (code === 404 && /consumer/i.test(m.headers.description)) return finish(new Error(`consumer not found: ${m.headers.description}`));
+          if (code === 404 || code === 408 || code === 409) return finish();
+          return finish(new Error(`pull: ${code} ${m.headers.description}`));
+        }
+        msgs.push(toJsMsg(m, cfg.publishTimeoutMs));
+        if (++got >= batch) finish();
+      },
+    });
+    const guard = setTimeout(() => finish(), expiresMs + Math.max(2000, cfg.publishTimeoutMs));
+    const req: Record<string, unknown> = { batch };
+    if (expiresMs > 0) req.expires = nanos(expiresMs);
+    else req.no_wait = true;
+    nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${cfg.stream}.${cfg.consumer}`, JSON.stringify(req), { reply: inbox });
+  });
+}
