@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { Worker } from '../workers.js';
+import type { Worker } from '../worker.js';
 import { applyBatch, isMergeable } from './apply.js';
 
 /** The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after each. */

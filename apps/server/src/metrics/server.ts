@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Deps } from '../deps.js';
-import type { Worker } from '../workers.js';
+import type { Worker } from '../worker.js';
 import { registry } from './registry.js';
 
 /**
