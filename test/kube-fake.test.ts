@@ -362,6 +362,16 @@ describe('fake Kubernetes API', function () {
       await until('both namespaces', () => seen.length === 2);
       assert.deepEqual(seen, ['ADDED a/one', 'ADDED b/two']);
       controller.abort();
+
+      // A label selector watch sees an object move in (ADDED) and out (DELETED) of the selection.
+      const labelled: string[] = [];
+      const byLabel = await new Watch(fake.kubeConfig()).watch(`/api/v1/namespaces/b/secrets`, { labelSelector: 'tally.dev/tenant=yes' }, (t, o) => labelled.push(`${t} ${o.metadata.name}`), () => undefined);
+      await core.patchNamespacedSecret({ namespace: 'b', name: 'two', body: { metadata: { labels: { 'tally.dev/tenant': 'yes' } } } }, merge);
+      await core.patchNamespacedSecret({ namespace: 'b', name: 'two', body: { metadata: { annotations: { a: 'b' } } } }, merge);
+      await core.patchNamespacedSecret({ namespace: 'b', name: 'two', body: { metadata: { labels: { 'tally.dev/tenant': 'no' } } } }, merge);
+      await until('three selector events', () => labelled.length === 3);
+      assert.deepEqual(labelled, ['ADDED two', 'MODIFIED two', 'DELETED two']);
+      byLabel.abort();
       assert.equal(Buffer.from(fake.stored('', 'secrets', 'a', 'one')!.data!['tenants.json' as never] as string, 'base64').toString(), '{}');
 
       const big = 'x'.repeat(1024 * 1024 + 1);

@@ -14,6 +14,8 @@ export interface Change {
   typeKey: string;
   type: EventType;
   object: KubeObject;
+  /** The object before a MODIFIED change (a selector watch turns a change in or out of it into ADDED or DELETED). */
+  previous?: KubeObject;
 }
 
 export interface WatchOptions {
@@ -94,6 +96,7 @@ export class Store {
     const stored = structuredClone(object);
     stored.metadata.resourceVersion = String(++this.rv);
     const key = itemKey(stored.metadata.namespace, stored.metadata.name!);
+    const previous = type === 'MODIFIED' ? this.objects.get(typeKey)?.get(key) : undefined;
     if (type === 'DELETED') {
       this.bucket(typeKey).delete(key);
       if (stored.metadata.uid) this.uids.delete(stored.metadata.uid);
@@ -101,7 +104,7 @@ export class Store {
       this.bucket(typeKey).set(key, stored);
       if (stored.metadata.uid) this.uids.add(stored.metadata.uid);
     }
-    const change: Change = { rv: this.rv, typeKey, type, object: stored };
+    const change: Change = { rv: this.rv, typeKey, type, object: stored, previous };
     this.history.push(change);
     if (this.history.length > this.historyLimit) {
       const dropped = this.history.splice(0, this.history.length - this.historyLimit);
@@ -123,14 +126,23 @@ export class Store {
     return () => this.listeners.delete(listener);
   }
 
-  private matches(w: Watcher, change: Change): boolean {
-    if (change.typeKey !== w.typeKey) return false;
-    if (w.options.namespace !== undefined && change.object.metadata.namespace !== w.options.namespace) return false;
-    return w.options.select(change.object);
+  /** The event this watcher sees for a change, if any (selectors: moving in is ADDED, out is DELETED). */
+  private eventFor(w: Watcher, change: Change): EventType | undefined {
+    if (change.typeKey !== w.typeKey) return undefined;
+    if (w.options.namespace !== undefined && change.object.metadata.namespace !== w.options.namespace) return undefined;
+    const now = w.options.select(change.object);
+    if (change.type !== 'MODIFIED' || !change.previous) return now ? change.type : undefined;
+    const before = w.options.select(change.previous);
+    if (now && before) return 'MODIFIED';
+    if (now) return 'ADDED';
+    if (before) return 'DELETED';
+    return undefined;
   }
 
   private deliver(w: Watcher, change: Change): void {
-    if (!w.hung && this.matches(w, change)) w.send(change.type, structuredClone(change.object));
+    if (w.hung) return;
+    const type = this.eventFor(w, change);
+    if (type) w.send(type, structuredClone(change.object));
   }
 
   /**

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
-import { notFound } from '../http/errors.js';
+import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { AnnotationStore } from './store.js';
 import { AnnotationSchema, CreateAnnotationBody, ListAnnotationsQuery, UpdateAnnotationBody } from './schema.js';
@@ -12,12 +11,8 @@ import { AnnotationSchema, CreateAnnotationBody, ListAnnotationsQuery, UpdateAnn
 /** Annotations: every role reads, member and above write; another organisation's id is 404. */
 export function annotationRoutes(deps: Deps): RouteSpec[] {
   const store = new AnnotationStore(deps.db);
-  const load = async (ctx: Context, id: number) => {
-    const a = await store.get(id);
-    if (!a) throw notFound('annotation');
-    await loadProjectInScope(deps.projects, authOf(ctx), a.project_id).catch(() => { throw notFound('annotation'); });
-    return a;
-  };
+  const inScope = rowInScope(deps.projects, 'annotation', (id) => store.get(id));
+  const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   return [
     route({
       method: 'get', path: '/api/annotations', tag: 'Annotations', auth: 'api', query: ListAnnotationsQuery, response: z.array(AnnotationSchema),

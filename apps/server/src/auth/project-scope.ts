@@ -36,3 +36,18 @@ export async function loadProjectInScope(projects: ProjectStore, auth: AuthConte
   if (!project || (orgId !== null && project.org_id !== orgId)) throw notFound('project');
   return project;
 }
+
+/**
+ * A loader for rows addressed by id in a path and owned by a project (reports, boards,
+ * annotations…): a missing row, or one of another organisation's project, is `404 <what> not
+ * found`, so ids of other tenants leak nothing.
+ */
+export function rowInScope<T extends { project_id: number }>(projects: ProjectStore, what: string, get: (id: number) => Promise<T | undefined>) {
+  return async (auth: AuthContext, id: number): Promise<T> => {
+    const row = await get(id);
+    const orgId = orgScope(auth);
+    const project = row ? await projects.get(row.project_id) : undefined;
+    if (!row || !project || (orgId !== null && project.org_id !== orgId)) throw notFound(what);
+    return row;
+  };
+}

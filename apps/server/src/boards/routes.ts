@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
+import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { AppError, badRequest, notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { resultToCsv } from '../reports/csv.js';
@@ -18,12 +18,8 @@ import {
 /** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
 export function boardRoutes(deps: Deps): RouteSpec[] {
   const store = new BoardStore(deps.db);
-  const load = async (ctx: Context, id: number) => {
-    const board = await store.get(id);
-    if (!board) throw notFound('board');
-    await loadProjectInScope(deps.projects, authOf(ctx), board.project_id).catch(() => { throw notFound('board'); });
-    return board;
-  };
+  const inScope = rowInScope(deps.projects, 'board', (id) => store.get(id));
+  const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await store.cards([board.id])) });
   /** `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing). */
   const run = async (board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
-import { notFound } from '../http/errors.js';
+import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { analysesOf } from '../query/analyses.js';
 import { ReportStore, type SavedReport } from './store.js';
@@ -25,12 +24,8 @@ export function sendCsv(ctx: Context, name: string, csv: string): string {
 export function reportRoutes(deps: Deps): RouteSpec[] {
   const store = new ReportStore(deps.db);
   const { metrics } = analysesOf(deps).definitions;
-  const load = async (ctx: Context, id: number) => {
-    const report = await store.get(id);
-    if (!report) throw notFound('report');
-    await loadProjectInScope(deps.projects, authOf(ctx), report.project_id).catch(() => { throw notFound('report'); });
-    return report;
-  };
+  const inScope = rowInScope(deps.projects, 'report', (id) => store.get(id));
+  const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
     checkReportQuery(metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   const run = async (report: SavedReport) => {
