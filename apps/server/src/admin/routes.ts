@@ -3,6 +3,8 @@ import type { Deps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { publicProject } from '../projects/store.js';
+import { resourceOf } from '../flags/managed.js';
+import { authOf } from '../auth/context.js';
 import { CreateProjectBody, IdParams, ProjectSchema } from '../projects/schema.js';
 import { CreateOrgBody, InviteBody, MembershipSchema, MonthQuery, OrganizationSchema, UpdateOrgBody, UsageSchema } from '../orgs/schema.js';
 import { monthOf } from '../usage/store.js';
@@ -49,10 +51,11 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     }),
     route({
       method: 'post', path: '/admin/orgs/{id}/projects', tag: 'Admin', auth: 'admin', params: IdParams, body: CreateProjectBody, response: ProjectSchema, status: 201,
-      summary: 'Creates a project in an organisation',
-      handler: async ({ params, body }) => {
+      summary: 'Creates a project in an organisation (managed by the resource named in X-Tally-Resource, when sent)',
+      handler: async ({ ctx, params, body }) => {
         await orgOr404(params.id);
-        return publicProject(await projects.create({ orgId: params.id, name: body.name }));
+        const managedBy = resourceOf(ctx, authOf(ctx));
+        return publicProject(await projects.create({ orgId: params.id, name: body.name, managedBy }));
       },
     }),
     route({

@@ -4,7 +4,8 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { publicProject, type Project } from './store.js';
-import { CreateProjectBody, IdParams, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
+import { assertOwnedBy, resourceOf } from '../flags/managed.js';
+import { CreateProjectBody, IdParams, ListProjectsQuery, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
 /** Events stored per project (each dedup key once), counted in the event store in one grouped query. */
 export async function eventCounts(deps: Deps, projects: Project[]): Promise<Map<number, number>> {
@@ -15,11 +16,11 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
   const { projects } = deps;
   return [
     route({
-      method: 'get', path: '/api/projects', tag: 'Projects', auth: 'api', response: z.array(ProjectListItemSchema),
-      summary: "The caller's organisation's projects (all projects for the superadmin)",
-      handler: async ({ ctx }) => {
+      method: 'get', path: '/api/projects', tag: 'Projects', auth: 'api', query: ListProjectsQuery, response: z.array(ProjectListItemSchema),
+      summary: "The caller's organisation's projects (all projects for the superadmin); `managedBy` keeps those a resource owns",
+      handler: async ({ ctx, query }) => {
         const auth = authOf(ctx);
-        const list = await projects.list(auth.kind === 'superadmin' ? null : auth.orgId);
+        const list = await projects.list(auth.kind === 'superadmin' ? null : auth.orgId, { managedBy: query.managedBy });
         const counts = await eventCounts(deps, list);
         return list.map((p) => ({
           ...publicProject(p),
@@ -31,10 +32,11 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
     }),
     route({
       method: 'post', path: '/api/projects', tag: 'Projects', auth: 'api', body: CreateProjectBody, response: ProjectSchema, status: 201,
-      summary: "Creates a project in the caller's organisation (admin); the superadmin creates one without organisation",
+      summary: "Creates a project in the caller's organisation (admin); the superadmin creates one without organisation (managed by X-Tally-Resource when sent)",
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'admin');
-        return publicProject(await projects.create({ orgId: auth.kind === 'superadmin' ? null : auth.orgId, name: body.name }));
+        const managedBy = resourceOf(ctx, auth);
+        return publicProject(await projects.create({ orgId: auth.kind === 'superadmin' ? null : auth.orgId, name: body.name, managedBy }));
       },
     }),
     route({
@@ -44,25 +46,35 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
     }),
     route({
       method: 'patch', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams, body: UpdateProjectBody, response: ProjectSchema,
-      summary: 'Renames a project (admin)',
+      summary: 'Renames a project (admin); a managed project only through its resource (else 409)',
       handler: async ({ ctx, params, body }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        requireRole(ctx, 'admin');
+        assertOwnedBy(project.managed_by, resourceOf(ctx, requireRole(ctx, 'admin')));
         await projects.rename(project.id, body.name);
         return publicProject({ ...project, name: body.name });
       },
     }),
     route({
       method: 'delete', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams,
-      summary: "Deletes a project, its metadata and its events (admin)",
+      summary: "Deletes a project, its metadata and its events (admin); a managed project only through its resource (else 409)",
       handler: async ({ ctx, params }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        requireRole(ctx, 'admin');
+        assertOwnedBy(project.managed_by, resourceOf(ctx, requireRole(ctx, 'admin')));
         await projects.delete(project.id);
         // Events, links and profiles go asynchronously; the project is gone for reads at once.
         deps.events.deleteProject(project.id)
           .catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
         return { ok: true };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/projects/{id}/release', tag: 'Projects', auth: 'admin', params: IdParams, response: ProjectSchema,
+      summary: 'The owning resource lets go of its project (superadmin key and its X-Tally-Resource): managed_by becomes null; idempotent',
+      handler: async ({ ctx, params }) => {
+        const project = await loadProjectInScope(projects, authOf(ctx), params.id);
+        assertOwnedBy(project.managed_by, resourceOf(ctx, authOf(ctx)));
+        if (project.managed_by !== null) await projects.setManagedBy(project.id, null);
+        return publicProject({ ...project, managed_by: null });
       },
     }),
   ];

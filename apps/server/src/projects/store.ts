@@ -9,10 +9,36 @@ export interface Project {
   token: string;
   created_at: number;
   flag_secret_hash: string | null;
+  /** The Kubernetes resource (`<Kind>/<namespace>/<name>`) that owns the project, or null. */
+  managed_by: string | null;
 }
 
-/** The spec's Project shape (no org, no secret). */
-export const publicProject = (p: Project) => ({ id: p.id, name: p.name, token: p.token, created_at: p.created_at });
+/** The spec's Project shape plus its owner (no org, no secret). */
+export const publicProject = (p: Project) => ({ id: p.id, name: p.name, token: p.token, created_at: p.created_at, managed_by: p.managed_by });
+
+interface ProjectRow {
+  id: number | string;
+  org_id: number | string | null;
+  name: string;
+  token: string;
+  created_at: number | string;
+  flag_secret_hash: string | null;
+  managed_by: string | null;
+}
+
+const COLUMNS = ['id', 'org_id', 'name', 'token', 'created_at', 'flag_secret_hash', 'managed_by'];
+
+function toProject(r: ProjectRow): Project {
+  return {
+    id: Number(r.id),
+    org_id: r.org_id === null ? null : Number(r.org_id),
+    name: r.name,
+    token: r.token,
+    created_at: Number(r.created_at),
+    flag_secret_hash: r.flag_secret_hash ?? null,
+    managed_by: r.managed_by ?? null,
+  };
+}
 
 /** How long ingestion trusts a token lookup (byTokenCached). */
 const TOKEN_CACHE_MS = 1000;
@@ -20,30 +46,41 @@ const TOKEN_CACHE_MS = 1000;
 export class ProjectStore {
   constructor(private db: Db) {}
 
-  async create(input: { orgId: number | null; name: string }, trx: Db = this.db): Promise<Project> {
-    const row = { org_id: input.orgId, name: input.name, token: randomUUID(), flag_secret_hash: null, created_at: nowMs() };
+  async create(input: { orgId: number | null; name: string; managedBy?: string | null }, trx: Db = this.db): Promise<Project> {
+    const row = { org_id: input.orgId, name: input.name, token: randomUUID(), flag_secret_hash: null, created_at: nowMs(), managed_by: input.managedBy ?? null };
     const [{ id }] = await trx('projects').insert(row).returning('id');
-    return { id, ...row };
+    return toProject({ id, ...row });
   }
 
-  async get(id: number): Promise<Project | undefined> {
-    return this.db('projects').where({ id }).first();
+  private async one(where: Record<string, unknown>): Promise<Project | undefined> {
+    const row: ProjectRow | undefined = await this.db('projects').where(where).first(COLUMNS);
+    return row && toProject(row);
   }
 
-  /** Projects of one organisation, or of the whole installation when orgId is null (superadmin). */
-  async list(orgId: number | null): Promise<Project[]> {
-    const q = this.db('projects').select('*').orderBy('id');
-    return orgId === null ? q : q.where({ org_id: orgId });
+  get(id: number): Promise<Project | undefined> {
+    return this.one({ id });
+  }
+
+  /**
+   * Projects of one organisation, or of the whole installation when orgId is null (superadmin);
+   * with `managedBy`, only those that resource owns.
+   */
+  async list(orgId: number | null, opts: { managedBy?: string } = {}): Promise<Project[]> {
+    const q = this.db('projects').select(COLUMNS).orderBy('id');
+    if (orgId !== null) q.where({ org_id: orgId });
+    if (opts.managedBy !== undefined) q.where({ managed_by: opts.managedBy });
+    return ((await q) as ProjectRow[]).map(toProject);
   }
 
   /** Oldest project of an organisation, or of the installation (the legacy default project). */
   async oldest(orgId: number | null): Promise<Project | undefined> {
-    const q = this.db('projects').orderBy('id').first();
-    return orgId === null ? q : q.where({ org_id: orgId });
+    const q = this.db('projects').orderBy('id').first(COLUMNS);
+    const row: ProjectRow | undefined = await (orgId === null ? q : q.where({ org_id: orgId }));
+    return row && toProject(row);
   }
 
-  async byToken(token: string): Promise<Project | undefined> {
-    return this.db('projects').where({ token }).first();
+  byToken(token: string): Promise<Project | undefined> {
+    return this.one({ token });
   }
 
   /** Found projects by token, for ingestion (one metadata query per request was measurable). */
@@ -65,8 +102,13 @@ export class ProjectStore {
     return project;
   }
 
-  async byFlagSecretHash(hash: string): Promise<Project | undefined> {
-    return this.db('projects').where({ flag_secret_hash: hash }).first();
+  byFlagSecretHash(hash: string): Promise<Project | undefined> {
+    return this.one({ flag_secret_hash: hash });
+  }
+
+  /** Sets or clears the owning resource (release: the resource lets go, the project stays). */
+  async setManagedBy(id: number, managedBy: string | null): Promise<void> {
+    await this.db('projects').where({ id }).update({ managed_by: managedBy });
   }
 
   async setFlagSecretHash(id: number, hash: string | null): Promise<void> {
