@@ -50,6 +50,9 @@ if ! quiet bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222'; then
   wait_for 30 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222' || { echo "NATS did not start" >&2; exit 1; }
 fi
 
+# Chromium for the browser-SDK tests (mixpanel-browser in a real page on another origin)
+ensure_apt chromium chromium
+
 if [ "${1:-}" = "--env" ]; then
   echo "export TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/analytics_test"
   echo "export TEST_CLICKHOUSE_URL=http://127.0.0.1:8123"

@@ -8,6 +8,7 @@ import type { Deps } from './deps.js';
 import { errorHandler } from './http/errors.js';
 import { readBody } from './http/body.js';
 import { envelopeByPath, mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
+import { edgeMiddleware } from './http/cors.js';
 import { createLogger } from './http/logger.js';
 import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.js';
 import { openEventStore } from './ports/events/index.js';
@@ -72,6 +73,7 @@ export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa
   const openapi = openApiDocument(routes, deps.version);
   router.get('/openapi.json', (ctx) => { ctx.body = openapi; });
   app.use(errorHandler(deps.log, envelopeByPath(routes)));
+  app.use(edgeMiddleware(routes, deps.config.corsOrigins));
   app.use(readBody());
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));

@@ -23,6 +23,8 @@ export interface Config {
   tenantConfigPollMs: number;
   /** Trusted reverse proxies whose X-Forwarded-For is believed (exact IPs). */
   trustedProxies: string[];
+  /** Browser origins allowed to call /api/* (exact `scheme://host[:port]`); public SDK routes answer any origin. */
+  corsOrigins: string[];
   rateLimits: {
     perIp: { requests: number; windowMs: number };
     perProject: { requests: number; windowMs: number };
@@ -65,6 +67,7 @@ export function loadConfig(env: Env = process.env): Config {
     tenantConfigPath: env.TENANT_CONFIG_PATH || undefined,
     tenantConfigPollMs: int(env, 'TENANT_CONFIG_POLL_MS', 2000),
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((s) => s.trim().replace(/\/$/, '')).filter(Boolean),
     rateLimits: {
       perIp: {
         requests: int(env, 'RATE_LIMIT_PER_IP', LIMITS.rateLimitPerIp.requests),

@@ -50,15 +50,41 @@ export type Envelope = 'status' | 'error';
 export const envelopeOf = (r: Pick<RouteSpec, 'auth' | 'envelope'>): Envelope =>
   r.envelope ?? (r.auth === 'projectToken' || r.auth === 'flagSecret' ? 'status' : 'error');
 
+export interface PathInfo {
+  methods: Method[];
+  auth: AuthKind[];
+  envelopes: Envelope[];
+}
+
 /**
- * The envelope for a request path, from the declarations (any method, so a 405 or a 413 raised
- * before routing answers in the route's own shape). Unknown paths get `error`.
+ * What the declarations say about a request path, whatever its method: the methods served, the
+ * auth kinds and envelopes of its routes (so a 405, a 413 or a preflight raised before routing
+ * answers in the route's own terms). Unknown paths give undefined.
  */
+export function pathTable(routes: RouteSpec[]): (path: string) => PathInfo | undefined {
+  const byPath = new Map<string, { pattern: RegExp; routes: RouteSpec[] }>();
+  for (const r of routes) {
+    const entry = byPath.get(r.path) ?? { pattern: new RegExp('^' + r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '[^/]+') + '/?$'), routes: [] };
+    entry.routes.push(r);
+    byPath.set(r.path, entry);
+  }
+  const entries = [...byPath.values()];
+  return (path) => {
+    const matched = entries.filter((e) => e.pattern.test(path)).flatMap((e) => e.routes);
+    if (!matched.length) return undefined;
+    const distinct = <T>(xs: T[]) => [...new Set(xs)];
+    return {
+      methods: distinct(matched.map((r) => r.method)),
+      auth: distinct(matched.map((r) => r.auth)),
+      envelopes: distinct(matched.map(envelopeOf)),
+    };
+  };
+}
+
+/** The envelope for a request path: `status` when any of its routes declares it, else `error`. */
 export function envelopeByPath(routes: RouteSpec[]): (path: string) => Envelope {
-  const patterns = routes
-    .filter((r) => envelopeOf(r) === 'status')
-    .map((r) => new RegExp('^' + r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '[^/]+') + '/?$'));
-  return (path) => (patterns.some((p) => p.test(path)) ? 'status' : 'error');
+  const lookup = pathTable(routes);
+  return (path) => (lookup(path)?.envelopes.includes('status') ? 'status' : 'error');
 }
 
 export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSpec<B, Q, P>): RouteSpec<B, Q, P> {
