@@ -5,7 +5,8 @@ import type { Client } from './support/http.js';
 
 /**
  * The authorisation matrix of the reports, boards, annotations and lexicon routes: every route,
- * every caller. Viewers read and run, members and above also write, anonymous callers get 401,
+ * every caller (users of each role, machine-access tokens, the superadmin key). Viewers read and
+ * run, members and above also write, anonymous callers get 401,
  * another organisation's owner gets 404 for ids in paths and 403 for a foreign projectId.
  */
 type Ids = { report: number; board: number; card: number; annotation: number; pid: number };
@@ -53,11 +54,17 @@ forEachBackend('reports, boards, annotations, lexicon: authorisation matrix', (b
   let t: TestService;
   let tenant: Tenant;
   let other: Tenant;
+  const machine: Record<'member' | 'viewer', string> = { member: '', viewer: '' };
   before(async function () {
     this.timeout(60_000);
     t = await startTestService(backend);
     tenant = await createTenant(t, 'mx');
     other = await createTenant(t, 'mx-other');
+    for (const role of ['member', 'viewer'] as const) {
+      const minted = await tenant.owner.post('/api/org/tokens', { name: `${role} bot`, role });
+      assert.equal(minted.status, 201, minted.text);
+      machine[role] = minted.body.token;
+    }
   });
   after(async function () {
     this.timeout(60_000);
@@ -89,6 +96,8 @@ forEachBackend('reports, boards, annotations, lexicon: authorisation matrix', (b
       ['superadmin', t.admin, (r) => r.status ?? 200],
       ...(['owner', 'admin', 'member'] as const).map((role): [string, Client, (r: Row) => number] => [role, t.client(tenant.tokens[role]), (r) => r.status ?? 200]),
       ['viewer', t.client(tenant.tokens.viewer), (r) => (r.write ? 403 : r.status ?? 200)],
+      ['member machine token', t.client(machine.member), (r) => r.status ?? 200],
+      ['viewer machine token', t.client(machine.viewer), (r) => (r.write ? 403 : r.status ?? 200)],
       ['foreign owner', t.client(other.tokens.owner), (r) => (r.scope === 'id' ? 404 : 403)],
     ];
     const failures: string[] = [];

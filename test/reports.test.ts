@@ -27,7 +27,7 @@ forEachBackend('saved reports', (backend) => {
     await t?.close();
   });
 
-  it('CRUD: query stored exactly as sent (minus projectId), created_by is the caller, null for the superadmin', async () => {
+  it('CRUD: query stored exactly as sent (minus projectId), created_by is the caller, null for the superadmin or a machine token', async () => {
     const member = t.client(tenant.tokens.member);
     const me = (await member.get('/api/account')).body.user.id;
     const created = await member.post('/api/reports', { projectId: pid, name: 'Views', description: 'How many views a day?', type: 'segmentation', query: { ...seg, projectId: String(pid) } });
@@ -43,6 +43,11 @@ forEachBackend('saved reports', (backend) => {
     const byAdmin = await t.admin.post('/api/reports', { projectId: pid, name: 'F', type: 'funnel', query: funnel });
     assert.equal(byAdmin.status, 201, byAdmin.text);
     assert.equal(byAdmin.body.created_by, null);
+    const bot = await tenant.owner.post('/api/org/tokens', { name: 'reports bot', role: 'member' });
+    const byToken = await t.client(bot.body.token).post('/api/reports', { projectId: pid, name: 'by a token', type: 'segmentation', query: seg });
+    assert.equal(byToken.status, 201, byToken.text);
+    assert.equal(byToken.body.created_by, null, 'a machine-access token is no user');
+    await member.delete(`/api/reports/${byToken.body.id}`);
     const list = await t.client(tenant.tokens.viewer).get(`/api/reports?projectId=${pid}`);
     assert.deepEqual(list.body.map((r: any) => [r.name, r.type]), [['Views', 'segmentation'], ['F', 'funnel']]);
     const upd = await member.put(`/api/reports/${id}`, { name: 'Views (fr)', query: { ...seg, filters: [{ key: 'country', op: 'eq', value: 'fr' }] } });
