@@ -3,7 +3,8 @@ import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
-import { propArrays, type AliasRecord, type EngageRecord, type Props, type TrackEventRecord, type TrackRecord } from './records.js';
+import { propArrays, type Props, type TrackEventRecord } from './records.js';
+import { asBatch, type Batch, type EngageBatch, type TrackBatch } from './batch.js';
 
 /**
  * Writes one accepted batch to the stores. Idempotent on redelivery: events dedup on their key
@@ -11,14 +12,15 @@ import { propArrays, type AliasRecord, type EngageRecord, type Props, type Track
  * version carrying this batch's tag (id and accept time) means its profile writes are done.
  * The caller applies a project's batches in acceptance order (one at a time).
  */
-export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<void> {
+export async function applyBatch(deps: Deps, envelope: IngestionBatch): Promise<void> {
+  const batch = asBatch(envelope);
   switch (batch.kind) {
     case 'track':
       return applyTrack(deps, batch);
     case 'engage':
       return applyEngage(deps, batch);
     case 'alias':
-      return applyLinks(deps, batch, (batch.records as AliasRecord[]).map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
+      return applyLinks(deps, batch, batch.records.map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
     default:
       throw new PoisonError(`unknown ingestion batch kind ${JSON.stringify((batch as { kind?: unknown }).kind)}`);
   }
@@ -30,12 +32,13 @@ export async function applyBatch(deps: Deps, batch: IngestionBatch): Promise<voi
  * the events stored before it, so its batch is applied on its own, in order. ($device_id/$user_id
  * links are retroactive regardless of stored events, so they merge safely.)
  */
-export function isMergeable(batch: IngestionBatch): boolean {
-  return batch.kind === 'track' && (batch.records as TrackRecord[]).every((r) => r.t !== 'a');
+export function isMergeable(envelope: IngestionBatch): boolean {
+  const batch = asBatch(envelope);
+  return batch.kind === 'track' && batch.records.every((r) => r.t !== 'a');
 }
 
-async function applyTrack(deps: Deps, batch: IngestionBatch) {
-  const records = batch.records as TrackRecord[];
+async function applyTrack(deps: Deps, batch: TrackBatch) {
+  const records = batch.records;
   const processedAt = Date.now();
   const rows: StoredEvent[] = [];
   const links: Array<{ alias: string; distinctId: string; always: boolean }> = [];
@@ -76,7 +79,7 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
  * Applies link requests in order. The common case (a device already linked to that user) costs
  * one lookup for the whole batch; those links are re-mirrored in bulk (idempotent).
  */
-async function applyLinks(deps: Deps, batch: IngestionBatch, requests: Array<{ alias: string; distinctId: string; always: boolean }>) {
+async function applyLinks(deps: Deps, batch: Batch, requests: Array<{ alias: string; distinctId: string; always: boolean }>) {
   if (requests.length === 0) return;
   const mirrored = mirroredSet(deps);
   const remember = (l: IdentityLink) => mirrored.add(mirrorKey(l));
@@ -127,7 +130,7 @@ function mirroredSet(deps: Deps): Set<string> {
 }
 
 /** When an id with a profile of its own joins a cluster, its properties fill gaps in the cluster's profile. */
-async function mergeProfileIntoCluster(deps: Deps, batch: IngestionBatch, link: IdentityLink) {
+async function mergeProfileIntoCluster(deps: Deps, batch: Batch, link: IdentityLink) {
   const profiles = await loadProfiles(deps, batch.projectId, [link.distinct_id, link.canonical_id]);
   const own = profiles.get(link.distinct_id);
   if (!own || own.deleted) return;
@@ -147,10 +150,10 @@ async function mergeProfileIntoCluster(deps: Deps, batch: IngestionBatch, link: 
  * request (identical requests share one), so the accept time is part of the tag: a redelivery of
  * this batch carries both, a second identical request (say, the same `$add` twice) does not.
  */
-const versionTag = (batch: IngestionBatch) => `${batch.id}@${batch.acceptedAt}`;
+const versionTag = (batch: Batch) => `${batch.id}@${batch.acceptedAt}`;
 
-async function applyEngage(deps: Deps, batch: IngestionBatch) {
-  const ops = batch.records as EngageRecord[];
+async function applyEngage(deps: Deps, batch: EngageBatch) {
+  const ops = batch.records;
   if (ops.length === 0) return;
   // Profiles are keyed by the canonical id of the op's cluster (ignoring from_time).
   const ids = [...new Set(ops.map((o) => o.distinct_id))];
