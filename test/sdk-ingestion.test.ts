@@ -68,7 +68,10 @@ forEachBackend('sdk ingestion', (backend) => {
     await c.shutdown();
     assert.deepEqual(log.map((l) => [l.path, l.status]), [['/track', 200], ['/engage', 200], ['/alias', 200]]);
     await waitFor(async () => (await count('profiles', ` AND distinct_id = 'sdk-user'`)) > 0);
-    assert.equal(await t.svc.deps.db('identity_links').where({ project_id: acme.project.id, distinct_id: '$device:sdk-1' }).first('canonical_id').then((r: any) => r?.canonical_id), 'sdk-user');
+    // The alias is applied after the profile (a later record of the same batch stream): wait for it too.
+    const linked = () => t.svc.deps.db('identity_links').where({ project_id: acme.project.id, distinct_id: '$device:sdk-1' }).first('canonical_id').then((r: any) => r?.canonical_id);
+    await waitFor(async () => (await linked()) !== undefined);
+    assert.equal(await linked(), 'sdk-user');
   });
 
   it('retries 429 honouring Retry-After, without losing or duplicating events', async () => {
