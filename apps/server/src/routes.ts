@@ -18,6 +18,7 @@ import { reportRoutes } from './reports/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
+import { privacyRoutes } from './privacy/routes.js';
 import { analysesOf } from './query/analyses.js';
 
 /** Every domain's routes. A new domain adds one line. */
@@ -41,5 +42,6 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...boardRoutes(deps),
     ...annotationRoutes(deps),
     ...lexiconRoutes(deps),
+    ...privacyRoutes(deps),
   ];
 }

@@ -1,6 +1,7 @@
 import type { Deps } from './deps.js';
 import { startMetricsServer } from './metrics/server.js';
 import { ingestionWorker } from './ingestion/worker.js';
+import { privacyWorker } from './privacy/runner.js';
 import type { Worker } from './worker.js';
 
 export type { Worker } from './worker.js';
@@ -10,5 +11,6 @@ export async function startWorkers(deps: Deps): Promise<Worker[]> {
   return [
     ...(await startMetricsServer(deps)),
     ingestionWorker(deps),
+    privacyWorker(deps),
   ];
 }

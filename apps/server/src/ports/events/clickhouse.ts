@@ -1,7 +1,10 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import type { EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
-import { DATA_TABLES, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import { DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
+
+/** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
+const MUTATION_TIMEOUT_MS = 10 * 60_000;
 
 /** ClickHouse event store (HTTP interface; SQL kept to what 18.16 and current releases share). */
 export class ClickHouseEventStore implements EventStore {
@@ -97,6 +100,33 @@ export class ClickHouseEventStore implements EventStore {
 
   deleteProject(projectId: number): Promise<void> {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
+  }
+
+  /**
+   * Mutations on the three tables, then waits until system.mutations shows none of this
+   * database's mutations on them unfinished (18.16 has `is_done`; a stuck one ends in a timeout).
+   */
+  async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
+    if (distinctIds.length === 0) return;
+    for (const t of DATA_TABLES) await this.command(`ALTER TABLE ${t} DELETE WHERE ${identitiesCondition('clickhouse', t, projectId, distinctIds)}`);
+    const deadline = Date.now() + MUTATION_TIMEOUT_MS;
+    for (;;) {
+      const rows = await this.query<{ n: number }>(
+        `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table IN (${DATA_TABLES.map((t) => `'${t}'`).join(', ')}) AND is_done = 0`,
+      );
+      if (Number(rows[0]?.n ?? 0) === 0) return;
+      if (Date.now() > deadline) throw new Error('ClickHouse delete mutations did not finish in time');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]> {
+    if (distinctIds.length === 0) return Promise.resolve([]);
+    return this.query<StoredEvent>(
+      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at FROM events FINAL
+       WHERE ${identitiesCondition('clickhouse', 'events', projectId, distinctIds)} AND ${afterKeyCondition('clickhouse', after)}
+       ORDER BY ${EVENT_PAGE_ORDER} LIMIT ${sqlInt(limit)}`,
+    );
   }
 
   /** Deletes matching rows of every data table (mutations: they finish in the background). */

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import type { EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
-import { DATA_TABLES, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import { DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
 const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
@@ -144,6 +144,21 @@ export class DuckDbEventStore implements EventStore {
 
   deleteProject(projectId: number): Promise<void> {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
+  }
+
+  /** Plain deletes (events are deduplicated at write, so their dedup keys go with them). */
+  async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
+    if (distinctIds.length === 0) return;
+    for (const t of DATA_TABLES) await this.command(`DELETE FROM ${t} WHERE ${identitiesCondition('duckdb', t, projectId, distinctIds)}`);
+  }
+
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]> {
+    if (distinctIds.length === 0) return Promise.resolve([]);
+    return this.query<StoredEvent>(
+      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at FROM events
+       WHERE ${identitiesCondition('duckdb', 'events', projectId, distinctIds)} AND ${afterKeyCondition('duckdb', after)}
+       ORDER BY ${EVENT_PAGE_ORDER} LIMIT ${sqlInt(limit)}`,
+    );
   }
 
   /** Deletes matching rows of every data table. */

@@ -83,6 +83,17 @@ export interface EventStore {
    * (ClickHouse runs deletes as mutations); readers stop seeing the project at the metadata store.
    */
   deleteProject(projectId: number): Promise<void>;
+  /**
+   * Removes every event, profile version and identity link of the given distinct_ids (one person's
+   * whole identity cluster), dedup keys included. Resolves once readers no longer see them
+   * (ClickHouse: after the mutations are done).
+   */
+  deleteIdentities(projectId: number, distinctIds: string[]): Promise<void>;
+  /**
+   * One page of the events stored under the given distinct_ids, each dedup key once, in
+   * (time, distinct_id, event, insert_id) order, strictly after `after` (a page's last row).
+   */
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]>;
   /** Inserts events as given, no deduplication (tests and fixtures). */
   insertEvents(rows: StoredEvent[]): Promise<void>;
   /** Inserts rows into any table of the store (JSON-compatible values; arrays as arrays; tests and fixtures). */
@@ -92,6 +103,28 @@ export interface EventStore {
   command(sql: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** Where a page of eventsOfIdentities ends (its last row's ordering key). */
+export type EventPageKey = Pick<StoredEvent, 'time' | 'distinct_id' | 'event' | 'insert_id'>;
+
+/** Rows of the data tables that belong to the given ids (links are matched on both ends). */
+export function identitiesCondition(dialect: EventDialect, table: (typeof DATA_TABLES)[number], projectId: number, distinctIds: string[]): string {
+  const ids = distinctIds.map((id) => sqlString(dialect, id)).join(', ');
+  const own = `project_id = ${sqlInt(projectId)} AND (distinct_id IN (${ids})`;
+  return table === 'identity_links' ? `${own} OR canonical_id IN (${ids}))` : `${own})`;
+}
+
+/** `(time, distinct_id, event, insert_id) > after` spelled out (no tuple comparison on every engine). */
+export function afterKeyCondition(dialect: EventDialect, after: EventPageKey | null): string {
+  if (!after) return '1 = 1';
+  const t = sqlInt(after.time);
+  const d = sqlString(dialect, after.distinct_id);
+  const e = sqlString(dialect, after.event);
+  const i = sqlString(dialect, after.insert_id);
+  return `(time > ${t} OR (time = ${t} AND (distinct_id > ${d} OR (distinct_id = ${d} AND (event > ${e} OR (event = ${e} AND insert_id > ${i}))))))`;
+}
+
+export const EVENT_PAGE_ORDER = 'time, distinct_id, event, insert_id';
 
 /** The event store's data tables, each keyed by project_id first. */
 export const DATA_TABLES = ['events', 'identity_links', 'profiles'] as const;

@@ -1,0 +1,90 @@
+import type { Deps } from '../deps.js';
+import type { Worker } from '../worker.js';
+import { int } from '../env.js';
+import { IdentityStore } from '../identity/store.js';
+import { PrivacyStore, type PrivacyRequest } from './store.js';
+
+/**
+ * Runs privacy requests in the background (a worker of the `worker` role). A request is claimed
+ * in the metadata store, kept alive by a heartbeat, and taken over by any runner once its
+ * heartbeat is older than PRIVACY_STALE_MS (its process died): every step is idempotent, so a
+ * request is re-run from the start. After PRIVACY_MAX_ATTEMPTS attempts it fails with its error.
+ */
+export interface RunnerSettings { pollMs: number; staleMs: number; maxAttempts: number }
+
+export function runnerSettings(env = process.env): RunnerSettings {
+  return {
+    pollMs: int(env, 'PRIVACY_POLL_MS', 500),
+    staleMs: int(env, 'PRIVACY_STALE_MS', 60_000),
+    maxAttempts: Math.max(1, int(env, 'PRIVACY_MAX_ATTEMPTS', 3)),
+  };
+}
+
+/** Every id of the clusters the given ids belong to (links are flat: one canonical id per cluster). */
+export async function clusterIds(deps: Deps, projectId: number, distinctIds: string[]): Promise<string[]> {
+  const identity = new IdentityStore(deps.db);
+  const out = new Set<string>();
+  for (const id of distinctIds) {
+    const canonical = await identity.canonicalOf(projectId, id);
+    for (const member of await identity.clusterOf(projectId, canonical)) out.add(member);
+    out.add(id);
+  }
+  return [...out];
+}
+
+/** One run of a request: resolves the clusters, then deletes (access/export have nothing more to do: downloads stream from the stores). */
+export async function executeRequest(deps: Deps, store: PrivacyStore, r: PrivacyRequest): Promise<void> {
+  // a re-run keeps the ids resolved before: their links may already be gone
+  const ids = [...new Set([...(r.cluster_ids ?? []), ...(await clusterIds(deps, r.project_id, r.distinct_ids))])];
+  await store.setClusterIds(r.id, ids);
+  if (r.type !== 'delete') return;
+  await deps.events.deleteIdentities(r.project_id, ids);
+  for (let i = 0; i < ids.length; i += 200) {
+    const chunk = ids.slice(i, i + 200);
+    await deps.db('identity_links').where({ project_id: r.project_id })
+      .andWhere((q) => q.whereIn('distinct_id', chunk).orWhereIn('canonical_id', chunk)).delete();
+  }
+}
+
+export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
+  const store = new PrivacyStore(deps.db);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+
+  const runOne = async (): Promise<boolean> => {
+    const r = await store.claim(settings.staleMs);
+    if (!r) return false;
+    const beat = setInterval(() => void store.heartbeat(r.id).catch(() => undefined), Math.max(50, Math.floor(settings.staleMs / 4)));
+    try {
+      await executeRequest(deps, store, r);
+      await store.complete(r);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      deps.log.error('privacy request failed', { err: message, request: r.id });
+      if (r.attempts >= settings.maxAttempts) await store.fail(r.id, message);
+      else await store.retry(r.id, message);
+    } finally {
+      clearInterval(beat);
+    }
+    return true;
+  };
+
+  const tick = async () => {
+    try {
+      while (!stopped && (await runOne()));
+    } catch (err) {
+      deps.log.error('privacy runner', { err: err instanceof Error ? err.message : String(err) });
+    }
+    if (!stopped) timer = setTimeout(() => { current = tick(); }, settings.pollMs);
+  };
+  timer = setTimeout(() => { current = tick(); }, 0);
+  return {
+    name: 'privacy',
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current;
+    },
+  };
+}
