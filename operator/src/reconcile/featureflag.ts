@@ -14,20 +14,28 @@ export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFl
   const ref = referencedProject(ctx, obj);
   if (!('projectId' in ref)) return ref;
   const { projectId } = ref;
+  // No finalizer yet means nothing was ever done outside for this resource (the finalizer comes
+  // first), so there is no flag to look for: create it straight away (a 409 still falls back to a lookup).
+  const fresh = !hasFinalizer(obj) && !obj.status?.flagId;
   obj = await ensureFinalizer(ctx, obj);
   const desired = flagBody(obj);
   let flag: ApiFlag | undefined;
   try {
     const moved = obj.status?.projectId && obj.status.projectId !== projectId && obj.status.flagId;
     if (moved) await applyDeletionPolicy(ctx, obj, resource, obj.status!.flagId!);
-    flag = await findFlag(ctx, obj, resource, projectId);
+    flag = fresh ? undefined : await findFlag(ctx, obj, resource, projectId);
     if (!flag) {
-      flag = await ctx.api.createFlag(projectId, desired, resource);
-    } else {
-      if (flag.archived_at !== null) flag = await ctx.api.reviveFlag(flag.id, resource);
-      const changes = diff(flag, desired);
-      if (Object.keys(changes).length > 0) flag = await ctx.api.updateFlag(flag.id, changes, resource);
+      try {
+        flag = await ctx.api.createFlag(projectId, desired, resource);
+      } catch (err) {
+        if (!(fresh && err instanceof ApiError && err.kind === 'conflict')) throw err;
+        flag = await findFlag(ctx, obj, resource, projectId);
+        if (!flag) throw err;
+      }
     }
+    if (flag.archived_at !== null) flag = await ctx.api.reviveFlag(flag.id, resource);
+    const changes = diff(flag, desired);
+    if (Object.keys(changes).length > 0) flag = await ctx.api.updateFlag(flag.id, changes, resource);
   } catch (err) {
     const outcome = apiFailure(err, `flag ${desired.key} of project ${projectId}`);
     return flag ? { ...outcome, fields: { projectId, flagId: flag.id } } : outcome;
