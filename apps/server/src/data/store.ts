@@ -1,6 +1,7 @@
 import type { EventStore } from '../ports/events/index.js';
 import { sqlInt, sqlString } from '../ports/events/index.js';
 import { resolvedEvents, resolvedProfiles, SESSION_GAP_MS } from '../identity/sql.js';
+import { DATA_SQL, type DataSql } from './sql.js';
 
 /**
  * Data browsing over the event store, identity-resolved, on both engines. Every count and
@@ -32,15 +33,25 @@ const parseProps = (s: unknown): Record<string, unknown> => {
     return {};
   }
 };
-const GAP = sqlInt(SESSION_GAP_MS);
-/** ClickHouse's "no event" sentinels in the users union (it has no NULL-friendly UNION in 18.16). */
-const CH_NO_TIME_MAX = '9007199254740991';
+/** A row of the people subquery (persons), as the engines return it. */
+interface PersonRow {
+  person: string;
+  first_seen: unknown;
+  last_seen: unknown;
+  event_count: unknown;
+  properties: unknown;
+}
 
 export class DataStore {
   constructor(private events: EventStore, private projectId: number) {}
 
   private get d() {
     return this.events.dialect;
+  }
+
+  /** This engine's spelling of the queries below. */
+  private get sql(): DataSql {
+    return DATA_SQL[this.events.dialect];
   }
 
   private str(s: string) {
@@ -73,7 +84,7 @@ export class DataStore {
   }
 
   async eventNames(recentSince: number) {
-    const final = this.d === 'clickhouse' ? 'FINAL' : '';
+    const final = this.sql.final;
     const rows = await this.events.query<{ name: string; count: number; recent_count: number; last_seen: number }>(
       `SELECT event AS name, count(*) AS count, sum(CASE WHEN time >= ${sqlInt(recentSince)} THEN 1 ELSE 0 END) AS recent_count, max(time) AS last_seen
        FROM events ${final} WHERE project_id = ${sqlInt(this.projectId)} GROUP BY event ORDER BY count DESC, name`,
@@ -84,13 +95,7 @@ export class DataStore {
   async properties(event?: string) {
     const p = sqlInt(this.projectId);
     const ev = event !== undefined ? ` AND event = ${this.str(event)}` : '';
-    const sql = this.d === 'clickhouse'
-      ? `SELECT k AS key, count() AS count, arraySlice(groupUniqArray(v), 1, 5) AS sampleValues
-         FROM (SELECT prop_keys, prop_values FROM events FINAL WHERE project_id = ${p}${ev})
-         ARRAY JOIN prop_keys AS k, prop_values AS v GROUP BY k ORDER BY count DESC, key LIMIT 1000`
-      : `SELECT k AS key, count(*) AS count, list(DISTINCT v)[1:5] AS sampleValues
-         FROM (SELECT unnest(prop_keys) AS k, unnest(prop_values) AS v FROM events WHERE project_id = ${p}${ev})
-         GROUP BY k ORDER BY count DESC, key LIMIT 1000`;
+    const sql = this.sql.properties(p, ev);
     const rows = await this.events.query<{ key: string; count: number; sampleValues: string[] }>(sql);
     return rows.map((r) => ({ key: r.key, count: num(r.count), sampleValues: [...(r.sampleValues ?? [])].map(String).sort() }));
   }
@@ -103,21 +108,11 @@ export class DataStore {
     const events = resolvedEvents(this.d, this.projectId, this.rawWhere({ members: opts.members }), ['distinct_id', 'time']);
     const profiles = resolvedProfiles(this.d, this.projectId);
     const only = opts.person !== undefined ? `WHERE person = ${this.str(opts.person)}` : '';
-    if (this.d === 'clickhouse') {
-      return `(SELECT person, min(fs) AS first_seen, max(ls) AS last_seen, sum(n) AS event_count, max(props) AS properties FROM (
-          SELECT person, toInt64(min(time)) AS fs, toInt64(max(time)) AS ls, toUInt64(count()) AS n, toString('') AS props FROM ${events} ${only} GROUP BY person
-          UNION ALL
-          SELECT person, toInt64(${CH_NO_TIME_MAX}) AS fs, toInt64(-1) AS ls, toUInt64(0) AS n, toString(properties) AS props FROM ${profiles} ${only}
-        ) GROUP BY person)`;
-    }
-    return `(SELECT person, min(fs) AS first_seen, max(ls) AS last_seen, sum(n) AS event_count, max(props) AS properties FROM (
-        SELECT person, min(time) AS fs, max(time) AS ls, count(*) AS n, CAST(NULL AS VARCHAR) AS props FROM ${events} ${only} GROUP BY person
-        UNION ALL
-        SELECT person, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), 0, properties FROM ${profiles} ${only}
-      ) GROUP BY person)`;
+    return this.sql.persons(events, profiles, only);
   }
 
-  private toProfile(r: { person: string; first_seen: unknown; last_seen: unknown; event_count: unknown; properties: unknown }): UserProfile {
+  /** The one place a people row becomes a UserProfile. */
+  private toProfile(r: PersonRow): UserProfile {
     const count = num(r.event_count);
     return {
       distinct_id: r.person,
@@ -132,14 +127,12 @@ export class DataStore {
     let where = '';
     if (opts.search) {
       const s = this.str(opts.search);
-      where = this.d === 'clickhouse'
-        ? `WHERE positionCaseInsensitiveUTF8(person, ${s}) > 0 OR positionCaseInsensitiveUTF8(properties, ${s}) > 0`
-        : `WHERE strpos(lower(person), lower(${s})) > 0 OR strpos(lower(coalesce(properties, '')), lower(${s})) > 0`;
+      where = this.sql.userSearch(s);
     }
     const src = this.persons();
-    const order = this.d === 'clickhouse' ? 'last_seen DESC, person' : 'last_seen DESC NULLS LAST, person';
+    const order = this.sql.usersOrder;
     const [rows, total] = await Promise.all([
-      this.events.query<any>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
+      this.events.query<PersonRow>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
       this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
     ]);
     return { users: rows.map((r) => this.toProfile(r)), total: num(total[0]?.n) };
@@ -147,7 +140,7 @@ export class DataStore {
 
   /** One identity's profile, or undefined when it has neither events nor a live profile. */
   async user(person: string, members: string[]): Promise<UserProfile | undefined> {
-    const rows = await this.events.query<any>(`SELECT * FROM ${this.persons({ members, person })}`);
+    const rows = await this.events.query<PersonRow>(`SELECT * FROM ${this.persons({ members, person })}`);
     return rows[0] ? this.toProfile(rows[0]) : undefined;
   }
 
@@ -155,11 +148,7 @@ export class DataStore {
   async sessionsOf(person: string, members: string[]): Promise<number> {
     const src = resolvedEvents(this.d, this.projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
     const who = `person = ${this.str(person)}`;
-    const sql = this.d === 'clickhouse'
-      ? `SELECT arrayCount((t, p) -> t - p >= ${GAP}, ts, arrayPushFront(arrayPopBack(ts), toInt64(-${GAP} - 1))) AS n
-         FROM (SELECT person, arraySort(groupArray(time)) AS ts FROM ${src} WHERE ${who} GROUP BY person)`
-      : `SELECT count(*) AS n FROM (SELECT time - lag(time) OVER (ORDER BY time) AS gap FROM ${src} WHERE ${who})
-         WHERE gap IS NULL OR gap >= ${GAP}`;
+    const sql = this.sql.sessionsOf(src, who);
     const rows = await this.events.query<{ n: number }>(sql);
     return num(rows[0]?.n);
   }
@@ -168,15 +157,11 @@ export class DataStore {
     const p = sqlInt(this.projectId);
     const dayStart = Math.floor(now / 86_400_000) * 86_400_000;
     const weekAgo = now - 7 * 86_400_000;
-    const final = this.d === 'clickhouse' ? 'FINAL' : '';
+    const final = this.sql.final;
     const all = resolvedEvents(this.d, this.projectId, '1 = 1', ['distinct_id', 'time']);
     const recent = resolvedEvents(this.d, this.projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
-    const sessionsSql = this.d === 'clickhouse'
-      ? `SELECT sum(arrayCount((t, p) -> t >= ${sqlInt(weekAgo)} AND t - p >= ${GAP}, ts, arrayPushFront(arrayPopBack(ts), toInt64(-${GAP} - 1)))) AS n
-         FROM (SELECT person, arraySort(groupArray(time)) AS ts FROM ${recent} GROUP BY person)`
-      : `SELECT count(*) AS n FROM (SELECT time, time - lag(time) OVER (PARTITION BY person ORDER BY time) AS gap FROM ${recent})
-         WHERE time >= ${sqlInt(weekAgo)} AND (gap IS NULL OR gap >= ${GAP})`;
-    const distinct = (x: string) => (this.d === 'clickhouse' ? `uniqExact(${x})` : `count(DISTINCT ${x})`);
+    const sessionsSql = this.sql.recentSessions(recent, weekAgo);
+    const distinct = (x: string) => this.sql.distinct(x);
     const [ev, users, profiles, sessions] = await Promise.all([
       this.events.query<{ events: number; event_names: number; events_today: number }>(
         `SELECT count(*) AS events, ${distinct('event')} AS event_names, sum(CASE WHEN time >= ${sqlInt(dayStart)} THEN 1 ELSE 0 END) AS events_today
