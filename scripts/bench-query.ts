@@ -25,6 +25,13 @@ import { runFlows } from '../apps/server/src/query/flows.js';
 import { runSessions } from '../apps/server/src/query/sessions.js';
 import { runMetric } from '../apps/server/src/query/metric.js';
 import { membershipSql } from '../apps/server/src/cohorts/membership.js';
+import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
+import { irMetricContext } from '../apps/server/src/query/ir/context.js';
+import { runTrend } from '../apps/server/src/query/ir/trend.js';
+import { runIrFunnel } from '../apps/server/src/query/ir/funnel.js';
+import { drilldownSql, type DrilldownSelection } from '../apps/server/src/query/ir/drilldown.js';
+import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
+import { migrateMetadataStore, openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 
 const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const IDS = 200_000;
@@ -104,6 +111,26 @@ async function bench(store: EventStore) {
     ['metric (A-B)/A', () => runMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v1' }] }] }, 'day', range)],
     ['cohort size (behaviour)', () => store.query(`SELECT count(*) AS n FROM (${membershipSql(q, { op: 'and', criteria: [{ kind: 'behavior', event: 'e2', op: 'gte', count: 3, windowDays: 0 }] }, { now: range.toEndMs })}) m`)],
   ];
+  // The IR on the same questions as the v0 cases above (same range), and drilldown pages of 50.
+  const ir = (body: Record<string, unknown>): QueryV2 => {
+    const r = upgradeQuery({ v: 2, dateRange: { kind: 'absolute', from: '2024-01-01', to: '2024-03-30' }, ...body });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    return r.query;
+  };
+  const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
+  await migrateMetadataStore(meta);
+  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, []), doc, doc.analysis as never, range);
+  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () => store.query(drilldownSql(irMetricContext(d, PROJECT, doc, []), doc, sel, { limit: 50, offset: 0 }, range));
+  const uniqueByP1 = ir({ metrics: [{ id: 'A', kind: 'event', event: '$all_events', aggregation: { op: 'unique' } }], breakdown: { property: 'p1' }, analysis: { kind: 'trend', unit: 'week' } });
+  const funnel3 = ir({ metrics: ['e0', 'e1', 'e2'].map((e, i) => ({ id: 'ABC'[i], kind: 'event', event: e, aggregation: { op: 'unique' } })), analysis: { kind: 'funnel', steps: ['A', 'B', 'C'], window: { value: 7, unit: 'day' } } });
+  cases.push(
+    ['IR trend total/day', irTrend(ir({ metrics: [{ id: 'A', kind: 'event', event: 'e1', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }))],
+    ['IR trend unique/week by p1', irTrend(uniqueByP1)],
+    ['IR funnel 3 steps, 7 days', () => runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, []), funnel3, funnel3.analysis as never, range)],
+    ['IR drilldown 50: trend week 3, p1=v1', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v1' })],
+    ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
+    ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
+  );
   console.log(`\n${store.dialect}: bare scan SELECT count() ${scan.toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}`);
   console.log('| analysis | median ms | × bare scan |');
   console.log('|---|---:|---:|');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import fs from 'node:fs';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { loadDataset, T0, DAY } from './reference/harness.js';
@@ -234,6 +235,23 @@ forEachBackend('query IR: POST /api/query and drilldown', (backend) => {
     const r = await run({ v: 1, dateRange: { from: '2024-01-01', to: '2024-01-07' }, metrics: [{ event: 'buy', math: 'sum' }], analysis: { kind: 'trend', unit: 'day', chart: 'pie' } });
     assert.equal(r.warnings.length, 2);
     assert.equal(r.series[0].total, 4); // math sum without property → count of buys
+  });
+
+  it('the examples of docs/query-ir.md run', async () => {
+    const doc = fs.readFileSync(new URL('../docs/query-ir.md', import.meta.url), 'utf8');
+    const examples = [...doc.matchAll(/<!-- example -->\n```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]));
+    assert.ok(examples.length >= 5);
+    for (const body of examples) {
+      const r = await post('/api/query', body);
+      assert.equal(r.status, 200, `${JSON.stringify(body)} -> ${r.text}`);
+      assert.ok(r.body.kind === 'trend' ? r.body.series.length > 0 : r.body.steps.length >= 2);
+      assert.equal(r.body.warnings !== undefined, body.query.v === 1);
+    }
+    const oa = await t.anon.get('/openapi.json');
+    const schemas = oa.body.components.schemas;
+    for (const name of ['QueryV2', 'IrMetric', 'IrAggregation', 'IrTrendAnalysis', 'IrFunnelAnalysis', 'IrResult', 'DrilldownSelection', 'DrilldownPage']) assert.ok(schemas[name], name);
+    assert.equal(oa.body.paths['/api/query'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/IrQueryRequest');
+    assert.ok(oa.body.paths['/api/query/drilldown'].post);
   });
 
   it('auth: viewer queries; another organisation gets 403 and no data; no credential is 401', async () => {

@@ -1,7 +1,7 @@
 import type { Deps } from '../../deps.js';
 import { DefinitionStore } from '../../definitions/store.js';
 import type { DerivedEventDefinition } from '../../definitions/schema.js';
-import { dialectFor } from '../dialects/index.js';
+import { dialectFor, type Dialect } from '../dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from '../filters.js';
 import type { QueryContext } from '../context.js';
 import type { EventMetric, QueryV2 } from './schema.js';
@@ -14,9 +14,13 @@ import type { EventMetric, QueryV2 } from './schema.js';
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
 export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
-  const d = dialectFor(deps.events.dialect);
   const rows = await new DefinitionStore<DerivedEventDefinition>(deps.db, 'derived_events').list(projectId);
-  const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
+  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })));
+}
+
+/** The same from a list of the project's derived events (benchmarks and callers that have them). */
+export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[]): QueryContext {
+  const derived = new Map<string, DerivedEventDef>(derivedEvents.map((r) => [r.name, r]));
   for (const m of q.metrics) {
     if (m.kind !== 'event') continue;
     derived.set(metricEventName(m.id), { name: metricEventName(m.id), sources: metricSources(m, derived) });

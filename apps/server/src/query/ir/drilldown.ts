@@ -4,6 +4,7 @@ import { badRequest } from '../../http/errors.js';
 import { LIMITS } from '../../limits.js';
 import { funnelPathsSql } from '../funnel.js';
 import { bucketStarts, nextBucket, type DateRange } from '../range.js';
+import type { QueryContext } from '../context.js';
 import { irContext } from './context.js';
 import { funnelSpec } from './funnel.js';
 import { irRanges, notImplemented, type IrDeps } from './run.js';
@@ -47,16 +48,24 @@ const invalid = (path: string, message: string, code: string) => badRequest('inv
 export async function runDrilldown(deps: IrDeps, projectId: number, query: QueryV2, sel: DrilldownSelection, page: { limit: number; offset: number }): Promise<DrilldownPage> {
   const a = query.analysis;
   if (a.kind !== 'trend' && a.kind !== 'funnel') throw notImplemented(a.kind);
+  const { range, cmp } = irRanges(deps, query);
+  const q = await irContext(deps, projectId, query);
+  const [row] = await deps.events.query<{ n: number; ids: string[] | null }>(drilldownSql(q, query, sel, page, range, cmp));
+  return { total: Number(row?.n ?? 0), limit: page.limit, offset: page.offset, users: (row?.ids ?? []).map((id) => ({ distinctId: String(id) })) };
+}
+
+/** The page and the count of one selection (400 `invalid query` with a code when it does not fit the query). */
+export function drilldownSql(q: QueryContext, query: QueryV2, sel: DrilldownSelection, page: { limit: number; offset: number }, range: DateRange, cmp?: DateRange): string {
+  const a = query.analysis;
+  if (a.kind !== 'trend' && a.kind !== 'funnel') throw notImplemented(a.kind);
   if (sel.kind === 'funnel' ? a.kind !== 'funnel' : a.kind !== 'trend') {
     throw invalid('selection.kind', `a ${sel.kind} selection does not apply to a ${a.kind} analysis`, 'illegal_position');
   }
   if (query.breakdown && sel.segment === undefined) throw invalid('selection.segment', 'the query has a breakdown: name the segment', 'missing_segment');
   if (!query.breakdown && sel.segment !== undefined) throw invalid('selection.segment', 'the query has no breakdown', 'illegal_position');
-  const { range, cmp } = irRanges(deps, query);
   const useCmp = sel.kind === 'trend_dropped' || sel.range === 'comparison';
   if (useCmp && !cmp) throw invalid('selection.range', 'the query has no comparison range (analysis.compare)', 'no_comparison');
   const r = sel.kind !== 'trend_dropped' && sel.range === 'comparison' ? cmp! : range;
-  const q = await irContext(deps, projectId, query);
   const seg = segmentKey(sel.segment);
   let set: string;
   if (sel.kind === 'funnel') {
@@ -86,7 +95,5 @@ export async function runDrilldown(deps: IrDeps, projectId: number, query: Query
       set = identitiesSql(q, scope, window, segment);
     }
   }
-  const sql = pageSql(`SELECT DISTINCT cid FROM (${set}) s`, page.limit, page.offset);
-  const [rows, total] = await Promise.all([deps.events.query<{ cid: string }>(sql.page), deps.events.query<{ n: number }>(sql.total)]);
-  return { total: Number(total[0]?.n ?? 0), limit: page.limit, offset: page.offset, users: rows.map((x) => ({ distinctId: String(x.cid) })) };
+  return pageSql(q, `SELECT DISTINCT cid FROM (${set}) s`, page.limit, page.offset);
 }

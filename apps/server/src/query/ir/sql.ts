@@ -52,11 +52,22 @@ export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange,
   return `SELECT DISTINCT cid, seg FROM ${ev} ev${segment === undefined ? '' : ` WHERE seg = ${q.d.str(segment)}`}`;
 }
 
-/** Identities per segment, and those of `cmp` missing from `primary` per segment (the dropped). */
-export function identityCountsSql(q: QueryContext, s: MetricScope, primary: DateRange, cmp?: DateRange): string {
-  const counts = `SELECT seg, count(*) AS n, 'total' AS k FROM (${identitiesSql(q, s, primary)}) ip GROUP BY seg`;
-  if (!cmp) return counts;
-  return `${counts} UNION ALL SELECT seg, count(*) AS n, 'dropped' AS k FROM (${droppedSql(q, s, primary, cmp)}) dr GROUP BY seg`;
+/**
+ * Unique identities per (bucket, segment) and, as bucket -1, over the whole range per segment: one
+ * scan and one grouping per (identity, segment) whose bucket list gets a -1 appended — the range
+ * total costs no second pass.
+ */
+export function uniqueBucketsSql(q: QueryContext, s: MetricScope, unit: Unit, range: DateRange): string {
+  const { d } = q;
+  const ev = d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
+  return `SELECT b, seg, count(*) AS v FROM (
+      SELECT seg, ${d.explode(d.concat(d.distinct('bs'), '[-1]'))} AS b FROM (SELECT cid, seg, ${d.groupArray('bk')} AS bs FROM ${ev} ev GROUP BY cid, seg) ub
+    ) ue GROUP BY b, seg`;
+}
+
+/** Per segment: identities of `cmp` absent from `primary` (the series' `dropped`). */
+export function droppedCountsSql(q: QueryContext, s: MetricScope, primary: DateRange, cmp: DateRange): string {
+  return `SELECT seg, count(*) AS n FROM (${droppedSql(q, s, primary, cmp)}) dr GROUP BY seg`;
 }
 
 /** Identities (cid, seg) behind the metric in `cmp` that are absent from `primary` in the same segment. */
@@ -65,10 +76,11 @@ export function droppedSql(q: QueryContext, s: MetricScope, primary: DateRange, 
   return `SELECT cid, seg FROM (${identitiesSql(q, s, cmp, segment)}) ic WHERE ${key} NOT IN (SELECT ${key} FROM (${identitiesSql(q, s, primary, segment)}) ipr)`;
 }
 
-/** One page of a set of `cid`s (ascending), and its size. */
-export function pageSql(setSql: string, limit: number, offset: number): { page: string; total: string } {
-  return {
-    page: `SELECT cid FROM (${setSql}) ps ORDER BY cid LIMIT ${sqlInt(limit)} OFFSET ${sqlInt(offset)}`,
-    total: `SELECT count(*) AS n FROM (${setSql}) pt`,
-  };
+/**
+ * One page of a set of `cid`s (ascending) and its size, in one pass over the set (the set is often
+ * a whole funnel: computing it twice, for the page and for the count, would double the cost).
+ */
+export function pageSql(q: QueryContext, setSql: string, limit: number, offset: number): string {
+  const { d } = q;
+  return `SELECT count(*) AS n, ${d.slice(d.sortStrings(d.groupArray('cid')), sqlInt(offset + 1), sqlInt(limit))} AS ids FROM (${setSql}) ps`;
 }

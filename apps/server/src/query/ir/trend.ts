@@ -9,7 +9,7 @@ import { bucketLabel, bucketStarts, type DateRange } from '../range.js';
 import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
 import { metricEventName } from './context.js';
 import type { QueryV2, TrendAnalysis } from './schema.js';
-import { identityCountsSql, propertyAggregateSql, type MetricScope } from './sql.js';
+import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
 import { annotationsInRange } from '../../annotations/store.js';
 
 export interface TrendSeries {
@@ -47,8 +47,9 @@ export const segmentKey = (segment: string | null | undefined) => (segment === u
 
 /**
  * A trend: every metric per bucket (and segment), over the primary and the comparison range.
- * Counts and uniques are the v0 segmentation SQL on the metric's name (so they agree with
- * /api/query/segmentation); property aggregations and identity totals come from sql.ts; calculated
+ * Counts are the v0 segmentation SQL on the metric's name (so they agree with
+ * /api/query/segmentation); uniques per bucket and over the range come from one grouping per
+ * identity (sql.ts, tested equal to the v0 answer); property aggregations from sql.ts; calculated
  * metrics run as /api/query/metric does. The formula is evaluated per bucket and segment in Node.
  */
 export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContext, doc: QueryV2, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
@@ -123,30 +124,34 @@ async function metricValues(
   const scope: MetricScope = { metric: m, filters: doc.filters, breakdown: doc.breakdown?.property };
   const op = m.aggregation.op;
   const key = (bh: number, bv: string) => (scope.breakdown ? (Number(bh) ? `1${bv}` : '0') : '*');
-  if (op === 'count' || op === 'unique') {
-    const seg = { event: metricEventName(m.id), unit: a.unit, type: op === 'count' ? 'total' as const : 'unique' as const, breakdown: scope.breakdown, filters: doc.filters };
-    const [rows, ids] = await Promise.all([
-      deps.events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, seg, range)),
-      op === 'unique' || cmp ? deps.events.query<{ seg: string; n: number; k: string }>(identityCountsSql(q, scope, range, cmp)) : Promise.resolve([]),
-    ]);
+  const dropped = cmp
+    ? deps.events.query<{ seg: string; n: number }>(droppedCountsSql(q, scope, range, cmp)).then((rows) => {
+      for (const r of rows) at(String(r.seg)).dropped = Number(r.n);
+    })
+    : Promise.resolve();
+  if (op === 'count') {
+    // The v0 segmentation SQL itself: the same answer as /api/query/segmentation, at its cost.
+    const seg = { event: metricEventName(m.id), unit: a.unit, type: 'total' as const, breakdown: scope.breakdown, filters: doc.filters };
+    const [rows] = await Promise.all([deps.events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, seg, range)), dropped]);
     for (const r of rows) {
       const e = at(key(r.bh, String(r.bv)));
       e.values.set(Number(r.b), Number(r.v));
-      if (op === 'count') e.total = (e.total ?? 0) + Number(r.v);
+      e.total = (e.total ?? 0) + Number(r.v);
     }
-    for (const r of ids) {
-      const e = at(String(r.seg));
-      if (r.k === 'dropped') e.dropped = Number(r.n);
-      else if (op === 'unique') e.total = Number(r.n);
+    return out;
+  }
+  if (op === 'unique') {
+    const [rows] = await Promise.all([deps.events.query<{ b: number; seg: string; v: number }>(uniqueBucketsSql(q, scope, a.unit, range)), dropped]);
+    for (const r of rows) {
+      if (Number(r.b) === -1) at(String(r.seg)).total = Number(r.v);
+      else at(String(r.seg)).values.set(Number(r.b), Number(r.v));
     }
     return out;
   }
   const [buckets, totals] = await Promise.all([
     deps.events.query<{ b: number; seg: string; v: number }>(propertyAggregateSql(q, scope, op, m.aggregation.property, a.unit, range)),
     deps.events.query<{ b: number; seg: string; v: number }>(propertyAggregateSql(q, scope, op, m.aggregation.property, null, range)),
-    cmp ? deps.events.query<{ seg: string; n: number; k: string }>(identityCountsSql(q, scope, range, cmp)).then((ids) => {
-      for (const r of ids) if (r.k === 'dropped') at(String(r.seg)).dropped = Number(r.n);
-    }) : Promise.resolve(),
+    dropped,
   ]);
   for (const r of buckets) at(String(r.seg)).values.set(Number(r.b), Number(r.v));
   for (const r of totals) at(String(r.seg)).total = Number(r.v);
