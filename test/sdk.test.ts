@@ -252,15 +252,25 @@ forEachBackend('sdk', (backend) => {
         const expectedObject = expected.enabled && expected.payload !== null && typeof expected.payload === 'object' ? expected.payload : { d: 1 };
         assert.deepEqual(await of.getObjectValue('checkout', { d: 1 }, { targetingKey: id }), expectedObject);
       }
+      // A disabled flag gives the caller's default for every type, true and false alike.
       const off = await of.getBooleanDetails('off', true, vip);
-      assert.equal(off.value, false);
+      assert.equal(off.value, true);
       assert.equal(off.reason, StandardResolutionReasons.DISABLED);
+      assert.equal(off.errorCode, undefined);
+      assert.equal(await of.getBooleanValue('off', false, vip), false);
+      assert.equal(await of.getStringValue('off', 'dflt', vip), 'dflt');
+      assert.equal(await of.getNumberValue('off', 5, vip), 5);
+      assert.deepEqual(await of.getObjectValue('off', { d: 2 }, vip), { d: 2 });
+      assert.equal((await of.getStringDetails('off', 'dflt', vip)).reason, StandardResolutionReasons.DISABLED);
       const none = await of.getBooleanDetails('nobody', true, vip);
       assert.equal(none.value, false);
       assert.equal(none.reason, StandardResolutionReasons.DEFAULT);
       const missing = await of.getBooleanDetails('no-such-flag', true, vip);
       assert.equal(missing.value, true);
       assert.equal(missing.errorCode, ErrorCode.FLAG_NOT_FOUND);
+      assert.equal(missing.reason, StandardResolutionReasons.ERROR);
+      assert.equal(await of.getStringValue('no-such-flag', 'dflt', vip), 'dflt');
+      assert.equal(await of.getNumberValue('no-such-flag', 5, vip), 5);
       const noKey = await of.getBooleanDetails('checkout', true, {});
       assert.equal(noKey.value, true);
       assert.equal(noKey.errorCode, ErrorCode.TARGETING_KEY_MISSING);

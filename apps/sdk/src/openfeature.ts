@@ -14,7 +14,7 @@ import type { EvaluatedFlag } from './flags.js';
 
 /**
  * OpenFeature server provider over a Tally client. The targeting key is the distinct_id.
- * - boolean: `enabled`.
+ * - boolean: `enabled` (the caller's default when the flag is disabled or missing).
  * - string: the served variant key (the default when the flag is off or has no variants).
  * - number / object: the served variant's payload (the default when off or without payload).
  * Reasons: a served value -> TARGETING_MATCH, `no_match` (or nothing to serve) -> DEFAULT,
@@ -61,8 +61,11 @@ export class TallyProvider implements Provider {
     };
   }
 
-  async resolveBooleanEvaluation(flagKey: string, _default: boolean, context: EvaluationContext): Promise<ResolutionDetails<boolean>> {
+  async resolveBooleanEvaluation(flagKey: string, defaultValue: boolean, context: EvaluationContext): Promise<ResolutionDetails<boolean>> {
     const r = await this.evaluate(flagKey, context);
+    // A disabled flag serves the caller's default (OpenFeature: reason DISABLED); an active flag
+    // that does not match this identity is a real evaluation to `false`.
+    if (r.reason === 'disabled') return this.details(r, defaultValue, false);
     return this.details(r, r.enabled, true);
   }
 
