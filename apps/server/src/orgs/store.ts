@@ -29,6 +29,25 @@ export interface Membership {
 
 const normEmail = (email: string) => email.trim().toLowerCase();
 
+type Row = Record<string, unknown>;
+const num = (v: unknown) => Number(v);
+const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+const strOrNull = (v: unknown) => (v === null || v === undefined ? null : String(v));
+
+function toOrganization(r: Row): Organization {
+  return { id: num(r.id), name: String(r.name), monthly_event_quota: numOrNull(r.monthly_event_quota), created_at: num(r.created_at) };
+}
+
+function toUser(r: Row): User {
+  return {
+    id: num(r.id), issuer: String(r.issuer), subject: String(r.subject), email: strOrNull(r.email), name: strOrNull(r.name), created_at: num(r.created_at),
+  };
+}
+
+function toMembership(r: Row): Membership {
+  return { id: num(r.id), org_id: num(r.org_id), email: String(r.email), user_id: numOrNull(r.user_id), role: r.role as Role, created_at: num(r.created_at) };
+}
+
 /** Organisations, users and memberships (the metadata store's tenancy tables). */
 export class OrgStore {
   constructor(private db: Db) {}
@@ -40,11 +59,12 @@ export class OrgStore {
   }
 
   async listOrgs(): Promise<Organization[]> {
-    return this.db('organizations').select('*').orderBy('id');
+    return ((await this.db('organizations').select('*').orderBy('id')) as Row[]).map(toOrganization);
   }
 
   async getOrg(id: number): Promise<Organization | undefined> {
-    return this.db('organizations').where({ id }).first();
+    const row: Row | undefined = await this.db('organizations').where({ id }).first();
+    return row && toOrganization(row);
   }
 
   async updateOrg(id: number, patch: { name?: string; monthlyEventQuota?: number | null }): Promise<Organization | undefined> {
@@ -58,7 +78,8 @@ export class OrgStore {
   /** Invites an email (or changes the role of an existing membership of that email). */
   async upsertMembership(orgId: number, email: string, role: Role, trx: Db = this.db): Promise<Membership> {
     const e = normEmail(email);
-    const existing: Membership | undefined = await trx('memberships').where({ org_id: orgId, email: e }).first();
+    const found: Row | undefined = await trx('memberships').where({ org_id: orgId, email: e }).first();
+    const existing = found && toMembership(found);
     if (existing) {
       await trx('memberships').where({ id: existing.id }).update({ role });
       return { ...existing, role };
@@ -70,15 +91,17 @@ export class OrgStore {
   }
 
   async listMemberships(orgId: number): Promise<Array<Membership & { name: string | null }>> {
-    return this.db('memberships as m')
+    const rows: Row[] = await this.db('memberships as m')
       .leftJoin('users as u', 'u.id', 'm.user_id')
       .where('m.org_id', orgId)
       .select('m.*', 'u.name')
       .orderBy('m.id');
+    return rows.map((r) => ({ ...toMembership(r), name: strOrNull(r.name) }));
   }
 
   async membershipOfUser(orgId: number, userId: number): Promise<Membership | undefined> {
-    return this.db('memberships').where({ org_id: orgId, user_id: userId }).first();
+    const row: Row | undefined = await this.db('memberships').where({ org_id: orgId, user_id: userId }).first();
+    return row && toMembership(row);
   }
 
   async setRole(membershipId: number, role: Role): Promise<void> {
@@ -102,26 +125,28 @@ export class OrgStore {
   async userFromToken(claims: { issuer: string; subject: string; email?: string; emailVerified: boolean; name?: string }) {
     return this.db.transaction(async (trx) => {
       const now = nowMs();
-      let user: User | undefined = await trx('users').where({ issuer: claims.issuer, subject: claims.subject }).first();
+      const found: Row | undefined = await trx('users').where({ issuer: claims.issuer, subject: claims.subject }).first();
+      let user: User | undefined = found && toUser(found);
       const email = claims.email ? normEmail(claims.email) : null;
       if (!user) {
         const row = { issuer: claims.issuer, subject: claims.subject, email, name: claims.name ?? null, created_at: now, last_seen_at: now };
         const inserted = await trx('users').insert(row).onConflict(['issuer', 'subject']).ignore().returning('id');
         user = inserted.length
-          ? { id: inserted[0].id, ...row }
-          : await trx('users').where({ issuer: claims.issuer, subject: claims.subject }).first();
+          ? toUser({ id: inserted[0].id, ...row })
+          : toUser(await trx('users').where({ issuer: claims.issuer, subject: claims.subject }).first());
       } else if (user.email !== email || (claims.name && user.name !== claims.name)) {
         await trx('users').where({ id: user.id }).update({ email, name: claims.name ?? user.name, last_seen_at: now });
       }
       if (email && claims.emailVerified) {
         await trx('memberships').where({ email }).whereNull('user_id').update({ user_id: user!.id });
       }
-      const memberships: Membership[] = await trx('memberships').where({ user_id: user!.id }).orderBy('id');
+      const memberships = ((await trx('memberships').where({ user_id: user!.id }).orderBy('id')) as Row[]).map(toMembership);
       return { user: user!, memberships };
     });
   }
 
   async getUser(id: number): Promise<User | undefined> {
-    return this.db('users').where({ id }).first();
+    const row: Row | undefined = await this.db('users').where({ id }).first();
+    return row && toUser(row);
   }
 }

@@ -11,6 +11,16 @@ export interface OrgUsage {
   monthly_event_quota: number | null;
 }
 
+function toOrgUsage(r: Record<string, unknown>, month: string): OrgUsage {
+  return {
+    org_id: Number(r.org_id),
+    name: String(r.name),
+    month,
+    events: Number(r.events),
+    monthly_event_quota: r.monthly_event_quota === null || r.monthly_event_quota === undefined ? null : Number(r.monthly_event_quota),
+  };
+}
+
 /** Events a request wants to count: one entry per project. */
 export interface UsageCount {
   orgId: number | null;
@@ -117,6 +127,6 @@ export class UsageStore {
       .leftJoin('usage_org_monthly as u', (j) => j.on('u.org_id', '=', 'o.id').andOn('u.month', '=', this.db.raw('?', [month])))
       .orderBy('o.id')
       .select('o.id as org_id', 'o.name', 'o.monthly_event_quota', this.db.raw('coalesce(u.events, 0) as events'));
-    return rows.map((r: any) => ({ ...r, month, events: Number(r.events) }));
+    return (rows as Array<Record<string, unknown>>).map((r) => toOrgUsage(r, month));
   }
 }
