@@ -5,6 +5,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { linkIdentity } from '../apps/server/src/identity/links.js';
 import type { Deps } from '../apps/server/src/deps.js';
 import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { drained, ev, ingest } from './ingestion.support.js';
 
 const T0 = Date.UTC(2024, 0, 1);
 const H = 3_600_000;
@@ -176,7 +177,8 @@ forEachBackend('privacy requests', (backend) => {
     assert.equal((await deps.events.countEvents([pid])).get(pid), 4);
     const stored = await deps.db('privacy_requests').where({ id: r.body.id }).first();
     assert.equal(stored.distinct_ids, '[]');
-    assert.equal(stored.cluster_ids, null);
+    const sha = (x: string) => createHash('sha256').update(x).digest('hex');
+    assert.deepEqual(JSON.parse(stored.cluster_ids).sort(), [sha('alice'), sha('$device:alice-phone')].sort(), 'only hashes of the cluster stay');
     // an access request after the delete finds nothing
     const after = await owner.post(`/api/privacy/requests?projectId=${pid}`, { type: 'access', distinctIds: ['alice'] });
     await waitDone(t, owner, after.body.id);
@@ -194,5 +196,33 @@ forEachBackend('privacy requests', (backend) => {
     assert.equal(done.status, 'completed');
     const rows = ndjson((await t.client(tenant.tokens.owner).get(`/api/privacy/requests/${id}/download`)).text);
     assert.equal(rows.filter((x) => x.kind === 'event').length, 2);
+  });
+
+  it('tombstones: events and links naming a deleted cluster are dropped at ingestion; others are kept', async function () {
+    this.timeout(120_000);
+    const send = (body: unknown) => ingest(t, tenant.project.token).post('/track', body);
+    const deps = t.svc.deps;
+    const r1 = await send([
+      ev('view', 'dora', { $device_id: '$device:dora-tab', $user_id: 'dora', time: T0 + 5 * H }),
+      ev('view', '$device:dora-tab', { time: T0 + 4 * H }),
+    ]);
+    assert.equal(r1.status, 200, r1.text);
+    await drained(t);
+    assert.equal(await deps.events.hasEvents(pid, '$device:dora-tab'), true);
+    const owner = t.client(tenant.tokens.owner);
+    const del = await owner.post(`/api/privacy/requests?projectId=${pid}`, { type: 'delete', distinctIds: ['dora'] });
+    assert.equal((await waitDone(t, owner, del.body.id)).status, 'completed');
+    assert.equal(await deps.events.hasEvents(pid, '$device:dora-tab'), false);
+    // arriving after the delete: the user id, the device id (found through the cluster), an alias onto dora
+    await send([ev('buy', 'dora', { time: T0 + 30 * H }), ev('view', '$device:dora-tab', { time: T0 + 31 * H }), ev('view', 'erin', { time: T0 + 32 * H })]);
+    await ingest(t, tenant.project.token).post('/alias', { alias: 'dora-new-login', distinct_id: 'dora' });
+    await drained(t);
+    for (const id of ['dora', '$device:dora-tab']) assert.equal(await deps.events.hasEvents(pid, id), false, id);
+    assert.equal(await deps.events.hasEvents(pid, 'erin'), true, 'someone else in the same batch is stored');
+    assert.equal(await deps.db('identity_links').where({ project_id: pid, distinct_id: 'dora-new-login' }).first(), undefined);
+    // the completed request keeps only hashes
+    const stored = await deps.db('privacy_requests').where({ id: del.body.id }).first();
+    assert.ok(!stored.cluster_ids.includes('dora'));
+    assert.equal(JSON.parse(stored.cluster_ids).length, 2);
   });
 });

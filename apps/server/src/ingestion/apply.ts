@@ -5,6 +5,7 @@ import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { propArrays, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch, type EngageBatch, type TrackBatch } from './batch.js';
+import { withoutTombstoned } from '../privacy/tombstones.js';
 
 /**
  * Writes one accepted batch to the stores. Idempotent on redelivery: events dedup on their key
@@ -13,7 +14,7 @@ import { asBatch, type Batch, type EngageBatch, type TrackBatch } from './batch.
  * The caller applies a project's batches in acceptance order (one at a time).
  */
 export async function applyBatch(deps: Deps, envelope: IngestionBatch): Promise<void> {
-  const batch = asBatch(envelope);
+  const batch = await withoutTombstoned(deps, asBatch(envelope));
   switch (batch.kind) {
     case 'track':
       return applyTrack(deps, batch);

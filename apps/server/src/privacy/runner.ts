@@ -33,17 +33,18 @@ export async function clusterIds(deps: Deps, projectId: number, distinctIds: str
 }
 
 /** One run of a request: resolves the clusters, then deletes (access/export have nothing more to do: downloads stream from the stores). */
-export async function executeRequest(deps: Deps, store: PrivacyStore, r: PrivacyRequest): Promise<void> {
+export async function executeRequest(deps: Deps, store: PrivacyStore, r: PrivacyRequest): Promise<string[]> {
   // a re-run keeps the ids resolved before: their links may already be gone
   const ids = [...new Set([...(r.cluster_ids ?? []), ...(await clusterIds(deps, r.project_id, r.distinct_ids))])];
   await store.setClusterIds(r.id, ids);
-  if (r.type !== 'delete') return;
+  if (r.type !== 'delete') return ids;
   await deps.events.deleteIdentities(r.project_id, ids);
   for (let i = 0; i < ids.length; i += 200) {
     const chunk = ids.slice(i, i + 200);
     await deps.db('identity_links').where({ project_id: r.project_id })
       .andWhere((q) => q.whereIn('distinct_id', chunk).orWhereIn('canonical_id', chunk)).delete();
   }
+  return ids;
 }
 
 export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
@@ -57,8 +58,7 @@ export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
     if (!r) return false;
     const beat = setInterval(() => void store.heartbeat(r.id).catch(() => undefined), Math.max(50, Math.floor(settings.staleMs / 4)));
     try {
-      await executeRequest(deps, store, r);
-      await store.complete(r);
+      await store.complete(r, await executeRequest(deps, store, r));
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       deps.log.error('privacy request failed', { err: message, request: r.id });

@@ -88,10 +88,13 @@ export class PrivacyStore {
     await this.db('privacy_requests').where({ id }).update({ cluster_ids: JSON.stringify(ids) });
   }
 
-  /** A completed delete forgets the ids themselves (the audit row keeps their hashes). */
-  async complete(r: PrivacyRequest): Promise<void> {
+  /**
+   * A completed delete forgets the ids themselves: `cluster_ids` keeps their SHA-256 hashes (the
+   * tombstones, see tombstones.ts) and the audit row the hashes of the ids asked for.
+   */
+  async complete(r: PrivacyRequest, clusterIds: string[]): Promise<void> {
     const patch: Record<string, unknown> = { status: 'completed', completed_at: nowMs(), error: null };
-    if (r.type === 'delete') Object.assign(patch, { distinct_ids: '[]', cluster_ids: null });
+    if (r.type === 'delete') Object.assign(patch, { distinct_ids: '[]', cluster_ids: JSON.stringify(clusterIds.map(hashId)) });
     await this.db('privacy_requests').where({ id: r.id }).update(patch);
   }
 
