@@ -81,12 +81,15 @@ export class MemoryBuffer implements IngestionBuffer {
     let backoffMs = 50;
     while (this.queue.length > 0 && this.handler && !this.stopped) {
       // The head, merged with the mergeable batches of its project queued right behind it.
+      // Taken off the queue while it is applied, so publishers get room meanwhile (the backlog
+      // bound counts waiting batches); put back at the head if the handler fails.
       const unit = mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
+      this.queue.splice(0, unit.length);
       try {
         await this.handler(mergeBatches(unit));
-        this.queue.splice(0, unit.length);
         backoffMs = 50;
       } catch (err) {
+        this.queue.unshift(...unit);
         console.error('ingestion: store write failed, retrying', err instanceof Error ? err.message : err);
         await new Promise((r) => setTimeout(r, backoffMs));
         backoffMs = Math.min(backoffMs * 2, 5000);
