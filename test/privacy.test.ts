@@ -150,6 +150,14 @@ forEachBackend('privacy requests', (backend) => {
     const seg = (projectId: number, type: string) => owner.post('/api/query/segmentation', { projectId, event: 'view', from: '2024-01-01', to: '2024-01-03', unit: 'day', type, breakdown: 'country' });
     const before = await seg(pid, 'unique');
     assert.notDeepEqual(before.body.series, (await seg(control, 'unique')).body.series, 'alice counts before the delete');
+    const cohort = await owner.post('/api/cohorts', { projectId: pid, name: 'buyers', definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'buy', op: 'gte', count: 1, windowDays: 0 }] } });
+    assert.equal(cohort.status, 201, cohort.text);
+    const members = async () => ((await owner.get(`/api/cohorts/${cohort.body.id}/members`)).body.members as string[]).sort();
+    assert.deepEqual(await members(), ['alice', 'bob']);
+    const flag = await owner.post('/api/flags', { projectId: pid, key: 'buyers-only', name: 'buyers only', rules: [{ rolloutPct: 100, cohortId: cohort.body.id }] });
+    assert.equal(flag.status, 201, flag.text);
+    const enabledFor = async (id: string) => (await t.anon.post('/flags/evaluate', { distinct_id: id, flag_keys: ['buyers-only'] }, { headers: { 'x-service-token': tenant.project.token } })).body.flags['buyers-only'].enabled;
+    assert.deepEqual([await enabledFor('$device:alice-phone'), await enabledFor('bob')], [true, true]);
     const r = await owner.post('/api/privacy/requests', { projectId: pid, type: 'delete', distinctIds: ['alice'] });
     assert.equal(r.status, 202, r.text);
     const done = await waitDone(t, owner, r.body.id);
@@ -173,6 +181,8 @@ forEachBackend('privacy requests', (backend) => {
     assert.ok(!browse.text.includes('alice'));
     const users = await owner.get(`/api/data/users?projectId=${pid}`);
     assert.ok(!users.text.includes('alice'), users.text);
+    assert.deepEqual(await members(), ['bob'], 'the cohort no longer holds the person');
+    assert.deepEqual([await enabledFor('$device:alice-phone'), await enabledFor('alice'), await enabledFor('bob')], [false, false, true], 'flag evaluation no longer sees the person');
     // the bob/carol rows were untouched; a completed delete keeps no ids
     assert.equal((await deps.events.countEvents([pid])).get(pid), 4);
     const stored = await deps.db('privacy_requests').where({ id: r.body.id }).first();
