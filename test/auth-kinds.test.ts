@@ -25,6 +25,7 @@ forEachBackend('auth kinds', (backend) => {
     const doc = (await t.anon.get('/openapi.json')).body;
     assert.deepEqual(doc.paths['/track'].post.security, [{ projectToken: [] }]);
     assert.deepEqual(doc.paths['/flags/evaluate'].post.security, [{ projectToken: [] }]);
+    assert.deepEqual(doc.paths['/flags'].get.security, [{ projectToken: [] }]);
     assert.deepEqual(doc.paths['/flags/local-evaluation'].get.security, [{ flagSecret: [] }]);
     assert.deepEqual(doc.paths['/api/projects'].get.security, [{ bearer: [] }]);
     assert.deepEqual(doc.paths['/health'].get.security, []);

@@ -220,4 +220,84 @@ forEachBackend('mixpanel-browser on another origin', (backend) => {
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     assert.equal(answer.body.flags['new-checkout'].enabled, true, JSON.stringify(answer.body));
   });
+  it("serves mixpanel.flags (GET /flags, Mixpanel's protocol) the variants of /flags/evaluate; its $experiment_started events arrive as events", async function () {
+    this.timeout(60_000);
+    const defs = [
+      { key: 'mp-pricing', variants: [{ key: 'control', rolloutPct: 50, payload: { price: 10 } }, { key: 'cheap', rolloutPct: 50 }], rules: [{ rolloutPct: 100 }] },
+      { key: 'mp-banner', rules: [{ rolloutPct: 100 }] },
+      { key: 'mp-half', rules: [{ rolloutPct: 50 }] },
+      { key: 'mp-retired', active: false, rules: [{ rolloutPct: 100 }] },
+      { key: 'mp-nobody' },
+    ];
+    for (const f of defs) {
+      const r = await acme.owner.post(`/api/flags?projectId=${acme.project.id}`, { name: f.key, ...f });
+      assert.equal(r.status, 201, r.text);
+    }
+    const keys = defs.map((f) => f.key);
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const user = `flag-user-${i}`;
+      const remote = (await t.anon.post('/flags/evaluate', { distinct_id: user }, { headers: { 'x-service-token': acme.project.token } })).body.flags;
+      // What Mixpanel's protocol carries for each /flags/evaluate answer (the fallback when not served).
+      const expected = keys.map((k) => {
+        const r = remote[k];
+        if (!r.enabled) return 'fallback';
+        return r.payload ?? r.variant ?? true;
+      });
+      const context = await browser.createBrowserContext();
+      const page = await context.newPage();
+      const failed: string[] = [];
+      page.on('requestfailed', (r) => failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
+      page.on('response', (r) => { if (r.status() >= 400) failed.push(`${r.request().method()} ${r.url()}: ${r.status()}`); });
+      await page.goto(site.origin + '/');
+      const got = await page.evaluate(`new Promise((resolve) => {
+        mixpanel.init(${JSON.stringify(acme.project.token)}, {
+          api_host: ${JSON.stringify(t.url)}, persistence: 'localStorage', flags: true, batch_requests: false,
+          loaded: function (mp) {
+            mp.identify(${JSON.stringify(user)});
+            Promise.all(${JSON.stringify(keys)}.map(function (k) { return mp.flags.get_variant_value(k, 'fallback'); })).then(resolve);
+          },
+        });
+      })`);
+      assert.deepEqual(got, expected, `${user}: ${JSON.stringify(remote)}`);
+      await new Promise((r) => setTimeout(r, 800)); // unbatched: the $experiment_started requests are sent at once
+      await context.close();
+      assert.deepEqual(failed, [], 'no request failed or was refused (the preflight of GET /flags included)');
+      const started = (await eventsOf(user)).filter((e) => e.event === '$experiment_started');
+      const servedKeys = keys.filter((k) => remote[k].enabled);
+      assert.deepEqual(started.map((e) => e.properties['Experiment name']).sort(), [...servedKeys].sort());
+      for (const e of started) {
+        const r = remote[e.properties['Experiment name'] as string];
+        assert.equal(e.properties['Variant name'], r.variant ?? 'on');
+        seen.add(`${e.properties['Experiment name']}=${e.properties['Variant name']}`);
+      }
+    }
+    // The identities above cover both variants and both sides of the 50 % rollout.
+    for (const v of ['mp-pricing=control', 'mp-pricing=cheap', 'mp-half=on']) assert.ok(seen.has(v), `${v} in ${[...seen]}`);
+  });
+
+  it('refuses GET /flags without a valid token or distinct_id (4xx, with CORS headers)', async () => {
+    const ctx = encodeURIComponent(JSON.stringify({ distinct_id: 'x' }));
+    const origin = { origin: 'https://shop.customer.test' };
+    const pre = await raw(`${t.url}/flags/?context=${ctx}`, 'OPTIONS', { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization, traceparent' });
+    assert.equal(pre.status, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], 'https://shop.customer.test');
+    const basic = (u: string) => ({ ...origin, authorization: 'Basic ' + Buffer.from(`${u}:`).toString('base64') });
+    const viaBasic = await raw(`${t.url}/flags/?context=${ctx}`, 'GET', basic(acme.project.token));
+    assert.equal(viaBasic.status, 200, viaBasic.body);
+    assert.ok(JSON.parse(viaBasic.body).flags);
+    for (const [url, headers] of [
+      [`${t.url}/flags?context=${ctx}`, origin],
+      [`${t.url}/flags?context=${ctx}&token=nope`, origin],
+      [`${t.url}/flags?context=${ctx}`, basic('nope')],
+    ] as const) {
+      const r = await raw(url, 'GET', headers);
+      assert.equal(r.status, 401, `${url}: ${r.body}`);
+      assert.equal(r.headers['access-control-allow-origin'], 'https://shop.customer.test');
+    }
+    for (const bad of ['', '{}', '[]', 'nope', JSON.stringify({ distinct_id: 3 }), JSON.stringify({ distinct_id: '' })]) {
+      const r = await raw(`${t.url}/flags?token=${acme.project.token}&context=${encodeURIComponent(bad)}`, 'GET', origin);
+      assert.equal(r.status, 400, `${bad}: ${r.body}`);
+    }
+  });
 });

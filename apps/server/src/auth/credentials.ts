@@ -92,6 +92,19 @@ export class ProjectCredentials {
   }
 }
 
+/**
+ * The user name of an `Authorization: Basic` header (`<user>:<password>`, base64), with its
+ * password; undefined when the header is absent or not Basic. Mixpanel's clients send their
+ * token this way (the flags module: `<project token>:`; `import`: `<secret>:`).
+ */
+export function basicCredentials(ctx: Context): { user: string; password: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=_-]{1,1000})\s*$/i.exec(ctx.get('authorization'));
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? { user: decoded, password: '' } : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
 /** The project-token resolver of a `projectToken` route. */
 export function projectTokensOf(ctx: Context): ProjectTokens {
   const tokens = ctx.state.projectTokens;

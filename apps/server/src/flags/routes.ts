@@ -6,7 +6,7 @@ import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { enforceRateLimits } from '../http/rate-limit.js';
 import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
-import { flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
+import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { etagMatches } from './live.js';
@@ -17,6 +17,8 @@ import {
   CreateFlagBody,
   EvaluateBody,
   EvaluateResponse,
+  MixpanelFlagsQuery,
+  MixpanelFlagsResponse,
   FeatureFlagSchema,
   FlagEventSchema,
   FlagEventsQuery,
@@ -176,6 +178,25 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
         }
         const live = await flags.live.get(project.id);
         return { flags: await flags.evaluator.evaluate(project.id, live.byKey, body.distinct_id, keys) };
+      },
+    }),
+    route({
+      method: 'get', path: '/flags', tag: 'Flags', auth: 'projectToken', query: MixpanelFlagsQuery, response: MixpanelFlagsResponse,
+      summary: "Mixpanel's flags protocol (mixpanel-browser's `mixpanel.flags`): the flags enabled for context.distinct_id, token in the query or as the Basic user name",
+      handler: async ({ ctx, query }) => {
+        const project = await projectTokensOf(ctx).project(query.token ?? basicCredentials(ctx)?.user);
+        perProjectLimit(project.id);
+        const live = await flags.live.get(project.id);
+        const results = await flags.evaluator.evaluate(project.id, live.byKey, query.context.distinct_id);
+        // Mixpanel lists only the flags served to this identity; the SDK falls back for the others.
+        const out: Record<string, { variant_key: string; variant_value: unknown }> = {};
+        for (const [key, r] of Object.entries(results)) {
+          if (!r.enabled) continue;
+          out[key] = r.variant === null
+            ? { variant_key: 'on', variant_value: r.payload ?? true }
+            : { variant_key: r.variant, variant_value: r.payload ?? r.variant };
+        }
+        return { flags: out };
       },
     }),
     route({

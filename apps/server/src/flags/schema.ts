@@ -205,6 +205,25 @@ export const EvaluateBody = z
   .object({ distinct_id: z.string().min(1), flag_keys: z.array(z.string()).optional(), token: z.string().optional() })
   .openapi('FlagEvaluateBody');
 export const EvaluateResponse = z.object({ flags: z.record(z.string(), FlagResultSchema) }).openapi('FlagEvaluateResponse');
+/** GET /flags (Mixpanel's protocol): `context` is JSON with at least a distinct_id; other members (device_id, custom properties) are accepted and unused. */
+export const MixpanelFlagsQuery = z.object({
+  context: z.string().max(10_000).transform((s, c) => {
+    let v: unknown;
+    try { v = JSON.parse(s); } catch { v = undefined; }
+    const d = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>).distinct_id : undefined;
+    if (typeof d !== 'string' || d === '' || d.length > 255) {
+      c.addIssue({ code: 'custom', message: 'must be a JSON object with a non-empty string distinct_id' });
+      return z.NEVER;
+    }
+    return { distinct_id: d };
+  }),
+  token: z.string().max(200).optional(),
+  mp_lib: z.string().optional(),
+  $lib_version: z.string().optional(),
+}).openapi('MixpanelFlagsQuery');
+export const MixpanelFlagsResponse = z.object({
+  flags: z.record(z.string(), z.object({ variant_key: z.string(), variant_value: z.unknown() })),
+}).openapi('MixpanelFlagsResponse');
 export const LocalEvaluationResponse = z.object({ flags: z.array(FlagDefinitionSchema) }).openapi('FlagLocalEvaluation');
 export const FlagSecretResponse = z.object({ secret: z.string().uuid() }).openapi('FlagSecretResponse');
 /** PUT /api/projects/{id}/flag-secret (superadmin key): sets the flag secret to a given uuid. */
