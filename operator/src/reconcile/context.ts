@@ -2,7 +2,7 @@ import type { Logger } from '../../../apps/server/src/http/errors.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
 import type { Informer } from '../informer.js';
-import { FINALIZER, keyOf, type AnyResource, type FeatureFlagResource, type FlagSecretResource, type KindName, type ProjectResource } from '../kinds.js';
+import { FINALIZER, type AnyResource, type FeatureFlagResource, type FlagSecretResource, type ProjectResource } from '../kinds.js';
 import type { Kube } from '../kube.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { ApiError, type TallyApi } from '../tally-api.js';
@@ -103,6 +103,3 @@ export function winningFlagSecret(ctx: ReconcileContext, namespace: string, proj
 export const flagSecretSecretName = (fs: FlagSecretResource) => fs.spec.secretRef?.name ?? `${fs.metadata.name}-flag-secret`;
 export const flagSecretSecretKey = (fs: FlagSecretResource) => fs.spec.secretRef?.key ?? 'secret';
 
-export type KindOf<T extends AnyResource> = T['kind'];
-export const resourceOf = (obj: AnyResource) => keyOf(obj);
-export type { KindName };
