@@ -124,9 +124,10 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
     async close() {
       await Promise.all(operators.map((o) => o.close()));
       projection.stop();
+      await projection.settled().catch(() => undefined); // a projection still writing would race the rm
       await svc.close();
       await fake.stop();
-      await rm(tenantDir, { recursive: true, force: true });
+      await rm(tenantDir, { recursive: true, force: true, maxRetries: 5 });
     },
   };
   return world;
