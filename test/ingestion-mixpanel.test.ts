@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import { forEachBackend } from './support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { SUPERADMIN_KEY, createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { Client } from './support/http.js';
 import { drained } from './ingestion.support.js';
 
@@ -114,5 +121,75 @@ forEachBackend('ingestion: Mixpanel SDK compatibility', (backend) => {
     // ip=0 means no geo from the connection; the loopback peer is not a trusted proxy anyway.
     assert.equal(rows.find((e) => e.distinct_id === 'f-2').properties.$country_code, undefined);
     assert.equal((await profile('f-1')).properties.via, 'get');
+  });
+  /**
+   * The package sends its secret only over HTTPS: a TLS front (self-signed certificate, accepted
+   * for this test only) forwarding to the test server, as a TLS-terminating proxy would.
+   */
+  async function tlsFront(): Promise<{ host: string; close(): Promise<void> }> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'import-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+      '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'pipe' });
+    const target = new URL(t.url);
+    const server = https.createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
+      const fwd = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(fwd);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+    return { host: `127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  }
+
+  it("imports historical events with the package's import and import_batch, authenticated by a machine-access token", async function () {
+    this.timeout(60_000);
+    const mint = async (role: string) => {
+      const r = await acme.owner.post('/api/org/tokens', { name: `import ${role}`, role });
+      assert.equal(r.status, 201, r.text);
+      return r.body.token as string;
+    };
+    const member = await mint('member');
+    const viewer = await mint('viewer');
+    const other = await createTenant(t, 'ImportOther');
+    const old = Math.floor(Date.UTC(2019, 4, 1) / 1000); // years old: /import takes events of any age
+    const front = await tlsFront();
+    const tls = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const mp = (secret: string, token = acme.project.token) => Mixpanel.init(token, { host: front.host, protocol: 'https', secret, keepAlive: false, verbose: true } as any);
+      assert.equal(await call((cb) => mp(member).import('Imported old', old, { distinct_id: 'imp-user', source: 'legacy' }, cb)), undefined);
+      const batchErr = await call((cb) => (mp(member) as any).import_batch(
+        Array.from({ length: 30 }, (_, i) => ({ event: 'Imported batch', properties: { distinct_id: 'imp-user', time: old + i * 3600, i, $insert_id: `imp-${i}` } })),
+        { max_batch_size: 12 }, cb as any));
+      assert.equal(batchErr, undefined);
+      // The superadmin key imports too.
+      assert.equal(await call((cb) => mp(SUPERADMIN_KEY).import('Imported by admin', old, { distinct_id: 'imp-user' }, cb)), undefined);
+      // Refused: a viewer token, no or a wrong secret, the project token, another organisation's project.
+      assert.ok(await call((cb) => mp(viewer).import('Refused', old, { distinct_id: 'imp-user' }, cb)));
+      assert.ok(await call((cb) => mp('tally_nope').import('Refused', old, { distinct_id: 'imp-user' }, cb)));
+      assert.ok(await call((cb) => mp(acme.project.token).import('Refused', old, { distinct_id: 'imp-user' }, cb)));
+      assert.ok(await call((cb) => mp(member, other.project.token).import('Refused', old, { distinct_id: 'imp-user' }, cb)));
+    } finally {
+      if (tls === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = tls;
+      await front.close();
+    }
+    const one = await events('&event=Imported%20old');
+    assert.equal(one.length, 1);
+    assert.equal(new Date(one[0].time).getTime(), old * 1000);
+    assert.equal(one[0].properties.source, 'legacy');
+    const batch = await events('&event=Imported%20batch');
+    assert.equal(batch.length, 30);
+    assert.equal((await events('&event=Imported%20by%20admin')).length, 1);
+    assert.equal((await events('&event=Refused')).length, 0, 'nothing refused was stored');
+    // No credential at all: 401 in the SDK envelope; unauthenticated GET with data= likewise.
+    const bare = await t.anon.post('/import', [{ event: 'Refused', properties: { distinct_id: 'x', token: acme.project.token } }]);
+    assert.deepEqual([bare.status, bare.body.status], [401, 0]);
+    const viaGet = await t.anon.request('GET', `/v/0.14/import?data=${Buffer.from(JSON.stringify({ event: 'Refused', properties: { distinct_id: 'x', token: acme.project.token } })).toString('base64')}`,
+      undefined, { headers: { authorization: 'Basic ' + Buffer.from(`${member}:`).toString('base64') } });
+    assert.equal(viaGet.status, 200, viaGet.text);
+    assert.equal((await events('&event=Refused')).length, 1, 'the GET form with the member token is accepted');
   });
 });
