@@ -1,6 +1,5 @@
 import type { Deps } from '../../deps.js';
-import { DefinitionStore } from '../../definitions/store.js';
-import type { DerivedEventDefinition } from '../../definitions/schema.js';
+import { analysesOf } from '../analyses.js';
 import { dialectFor, type Dialect } from '../dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from '../filters.js';
 import type { QueryContext } from '../context.js';
@@ -14,7 +13,7 @@ import type { EventMetric, QueryV2 } from './schema.js';
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
 export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
-  const rows = await new DefinitionStore<DerivedEventDefinition>(deps.db, 'derived_events').list(projectId);
+  const rows = await analysesOf(deps).definitions.derivedEvents.list(projectId);
   return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })));
 }
 

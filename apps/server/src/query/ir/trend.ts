@@ -1,6 +1,5 @@
 import type { Deps } from '../../deps.js';
-import { DefinitionStore } from '../../definitions/store.js';
-import type { CalculatedMetricDefinition } from '../../definitions/schema.js';
+import { analysesOf } from '../analyses.js';
 import { badRequest } from '../../http/errors.js';
 import type { QueryContext } from '../context.js';
 import { evalFormula, parseFormula } from '../formula.js';
@@ -109,7 +108,7 @@ async function metricValues(
     return e;
   };
   if (m.kind === 'calculated') {
-    const def = await new DefinitionStore<CalculatedMetricDefinition>(deps.db, 'calculated_metrics').get(m.definitionId);
+    const def = await analysesOf(deps).definitions.metrics.get(m.definitionId);
     const index = doc.metrics.indexOf(m);
     if (!def || def.project_id !== q.projectId) {
       throw badRequest('invalid query', { body: { errors: [{ path: `metrics.${index}.definitionId`, message: `no calculated metric ${m.definitionId} in this project`, code: 'unknown_reference' }] } });
