@@ -59,6 +59,12 @@ forEachBackend('data browsing', (backend) => {
     const ms = await get(`/api/data/events?from=${now - 45 * MIN}&to=${now}`);
     assert.deepEqual(ms.events.map((e: any) => e.event), ['Purchase']);
     assert.equal((await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&limit=1001`)).status, 400);
+    // Dates are parsed strictly: what is not a calendar day or a safe Unix ms is refused, never ignored or a 5xx.
+    for (const [q, path] of [['from=abc', 'from'], ['from=1e20', 'from'], ['to=2024-02-30', 'to'], ['from=99999999999999999', 'from'], ['to=2024-13-01', 'to']]) {
+      const r = await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&${q}`);
+      assert.equal(r.status, 400, `${q}: ${r.text}`);
+      assert.match(r.body.error, new RegExp(`^${path}: `), q);
+    }
     // Tenancy: another organisation's project is forbidden.
     assert.equal((await globex.owner.get(`/api/data/events?projectId=${acme.project.id}`)).status, 403);
     assert.equal((await t.anon.get('/api/data/events')).status, 401);

@@ -1,15 +1,5 @@
 import { z } from 'zod';
-import { text } from '../http/columns.js';
-
-/** A calendar day, `YYYY-MM-DD`, that exists (2024-02-30 does not). */
-export const DaySchema = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'expected a date YYYY-MM-DD')
-  .refine((s) => {
-    const ms = Date.parse(`${s}T00:00:00Z`);
-    return Number.isFinite(ms) && new Date(ms).toISOString().slice(0, 10) === s;
-  }, 'not a calendar date')
-  .openapi({ type: 'string', format: 'date' });
+import { DaySchema, text } from '../http/columns.js';
 
 export const AnnotationSchema = z
   .object({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../limits.js';
+import { DaySchema } from '../http/columns.js';
 
 /** Data-browsing shapes (spec "Data-browsing shapes") and the routes' query parameters (product.md). */
 export const EventRowSchema = z
@@ -31,8 +32,10 @@ export const StatsResultSchema = z
 const ProjectId = z.union([z.string(), z.number()]).optional();
 const limitOf = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt);
 const Offset = z.coerce.number().int().min(0).max(1_000_000_000).default(0);
-/** `YYYY-MM-DD` (UTC; `to` includes the whole day) or Unix ms. */
-const Instant = z.string().regex(/^(\d{4}-\d{2}-\d{2}|\d{1,16})$/, 'must be YYYY-MM-DD or Unix ms').optional();
+/** A calendar day `YYYY-MM-DD` (UTC; `to` includes the whole day) or Unix ms (a safe integer). */
+const Instant = z
+  .union([DaySchema, z.string().regex(/^\d{1,15}$/, 'must be YYYY-MM-DD or Unix ms')])
+  .optional();
 
 export const EventsQuery = z.object({
   projectId: ProjectId,
