@@ -1,24 +1,10 @@
 /** Shapes shared by the fake API server's parts. */
+import type { ObjectMeta } from '../../../operator/src/resources/meta.js';
 
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata: {
-    name?: string;
-    generateName?: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
-    deletionGracePeriodSeconds?: number;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    finalizers?: string[];
-    ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
-    [key: string]: unknown;
-  };
+  metadata: ObjectMeta & { [key: string]: unknown };
   [key: string]: unknown;
 }
 
