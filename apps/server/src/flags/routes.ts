@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
-import { route, type RouteSpec } from '../http/route.js';
+import { refuseNul, route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { enforceRateLimits } from '../http/rate-limit.js';
@@ -176,6 +176,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
           if (!Array.isArray(body.flag_keys) || body.flag_keys.some((k) => typeof k !== 'string')) throw badRequest('flag_keys: must be an array of strings');
           keys = body.flag_keys as string[];
         }
+        refuseNul({ distinct_id: body.distinct_id, flag_keys: keys });
         const live = await flags.live.get(project.id);
         return { flags: await flags.evaluator.evaluate(project.id, live.byKey, body.distinct_id, keys) };
       },

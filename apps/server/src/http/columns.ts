@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import './zod-openapi.js';
 
 /**
  * What metadata columns can hold, checked at the edge so a value one store refuses is a 4xx on
@@ -24,3 +25,27 @@ export const DaySchema = z
     return Number.isFinite(ms) && new Date(ms).toISOString().slice(0, 10) === s;
   }, 'not a calendar date')
   .openapi({ type: 'string', format: 'date' });
+
+/**
+ * The dotted path of the first string or member name holding a NUL character ('' for a bare
+ * string), or undefined. Neither engine takes NUL in a SQL literal and PostgreSQL text refuses it,
+ * so validated input is refused at the edge rather than half-stored. Iterative: a deeply nested
+ * document cannot overflow the stack.
+ */
+export function nulPath(value: unknown): string | undefined {
+  const stack: Array<[unknown, string]> = [[value, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path;
+      continue;
+    }
+    if (!v || typeof v !== 'object') continue;
+    for (const [key, child] of Object.entries(v)) {
+      const at = path ? `${path}.${key}` : key;
+      if (key.includes('\u0000')) return at;
+      stack.push([child, at]);
+    }
+  }
+  return undefined;
+}

@@ -1,11 +1,12 @@
 import type { Context } from 'koa';
 import Router from '@koa/router';
 import { z, type ZodType } from 'zod';
-import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
+import './zod-openapi.js';
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { badRequest } from './errors.js';
 import { jsonBody } from './body.js';
+import { nulPath } from './columns.js';
 
-extendZodWithOpenApi(z);
 
 /**
  * One declaration per route: its method, path, schemas and handler. The same list mounts the Koa
@@ -98,6 +99,12 @@ export function describeZodError(error: z.ZodError): string {
     .join('; ');
 }
 
+/** 400 naming the field when a string of validated input holds a NUL character (see `nulPath`). */
+export function refuseNul(value: unknown): void {
+  const at = nulPath(value);
+  if (at !== undefined) throw badRequest(`${at || 'value'}: must not contain NUL characters`, { code: 'validation_failed' });
+}
+
 export function parseOr400<T>(schema: ZodType<T>, value: unknown): T {
   const result = schema.safeParse(value);
   if (!result.success) {
@@ -105,6 +112,7 @@ export function parseOr400<T>(schema: ZodType<T>, value: unknown): T {
     const message = first.path.length ? `${first.path.join('.')}: ${first.message}` : first.message;
     throw badRequest(message, { code: 'validation_failed', message: describeZodError(result.error) });
   }
+  refuseNul(result.data);
   return result.data;
 }
 
