@@ -718,8 +718,10 @@ forEachBackend('flags', (backend) => {
   });
 
   describe('rate limit', () => {
-    it('applies the per-project limit to /flags/* with Retry-After', async () => {
-      const small = await startTestService(backend, { RATE_LIMIT_PER_PROJECT: '3', RATE_LIMIT_WINDOW_MS: '60000' });
+    it('limits /flags/evaluate per project token and /flags/local-evaluation per flag secret with Retry-After', async () => {
+      const small = await startTestService(backend, {
+        FLAGS_EVALUATE_RATE_PER_SECOND: '1', FLAGS_EVALUATE_RATE_BURST: '3', FLAGS_LOCAL_RATE_PER_SECOND: '1', FLAGS_LOCAL_RATE_BURST: '1',
+      });
       try {
         const org = (await small.admin.post('/admin/orgs', { name: 'rl' })).body;
         const project = (await small.admin.post(`/admin/orgs/${org.id}/projects`, { name: 'rl' })).body;
@@ -727,6 +729,7 @@ forEachBackend('flags', (backend) => {
         const statuses: number[] = [];
         for (let i = 0; i < 3; i++) statuses.push((await small.anon.post('/flags/evaluate', { distinct_id: 'u', token: project.token })).status);
         assert.deepEqual(statuses, [200, 200, 200]);
+        assert.equal((await small.anon.get('/flags/local-evaluation', { token: secret })).status, 200, 'its own bucket');
         for (const r of [
           await small.anon.post('/flags/evaluate', { distinct_id: 'u', token: project.token }),
           await small.anon.get('/flags/local-evaluation', { token: secret }),

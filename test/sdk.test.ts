@@ -205,7 +205,7 @@ forEachBackend('sdk', (backend) => {
   });
 
   it('honours Retry-After on 429 from the real service', async () => {
-    const small = await startTestService(backend, { RATE_LIMIT_PER_PROJECT: '2', RATE_LIMIT_WINDOW_MS: '1000' });
+    const small = await startTestService(backend, { FLAGS_EVALUATE_RATE_PER_SECOND: '1', FLAGS_EVALUATE_RATE_BURST: '2' });
     try {
       const org = (await small.admin.post('/admin/orgs', { name: 'rl' })).body;
       const project = (await small.admin.post(`/admin/orgs/${org.id}/projects`, { name: 'rl' })).body;

@@ -24,7 +24,7 @@ import { OrgStore } from './orgs/store.js';
 import { MachineTokenStore } from './orgs/tokens.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
-import { RateLimiter } from './http/rate-limit.js';
+import { RateLimiter, TokenBuckets } from './http/rate-limit.js';
 import { allRoutes } from './routes.js';
 import { startWorkers, type Worker } from './workers.js';
 
@@ -56,7 +56,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   return {
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage: new UsageStore(db),
-    rateLimits: { perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject) },
+    rateLimits: {
+      perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject),
+      query: new TokenBuckets(config.rateLimits.query), flagsEvaluate: new TokenBuckets(config.rateLimits.flagsEvaluate), flagsLocal: new TokenBuckets(config.rateLimits.flagsLocal),
+    },
     auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db)),
   };
 }

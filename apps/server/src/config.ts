@@ -28,6 +28,10 @@ export interface Config {
   rateLimits: {
     perIp: { requests: number; windowMs: number };
     perProject: { requests: number; windowMs: number };
+    /** Token buckets (docs/hardening.md): /api/query/* per credential and project, /flags/evaluate and GET /flags per project token, /flags/local-evaluation per flag secret. */
+    query: { perSecond: number; burst: number };
+    flagsEvaluate: { perSecond: number; burst: number };
+    flagsLocal: { perSecond: number; burst: number };
   };
   /** Longest date range a query may span, in days. */
   maxQueryRangeDays: number;
@@ -77,6 +81,9 @@ export function loadConfig(env: Env = process.env): Config {
         requests: int(env, 'RATE_LIMIT_PER_PROJECT', LIMITS.rateLimitPerProject.requests),
         windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', LIMITS.rateLimitPerProject.windowMs),
       },
+      query: { perSecond: int(env, 'QUERY_RATE_PER_SECOND', LIMITS.queryRate.perSecond), burst: int(env, 'QUERY_RATE_BURST', LIMITS.queryRate.burst) },
+      flagsEvaluate: { perSecond: int(env, 'FLAGS_EVALUATE_RATE_PER_SECOND', LIMITS.flagsEvaluateRate.perSecond), burst: int(env, 'FLAGS_EVALUATE_RATE_BURST', LIMITS.flagsEvaluateRate.burst) },
+      flagsLocal: { perSecond: int(env, 'FLAGS_LOCAL_RATE_PER_SECOND', LIMITS.flagsLocalRate.perSecond), burst: int(env, 'FLAGS_LOCAL_RATE_BURST', LIMITS.flagsLocalRate.burst) },
     },
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
     logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',

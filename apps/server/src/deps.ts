@@ -7,7 +7,7 @@ import type { Logger } from './http/errors.js';
 import type { OrgStore } from './orgs/store.js';
 import type { ProjectStore } from './projects/store.js';
 import type { UsageStore } from './usage/store.js';
-import type { RateLimiter } from './http/rate-limit.js';
+import type { RateLimiter, TokenBuckets } from './http/rate-limit.js';
 import type { TenantConfigWatcher } from './tenants/watcher.js';
 
 /**
@@ -26,7 +26,7 @@ export interface Deps {
   projects: ProjectStore;
   usage: UsageStore;
   /** Per-IP (ingestion) and per-project (ingestion and /flags/*) request limits. */
-  rateLimits: { perIp: RateLimiter; perProject: RateLimiter };
+  rateLimits: { perIp: RateLimiter; perProject: RateLimiter; query: TokenBuckets; flagsEvaluate: TokenBuckets; flagsLocal: TokenBuckets };
   /** The tenant config of TENANT_CONFIG_PATH (Kubernetes mode), consulted before the database for project credentials. */
   tenants?: TenantConfigWatcher;
 }

@@ -6,8 +6,14 @@
 export const LIMITS = {
   ingestionBatchRecords: 500,
   requestBodyBytes: 1024 * 1024,
+  /** `[`/`{` levels a JSON body may nest (http/body.ts); deeper bodies answer 400 before parsing. */
+  jsonNestingDepth: 64,
   rateLimitPerIp: { requests: 100, windowMs: 10_000 },
   rateLimitPerProject: { requests: 1000, windowMs: 10_000 },
+  /** Token buckets of product.md "Limits the spec leaves open" (QUERY_RATE_*, FLAGS_*_RATE_*). */
+  queryRate: { perSecond: 10, burst: 30 },
+  flagsEvaluateRate: { perSecond: 2000, burst: 4000 },
+  flagsLocalRate: { perSecond: 10, burst: 10 },
   retryAfterMinSeconds: 1,
   quotaRetryAfterSeconds: 3600,
   flagsPerProject: 100,

@@ -4,7 +4,7 @@ import type { Deps } from '../deps.js';
 import { refuseNul, route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
-import { enforceRateLimits } from '../http/rate-limit.js';
+import { takeToken } from '../http/rate-limit.js';
 import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
 import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
@@ -62,7 +62,9 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
     return { projectId: project.id, resource: resourceOf(ctx, auth) };
   }
 
-  const perProjectLimit = (projectId: number) => enforceRateLimits([[deps.rateLimits.perProject, 'p:' + projectId]]);
+  // product.md: remote evaluation per project token (one per project), definitions per flag secret (one per project).
+  const evaluateLimit = (projectId: number) => takeToken(deps.rateLimits.flagsEvaluate, 'p:' + projectId);
+  const localEvaluationLimit = (projectId: number) => takeToken(deps.rateLimits.flagsLocal, 'p:' + projectId);
   const writeSummary = (what: string) => `${what} (member); 409 managed by resource unless the owning resource asks`;
 
   return [
@@ -169,7 +171,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
         const raw = jsonBody(ctx);
         const body = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
         const project = await projectTokensOf(ctx).project(typeof body.token === 'string' ? body.token : undefined);
-        perProjectLimit(project.id);
+        evaluateLimit(project.id);
         if (typeof body.distinct_id !== 'string' || body.distinct_id === '') throw badRequest('distinct_id required');
         let keys: string[] | undefined;
         if (body.flag_keys !== undefined && body.flag_keys !== null) {
@@ -186,7 +188,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       summary: "Mixpanel's flags protocol (mixpanel-browser's `mixpanel.flags`): the flags enabled for context.distinct_id, token in the query or as the Basic user name",
       handler: async ({ ctx, query }) => {
         const project = await projectTokensOf(ctx).project(query.token ?? basicCredentials(ctx)?.user);
-        perProjectLimit(project.id);
+        evaluateLimit(project.id);
         const live = await flags.live.get(project.id);
         const results = await flags.evaluator.evaluate(project.id, live.byKey, query.context.distinct_id);
         // Mixpanel lists only the flags served to this identity; the SDK falls back for the others.
@@ -205,7 +207,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       summary: 'Non-archived flag definitions for in-process evaluation (flag secret as Bearer); ETag / 304',
       handler: async ({ ctx }) => {
         const project = flagSecretProjectOf(ctx);
-        perProjectLimit(project.id);
+        localEvaluationLimit(project.id);
         const live = await flags.live.get(project.id);
         ctx.set('ETag', live.etag);
         ctx.set('Cache-Control', 'private, no-cache');

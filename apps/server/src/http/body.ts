@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import getRawBody from 'raw-body';
 import { LIMITS } from '../limits.js';
-import { invalidJson, payloadTooLarge } from './errors.js';
+import { AppError, invalidJson, payloadTooLarge } from './errors.js';
 
 declare module 'koa' {
   interface DefaultState {
@@ -32,13 +32,40 @@ export function readBody(limit: number = LIMITS.requestBodyBytes) {
   };
 }
 
-/** The body parsed as JSON; an empty body is `undefined`. Malformed JSON throws `400 invalid json`. */
+/**
+ * The body parsed as JSON; an empty body is `undefined`. Malformed JSON throws `400 invalid json`,
+ * and so does nesting past LIMITS.jsonNestingDepth, found by a scan of the text before parsing:
+ * JSON.parse itself takes any depth, but what walks the value afterwards (validation, serialising
+ * it back, the stores) recurses and would overflow the stack on a few thousand levels.
+ */
 export function jsonBody(ctx: Context): unknown {
   const raw = ctx.state.rawBody;
   if (!raw || raw.length === 0) return undefined;
+  const text = raw.toString('utf8');
+  if (nestingDepth(text, LIMITS.jsonNestingDepth) > LIMITS.jsonNestingDepth) {
+    throw new AppError(400, 'invalid json', { message: `nested deeper than ${LIMITS.jsonNestingDepth} levels` });
+  }
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw invalidJson();
   }
+}
+
+/** The deepest `[`/`{` nesting of JSON text, strings skipped; stops counting once past `cap`. */
+export function nestingDepth(text: string, cap: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > deepest && (deepest = depth) > cap) return deepest;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
 }

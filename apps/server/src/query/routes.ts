@@ -5,6 +5,7 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { notFound } from '../http/errors.js';
+import { limitQueries } from './rate.js';
 import type { DefinitionStore } from '../definitions/store.js';
 import type { CalculatedMetricDefinition } from '../definitions/schema.js';
 import type { QueryContext, QueryContexts } from './context.js';
@@ -40,7 +41,7 @@ interface Analysis<B> {
 const analysis = <B>(a: Analysis<B>) => a as Analysis<unknown>;
 
 /** The v0 analysis endpoints: every role may query; `projectId` in the body. */
-export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db'>, domain: QueryDomain): RouteSpec[] {
+export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rateLimits'>, domain: QueryDomain): RouteSpec[] {
   const { events, contexts, metrics } = domain;
   const { db } = deps;
   // One line per analysis: path, request and response schemas, OpenAPI summary, how it runs.
@@ -66,6 +67,7 @@ export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db'>, doma
       const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
       const range = dateRange(from, to, deps.config.maxQueryRangeDays);
       const project = await resolveProject(deps.projects, authOf(ctx), projectId);
+      limitQueries(deps, ctx, project.id);
       return a.run(await contexts.forProject(project.id), body, range);
     },
   }));

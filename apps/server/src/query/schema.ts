@@ -7,6 +7,7 @@ export const PropertyFilterSchema = z
     op: z.enum(['eq', 'neq', 'contains', 'set', 'not_set']),
     value: z.string().max(10_000).optional(),
   })
+  .strict()
   .refine((f) => f.op === 'set' || f.op === 'not_set' || f.value !== undefined, { message: 'value is required for eq, neq and contains', path: ['value'] })
   .openapi('PropertyFilter');
 export type PropertyFilter = z.infer<typeof PropertyFilterSchema>;
@@ -23,6 +24,7 @@ export const SegmentationQuerySchema = z
     event: EventName, from: DateField, to: DateField, unit: UnitSchema, type: z.enum(['total', 'unique']),
     breakdown: z.string().min(1).max(500).optional(), filters: Filters.optional(), projectId: ProjectIdField,
   })
+  .strict() // unknown members are refused (README), not dropped
   .openapi('SegmentationQuery');
 export type SegmentationQuery = z.infer<typeof SegmentationQuerySchema>;
 
@@ -42,6 +44,7 @@ export const FunnelQuerySchema = z
     windowDays: z.number().int().min(LIMITS.funnelWindowDays.min).max(LIMITS.funnelWindowDays.max).default(LIMITS.funnelWindowDays.default),
     breakdown: z.string().min(1).max(500).optional(), filters: Filters.optional(), projectId: ProjectIdField,
   })
+  .strict()
   .openapi('FunnelQuery');
 export type FunnelQuery = z.infer<typeof FunnelQuerySchema>;
 
@@ -61,6 +64,7 @@ export const RetentionQuerySchema = z
     buckets: z.number().int().min(LIMITS.retentionBuckets.min).max(LIMITS.retentionBuckets.max).default(LIMITS.retentionBuckets.default),
     projectId: ProjectIdField,
   })
+  .strict()
   .openapi('RetentionQuery');
 export type RetentionQuery = z.infer<typeof RetentionQuerySchema>;
 export const RetentionResultSchema = z.array(z.object({ cohort: z.string(), size: z.number().int(), counts: z.array(z.number().int()) })).openapi('RetentionResult');
@@ -75,6 +79,7 @@ export const FlowsQuerySchema = z
     limit: z.number().int().min(LIMITS.flowsLimit.min).max(LIMITS.flowsLimit.max).default(LIMITS.flowsLimit.default),
     projectId: ProjectIdField,
   })
+  .strict()
   .openapi('FlowsQuery');
 export type FlowsQuery = z.infer<typeof FlowsQuerySchema>;
 export const FlowsResultSchema = z.object({ paths: z.array(z.object({ path: z.array(z.string()), count: z.number().int() })), total: z.number().int() }).openapi('FlowsResult');
@@ -82,6 +87,7 @@ export type FlowsResult = z.infer<typeof FlowsResultSchema>;
 
 export const SessionsQuerySchema = z
   .object({ from: DateField, to: DateField, unit: UnitSchema.default('day'), projectId: ProjectIdField })
+  .strict()
   .openapi('SessionsQuery');
 export type SessionsQuery = z.infer<typeof SessionsQuerySchema>;
 export const SessionsResultSchema = z
@@ -91,5 +97,6 @@ export type SessionsResult = z.infer<typeof SessionsResultSchema>;
 
 export const MetricQuerySchema = z
   .object({ definitionId: z.number().int().positive(), from: DateField, to: DateField, unit: UnitSchema, projectId: ProjectIdField })
+  .strict()
   .openapi('MetricQuery');
 export type MetricQuery = z.infer<typeof MetricQuerySchema>;
