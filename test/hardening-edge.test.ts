@@ -66,3 +66,29 @@ forEachBackend('hardening: nesting and unknown members', (backend) => {
     assert.match(filter.body.error, /^filters\.0: .*caseSensitive/);
   });
 });
+
+forEachBackend('hardening: flag preview body', (backend) => {
+  let t: TestService;
+  let acme: Tenant;
+  before(async () => {
+    t = await startTestService(backend);
+    acme = await createTenant(t, 'Preview');
+  });
+  after(async () => t?.close());
+
+  it('POST /api/flags/{id}/preview refuses unknown members and NUL in distinctId, naming them (found by test/fuzz-openapi.test.ts)', async () => {
+    const pid = acme.project.id;
+    const cohort = await acme.owner.post('/api/cohorts', { projectId: pid, name: 'buyers', definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'buy', op: 'gte', count: 1, windowDays: 0 }] } });
+    assert.equal(cohort.status, 201, cohort.text);
+    const flag = await acme.owner.post('/api/flags', { projectId: pid, key: 'p', name: 'P', rules: [{ rolloutPct: 100, cohortId: cohort.body.id }] });
+    assert.equal(flag.status, 201, flag.text);
+    const preview = (body: unknown) => acme.owner.post(`/api/flags/${flag.body.id}/preview`, body);
+    assert.equal((await preview({ distinctId: 'a' })).status, 200);
+    const unknown = await preview({ distinctId: 'a', distinct_id: 'a' });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.equal(unknown.body.error, 'distinct_id: unknown member');
+    const nul = await preview({ distinctId: 'a\u0000b' });
+    assert.equal(nul.status, 400, nul.text);
+    assert.equal(nul.body.error, 'distinctId: must not contain NUL characters');
+  });
+});

@@ -128,6 +128,9 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
         const raw = jsonBody(ctx) as { distinctId?: unknown } | undefined;
         const distinctId = raw && typeof raw === 'object' ? raw.distinctId : undefined;
         if (typeof distinctId !== 'string' || distinctId === '') throw badRequest('distinctId required');
+        const unknown = Object.keys(raw as object).find((k) => k !== 'distinctId');
+        if (unknown !== undefined) throw badRequest(`${unknown}: unknown member`, { code: 'validation_failed' });
+        refuseNul({ distinctId });
         const live = flag.archived_at === null ? new Map([[flag.key, flag]]) : new Map<string, FeatureFlag>();
         const result = await flags.evaluator.evaluate(flag.project_id, live, distinctId, [flag.key]);
         return result[flag.key];
