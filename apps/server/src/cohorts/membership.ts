@@ -19,8 +19,7 @@ import type { CohortCriterion, CohortDefinition } from './schema.js';
 export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { now: number; canonicalId?: string }): string {
   const { d } = q;
   const criteria = def.criteria;
-  const flag = (cond: string, i: number) =>
-    d.name === 'clickhouse' ? `toUInt8(${cond} ? 1 : 0) AS c${i}` : `CAST(CASE WHEN ${cond} THEN 1 ELSE 0 END AS INTEGER) AS c${i}`;
+  const flag = (cond: string, i: number) => `${d.flag(cond)} AS c${i}`;
   const eventCols = criteria.map((c, i) => {
     if (c.kind !== 'behavior') return flag('1 = 0', i);
     const inWindow = c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : '';
@@ -30,8 +29,7 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
   const where: string[] = [];
   if (opts.canonicalId !== undefined) {
     const id = d.str(opts.canonicalId);
-    const final = d.name === 'clickhouse' ? ' FINAL' : '';
-    where.push(`distinct_id = ${id} OR distinct_id IN (SELECT distinct_id FROM identity_links${final} WHERE project_id = ${sqlInt(q.projectId)} AND canonical_id = ${id})`);
+    where.push(`distinct_id = ${id} OR distinct_id IN (${d.linkedIds(q.projectId, id)})`);
   }
   const needProps = criteria.some((c) => c.kind === 'behavior' && q.events.needsProps(c.event));
   const evSel = ['cid', ...eventCols].join(', ');

@@ -22,7 +22,7 @@ export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit
     const needProps = mine.some((i) => (def.metrics[i].filters?.length ?? 0) > 0 || q.events.needsProps(def.metrics[i].event));
     const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, mine.map((i) => `(${conds[i]})`).join(' OR ')];
     const cols = def.metrics.map((m, i) => {
-      if (m.type !== type) return `${d.name === 'clickhouse' ? 'toUInt64(0)' : 'CAST(0 AS BIGINT)'} AS m_${m.id}`;
+      if (m.type !== type) return `${d.countZero()} AS m_${m.id}`;
       return `${type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`;
     });
     const ev = d.canonicalEvents({ projectId: q.projectId, where, props: needProps, identity: type === 'unique', dedup: type === 'total' });

@@ -38,7 +38,7 @@ export function retentionSql(q: QueryContext, r: RetentionSpec, range: DateRange
     d.distinct(d.map(d.filter('rts', 't', 't > bt'), 't', d.intDiv(`${d.bucket(r.unit, 't')} - ${d.bucket(r.unit, 'bt')}`, sqlInt(unitMs)))),
     'o', `o < ${sqlInt(r.buckets)}`,
   );
-  const withSize = d.concat(d.name === 'clickhouse' ? '[toInt64(-1)]' : '[-1::BIGINT]', d.name === 'clickhouse' ? `arrayMap(o -> toInt64(o), ${offsets})` : offsets);
+  const withSize = d.concat(`[${d.int64('-1')}]`, d.int64s(offsets));
   return `SELECT c, o, count(*) AS n FROM (
     SELECT ${d.bucket(r.unit, 'bt')} AS c, ${d.explode(withSize)} AS o FROM (${perId}) pi WHERE ${d.keep(['bt', 'rts'])}
   ) x GROUP BY c, o`;

@@ -7,10 +7,31 @@ export const DAY_MS = 86_400_000;
 export const WEEK_MS = 7 * DAY_MS;
 
 /**
- * What an analysis compiler needs from an engine. Both implementations produce SQL of the same
- * shape (same subqueries, same columns, arrays and lambdas over per-identity groups); only the
- * spelling differs. Every expression works on Unix-ms Int64 `time` and the parallel
- * `prop_keys`/`prop_values` arrays.
+ * Flows' per-engine part: the ranked paths (columns `p`, the names joined by `sep`, and `n`, the
+ * identities) of the identities in `events` having `anchor`, read from their first anchor.
+ */
+export interface FlowPathsSpec {
+  projectId: number;
+  fromMs: number;
+  toEndMs: number;
+  /** Canonical events of the range (`canonicalEvents`, with props when `anchor` needs them). */
+  events: string;
+  /** Condition (raw event columns) matching the anchor; `anchorName` is its name on the path. */
+  anchor: string;
+  anchorName: string;
+  direction: 'after' | 'before';
+  steps: number;
+  limit: number;
+  sep: string;
+}
+
+/**
+ * What an analysis compiler needs from an engine. Most methods are spellings: both
+ * implementations produce SQL of the same shape (same subqueries, same columns, arrays and lambdas
+ * over per-identity groups). Where the fast plan differs per engine (sessions, funnel chains,
+ * flows), the dialect owns the whole step (`dialects/<engine>/<analysis>.ts`) behind one method
+ * with the same columns in and out. Every expression works on Unix-ms Int64 `time` and the
+ * parallel `prop_keys`/`prop_values` arrays. Domain code asks the dialect, never which engine runs.
  */
 export interface Dialect {
   readonly name: EventDialect;
@@ -86,5 +107,33 @@ export interface Dialect {
   keep(cols: string[]): string;
   /** ORDER BY position when sorting an array of strings (ascending). */
   sortStrings(arr: string): string;
+  /** 1 when `cond` holds, else 0, as a small integer (per-row flags summed or maxed later). */
+  flag(cond: string): string;
+  /** A zero of the type `count`/`countIf` return (a placeholder column beside counts in a UNION ALL). */
+  countZero(): string;
+  /** `expr` as a signed 64-bit integer. */
+  int64(expr: string): string;
+  /** Array elements as signed 64-bit integers (ClickHouse's intDiv narrows them). */
+  int64s(arr: string): string;
+  /** An empty array of strings. */
+  emptyStrings(): string;
+  /** The array `[0, 1, …, n - 1]`. */
+  range0(n: string): string;
+  /** Subquery of the distinct_ids linked to the canonical id `canonicalId` (an SQL string expression). */
+  linkedIds(projectId: number, canonicalId: string): string;
+  /**
+   * Sessions per bucket of their first event (columns `b`, `n`, `avg_ms`): per `cid` of `events`,
+   * a gap of `gapMs` or more between consecutive times starts a new session; duration is last
+   * time minus first.
+   */
+  sessions(events: string, unit: Unit, gapMs: number): string;
+  /**
+   * Funnel paths: `perEvent` rows (`cid`, `time`, `bv`, `f0`…`f{steps-1}` step flags) to one row per
+   * identity with a step-0 event: `cid`, `level` (steps reached), `seg` (the `bv` of the chosen
+   * start), `durs` (Int64 array, time from the start to each reached step). Greedy chains per start;
+   * the path: most steps, then earliest start, then smallest `bv` (semantics in `query/funnel.ts`).
+   */
+  funnelPaths(perEvent: string, steps: number, windowMs: number): string;
+  /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
+  flowPaths(spec: FlowPathsSpec): string;
 }
-

@@ -1,9 +1,9 @@
 import type { EventDialect } from '../../ports/events/index.js';
 import type { Dialect } from './dialect.js';
-import { clickhouse } from './clickhouse.js';
-import { duckdb } from './duckdb.js';
+import { clickhouse } from './clickhouse/index.js';
+import { duckdb } from './duckdb/index.js';
 
-export type { Dialect, Unit } from './dialect.js';
+export type { Dialect, Unit, FlowPathsSpec } from './dialect.js';
 export { HOUR_MS, DAY_MS, WEEK_MS } from './dialect.js';
 
 export function dialectFor(name: EventDialect): Dialect {

@@ -1,5 +1,8 @@
-import { sqlInt, sqlString } from '../../ports/events/index.js';
-import type { Dialect, Unit } from './dialect.js';
+import { sqlInt, sqlString } from '../../../ports/events/index.js';
+import type { Dialect, Unit } from '../dialect.js';
+import { sessions } from './sessions.js';
+import { funnelPaths } from './funnel.js';
+import { flowPaths } from './flows.js';
 
 /** DuckDB spelling of the same shapes (list functions, arrow lambdas, ordered aggregates). */
 export const duckdb: Dialect = {
@@ -73,4 +76,19 @@ export const duckdb: Dialect = {
   uniqIf: (e, c) => `count(DISTINCT ${e}) FILTER (WHERE ${c})`,
   keep: () => '1 = 1',
   sortStrings: (arr) => `list_sort(${arr})`,
+  flag: (c) => `CAST(CASE WHEN ${c} THEN 1 ELSE 0 END AS INTEGER)`,
+  countZero: () => 'CAST(0 AS BIGINT)',
+  int64: (e) => `CAST(${e} AS BIGINT)`,
+  // Offsets are BIGINT already.
+  int64s: (arr) => arr,
+  emptyStrings: () => '[]::VARCHAR[]',
+  range0: (n) => `generate_series(0, ${n} - 1)`,
+  linkedIds: (projectId, id) => `SELECT distinct_id FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND canonical_id = ${id}`,
+  sessions(events, unit, gapMs) {
+    return sessions(this, events, unit, gapMs);
+  },
+  funnelPaths: (perEvent, steps, windowMs) => funnelPaths(perEvent, steps, windowMs),
+  flowPaths(spec) {
+    return flowPaths(this, spec);
+  },
 };

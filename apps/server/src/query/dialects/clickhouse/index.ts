@@ -1,5 +1,8 @@
-import { sqlInt, sqlString } from '../../ports/events/index.js';
-import type { Dialect, Unit } from './dialect.js';
+import { sqlInt, sqlString } from '../../../ports/events/index.js';
+import type { Dialect, Unit } from '../dialect.js';
+import { sessions } from './sessions.js';
+import { funnelPaths } from './funnel.js';
+import { flowPaths } from './flows.js';
 
 /** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
 export const clickhouse: Dialect = {
@@ -77,4 +80,20 @@ export const clickhouse: Dialect = {
   uniqIf: (e, c) => `uniqExactIf(${e}, ${c})`,
   keep: (cols) => `ignore(${cols.join(', ')}) = 0`,
   sortStrings: (arr) => `arraySort(${arr})`,
+  flag: (c) => `toUInt8(${c} ? 1 : 0)`,
+  countZero: () => 'toUInt64(0)',
+  int64: (e) => `toInt64(${e})`,
+  int64s: (arr) => `arrayMap(o -> toInt64(o), ${arr})`,
+  emptyStrings: () => 'emptyArrayString()',
+  range0: (n) => `range(${n})`,
+  linkedIds: (projectId, id) => `SELECT distinct_id FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)} AND canonical_id = ${id}`,
+  sessions(events, unit, gapMs) {
+    return sessions(this, events, unit, gapMs);
+  },
+  funnelPaths(perEvent, steps, windowMs) {
+    return funnelPaths(this, perEvent, steps, windowMs);
+  },
+  flowPaths(spec) {
+    return flowPaths(this, spec);
+  },
 };
