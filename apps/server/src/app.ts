@@ -11,6 +11,7 @@ import { envelopeByPath, mountRoutes, openApiDocument, type RouteSpec } from './
 import { edgeMiddleware } from './http/cors.js';
 import { createLogger } from './http/logger.js';
 import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.js';
+import { retryStartup } from './ports/startup.js';
 import { openEventStore } from './ports/events/index.js';
 import { MemoryBuffer } from './ports/buffer/memory.js';
 import type { IngestionBuffer } from './ports/buffer/port.js';
@@ -43,9 +44,11 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   if (!config.superadminKey) throw new Error('superadminKey must be resolved before building the service');
   const log = createLogger(config.logLevel);
   const db = openMetadataStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile });
-  await migrateMetadataStore(db);
+  // Processes may start together and before the servers are ready: each step waits and retries.
+  const startup = { timeoutMs: config.startupTimeoutMs, log };
+  await retryStartup('metadata store migration', () => migrateMetadataStore(db), startup);
   const events = openEventStore({ clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile });
-  await events.migrate();
+  await retryStartup('event store migration', () => events.migrate(), startup);
   const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));
   const orgs = new OrgStore(db);
   const verifier = config.oidc ? new IdTokenVerifier(config.oidc) : undefined;
@@ -65,7 +68,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
 }
 
 async function openBuffer(config: Config): Promise<IngestionBuffer> {
-  if (config.natsUrl) return JetStreamBuffer.open(config.natsUrl, config.nats, { log: createLogger(config.logLevel) });
+  if (config.natsUrl) return JetStreamBuffer.open(config.natsUrl, config.nats, { log: createLogger(config.logLevel), startupTimeoutMs: config.startupTimeoutMs });
   return new MemoryBuffer();
 }
 

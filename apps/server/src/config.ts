@@ -36,6 +36,8 @@ export interface Config {
   /** Longest date range a query may span, in days. */
   maxQueryRangeDays: number;
   logLevel: 'silent' | 'error' | 'info';
+  /** How long start-up retries NATS, PostgreSQL and ClickHouse set-up before giving up (exit). */
+  startupTimeoutMs: number;
 }
 
 
@@ -87,5 +89,6 @@ export function loadConfig(env: Env = process.env): Config {
     },
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
     logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',
+    startupTimeoutMs: Math.max(1000, int(env, 'STARTUP_TIMEOUT_MS', 120_000)),
   };
 }

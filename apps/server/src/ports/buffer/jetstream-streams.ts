@@ -38,10 +38,17 @@ export async function ensureStreams(jsm: JetStreamManager, c: NatsConfig): Promi
   });
 }
 
+/**
+ * Creates the stream, or updates it when a setting differs. Safe to race and to retry: a create
+ * that timed out may have happened (the next attempt finds the stream), and a stream that already
+ * has the wanted settings is left alone (on nats-server 2.9 an update sent while a replicated
+ * stream is still being created goes unanswered for seconds).
+ */
 async function upsertStream(jsm: JetStreamManager, want: Partial<StreamConfig> & { name: string }) {
   let exists = true;
   try {
-    await jsm.streams.info(want.name);
+    const info = await jsm.streams.info(want.name);
+    if (!differs(info.config, want)) return;
   } catch (err) {
     if (!isNotFound(err)) throw err;
     exists = false;
@@ -60,6 +67,11 @@ async function upsertStream(jsm: JetStreamManager, want: Partial<StreamConfig> &
   } catch (err) {
     throw new Error(`JetStream stream ${want.name} exists with settings that cannot be changed in place (${(err as Error).message}); delete it or change NATS_STREAM`);
   }
+}
+
+/** Whether a stream's settings differ from the wanted ones (only the keys we set). */
+function differs(have: Partial<StreamConfig>, want: Partial<StreamConfig>): boolean {
+  return Object.entries(want).some(([k, v]) => JSON.stringify(have[k as keyof StreamConfig]) !== JSON.stringify(v));
 }
 
 /** Creates the durable pull consumer, or updates what can change on a live one. */

@@ -7,6 +7,10 @@ import { deadStreamOf, ensureConsumer, ensureStreams, isNotFound } from './jetst
 import { fetchAvailable } from './jetstream-pull.js';
 import { Delivery, deadSubject } from './jetstream-delivery.js';
 import { encodeBatch, messageId } from './jetstream-encoding.js';
+import { retryStartup } from '../startup.js';
+
+/** Timeout of stream and consumer set-up requests. */
+const SETUP_TIMEOUT_MS = 15_000;
 
 export { decodeBatch } from './jetstream-encoding.js';
 export { mergeBatches } from './batches.js';
@@ -43,25 +47,31 @@ export class JetStreamBuffer implements IngestionBuffer {
     private log: BufferLog,
   ) {}
 
+  /**
+   * Connects and sets up the streams, waiting and retrying with backoff for up to
+   * `startupTimeoutMs` (default 0: one attempt): a fresh cluster may still be electing, and
+   * creating a replicated stream on nats-server 2.9 can outlast a request timeout.
+   */
   static async open(
     url: string,
     cfg: NatsConfig,
-    opts: { log?: BufferLog; name?: string } = {},
+    opts: { log?: BufferLog; name?: string; startupTimeoutMs?: number } = {},
   ): Promise<JetStreamBuffer> {
-    const nc = await connect({
+    const log = opts.log ?? { info() {}, error() {} };
+    const startup = { timeoutMs: opts.startupTimeoutMs ?? 0, log };
+    const nc = await retryStartup('NATS connection', () => connect({
       servers: url.split(',').map((s) => s.trim()).filter(Boolean),
       name: opts.name ?? `analytics-${process.pid}`,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       timeout: 5000,
       pingInterval: 10_000,
-    });
+    }), startup);
     try {
       const jsm = await nc.jetstreamManager({ timeout: Math.max(cfg.publishTimeoutMs, 2000) });
       const js = nc.jetstream({ timeout: cfg.publishTimeoutMs });
-      const log = opts.log ?? { info() {}, error() {} };
       const buffer = new JetStreamBuffer(nc, js, jsm, cfg, log);
-      await buffer.ensureStreams();
+      await retryStartup('JetStream stream set-up', () => buffer.ensureStreams(), startup);
       buffer.watchStatus();
       return buffer;
     } catch (err) {
@@ -83,13 +93,21 @@ export class JetStreamBuffer implements IngestionBuffer {
   }
 
   /** Creates or updates the stream and the dead-letter stream (idempotent, safe to race). */
-  ensureStreams(): Promise<void> {
-    return ensureStreams(this.jsm, this.cfg);
+  async ensureStreams(): Promise<void> {
+    return ensureStreams(await this.setupManager(), this.cfg);
   }
 
   /** Creates the durable pull consumer, or updates what can change on a live one. */
-  ensureConsumer(): Promise<void> {
-    return ensureConsumer(this.jsm, this.cfg);
+  async ensureConsumer(): Promise<void> {
+    return ensureConsumer(await this.setupManager(), this.cfg);
+  }
+
+  /**
+   * Stream and consumer set-up waits longer than other requests: on a cluster the meta leader
+   * answers only once the replicas agreed (seconds on a fresh 3-server cluster).
+   */
+  private setupManager(): Promise<JetStreamManager> {
+    return this.nc.jetstreamManager({ timeout: Math.max(this.cfg.publishTimeoutMs, SETUP_TIMEOUT_MS), checkAPI: false });
   }
 
   watch(hooks: BufferHooks): void {

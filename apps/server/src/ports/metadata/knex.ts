@@ -44,14 +44,32 @@ export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string;
 
 export const isPostgres = (db: Db) => db.client.config.client === 'pg';
 
-/** Applies every pending migration (knex's migrator, with the migrations compiled in). */
+/** Key of the PostgreSQL advisory lock held while migrating (any constant shared by all processes). */
+const MIGRATION_LOCK = 0x7461_6c6c; // 'tall'
+
+/**
+ * Applies every pending migration (knex's migrator, with the migrations compiled in). On
+ * PostgreSQL one process migrates while the others wait on an advisory lock: knex's own
+ * knex_migrations_lock row is only taken after knex has created its tables, and two processes
+ * creating them at once fail (`duplicate key ... pg_type_typname_nsp_index`). The lock is a
+ * transaction-scoped one on a connection of its own, so a crash releases it; the migrator runs on
+ * other pool connections meanwhile. SQLite has one process per file.
+ */
 export async function migrateMetadataStore(db: Db): Promise<void> {
-  await db.migrate.latest({
+  const latest = () => db.migrate.latest({
     migrationSource: {
       getMigrations: async () => migrations.map((m) => m.name),
       getMigrationName: (name: string) => name,
       getMigration: async (name: string) => migrations.find((m) => m.name === name)!,
     },
+  });
+  if (!isPostgres(db)) {
+    await latest();
+    return;
+  }
+  await db.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    await latest();
   });
 }
 
