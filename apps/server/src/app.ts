@@ -10,7 +10,7 @@ import { readBody } from './http/body.js';
 import { envelopeByPath, mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
 import { edgeMiddleware } from './http/cors.js';
 import { createLogger } from './http/logger.js';
-import { openMetadataStore, migrateMetadataStore } from './ports/metadata/knex.js';
+import { isPostgres, openMetadataStore, migrateMetadataStore, type Db } from './ports/metadata/knex.js';
 import { retryStartup } from './ports/startup.js';
 import { openEventStore } from './ports/events/index.js';
 import { MemoryBuffer } from './ports/buffer/memory.js';
@@ -25,7 +25,8 @@ import { OrgStore } from './orgs/store.js';
 import { MachineTokenStore } from './orgs/tokens.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
-import { RateLimiter, TokenBuckets } from './http/rate-limit.js';
+import { MemoryCounter, RateLimits } from './http/rate-limit.js';
+import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
 import { startWorkers, type Worker } from './workers.js';
 
@@ -59,12 +60,19 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   return {
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage: new UsageStore(db),
-    rateLimits: {
-      perIp: new RateLimiter(config.rateLimits.perIp), perProject: new RateLimiter(config.rateLimits.perProject),
-      query: new TokenBuckets(config.rateLimits.query), flagsEvaluate: new TokenBuckets(config.rateLimits.flagsEvaluate), flagsLocal: new TokenBuckets(config.rateLimits.flagsLocal),
-    },
+    rateLimits: new RateLimits(config.rateLimits, rateCounter(config, db)),
     auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db)),
   };
+}
+
+/**
+ * On PostgreSQL the request counts are shared by every API process (replicas behind one load
+ * balancer refuse at the same total); on SQLite, one process, they stay in memory.
+ */
+function rateCounter(config: Config, db: Db) {
+  if (!isPostgres(db)) return new MemoryCounter();
+  const r = config.rateLimits;
+  return new SharedCounter(db, staleAfterMs([r.perIp, r.perProject], [r.query, r.flagsLocal]));
 }
 
 async function openBuffer(config: Config): Promise<IngestionBuffer> {

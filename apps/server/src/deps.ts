@@ -7,7 +7,7 @@ import type { Logger } from './http/errors.js';
 import type { OrgStore } from './orgs/store.js';
 import type { ProjectStore } from './projects/store.js';
 import type { UsageStore } from './usage/store.js';
-import type { RateLimiter, TokenBuckets } from './http/rate-limit.js';
+import type { RateLimits } from './http/rate-limit.js';
 import type { TenantConfigWatcher } from './tenants/watcher.js';
 
 /**
@@ -25,8 +25,8 @@ export interface Deps {
   orgs: OrgStore;
   projects: ProjectStore;
   usage: UsageStore;
-  /** Per-IP (ingestion) and per-project (ingestion and /flags/*) request limits. */
-  rateLimits: { perIp: RateLimiter; perProject: RateLimiter; query: TokenBuckets; flagsEvaluate: TokenBuckets; flagsLocal: TokenBuckets };
+  /** Per-IP and per-project windows (ingestion); token buckets of /api/query/*, /flags/evaluate and GET /flags, /flags/local-evaluation (docs/hardening.md). */
+  rateLimits: RateLimits;
   /** The tenant config of TENANT_CONFIG_PATH (Kubernetes mode), consulted before the database for project credentials. */
   tenants?: TenantConfigWatcher;
 }

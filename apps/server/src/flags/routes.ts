@@ -4,7 +4,6 @@ import type { Deps } from '../deps.js';
 import { refuseNul, route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
-import { takeToken } from '../http/rate-limit.js';
 import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
 import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
@@ -63,8 +62,8 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
   }
 
   // product.md: remote evaluation per project token (one per project), definitions per flag secret (one per project).
-  const evaluateLimit = (projectId: number) => takeToken(deps.rateLimits.flagsEvaluate, 'p:' + projectId);
-  const localEvaluationLimit = (projectId: number) => takeToken(deps.rateLimits.flagsLocal, 'p:' + projectId);
+  const evaluateLimit = (projectId: number) => deps.rateLimits.flagsEvaluate(projectId);
+  const localEvaluationLimit = (projectId: number) => deps.rateLimits.flagsLocal(projectId);
   const writeSummary = (what: string) => `${what} (member); 409 managed by resource unless the owning resource asks`;
 
   return [
@@ -210,7 +209,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       summary: 'Non-archived flag definitions for in-process evaluation (flag secret as Bearer); ETag / 304',
       handler: async ({ ctx }) => {
         const project = flagSecretProjectOf(ctx);
-        localEvaluationLimit(project.id);
+        await localEvaluationLimit(project.id);
         const live = await flags.live.get(project.id);
         ctx.set('ETag', live.etag);
         ctx.set('Cache-Control', 'private, no-cache');

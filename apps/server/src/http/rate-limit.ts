@@ -1,55 +1,107 @@
 import { AppError } from './errors.js';
 import { LIMITS } from '../limits.js';
+import type { Config } from '../config.js';
+
+export interface Window { requests: number; windowMs: number }
+export interface Bound { perSecond: number; burst: number }
 
 /**
- * Fixed-window request counters per key (an IP, a project). In-process: each API pod counts its
- * own traffic, which is what a per-pod limit behind a load balancer gives (documented in README).
+ * Where request counts live. Both answer 0 when the request is counted, else the milliseconds
+ * until it would fit, counting nothing. `MemoryCounter` is this process's memory (SQLite, one
+ * process); `SharedCounter` (rate-limit-shared.ts) is PostgreSQL, one count for every API process.
  */
-export class RateLimiter {
-  private windows = new Map<string, { count: number; resetAt: number }>();
+export interface RateCounter {
+  /** Fixed windows: one request in each key's window when every one has room (a refusal counts in none). */
+  windows(checks: Array<{ key: string; limit: Window }>): Promise<number>;
+  /** A token bucket: one token of `key`'s. */
+  bucket(key: string, bound: Bound): Promise<number>;
+}
+
+/** Fixed windows and token buckets in this process's memory. */
+export class MemoryCounter implements RateCounter {
+  private fixed = new Map<string, { count: number; resetAt: number }>();
+  private buckets: TokenBuckets[] = [];
   private lastSweep = 0;
 
-  constructor(readonly limit: { requests: number; windowMs: number }, private now: () => number = Date.now) {}
+  constructor(private now: () => number = Date.now) {}
 
-  /** Seconds until `key` may send again, or 0 when a request is allowed now (without taking it). */
-  wait(key: string): number {
-    const w = this.windows.get(key);
-    const now = this.now();
-    if (!w || w.resetAt <= now || w.count < this.limit.requests) return 0;
-    return Math.max(LIMITS.retryAfterMinSeconds, Math.ceil((w.resetAt - now) / 1000));
-  }
-
-  take(key: string): void {
+  async windows(checks: Array<{ key: string; limit: Window }>): Promise<number> {
     const now = this.now();
     this.sweep(now);
-    const w = this.windows.get(key);
-    if (!w || w.resetAt <= now) this.windows.set(key, { count: 1, resetAt: now + this.limit.windowMs });
-    else w.count++;
+    let wait = 0;
+    for (const { key, limit } of checks) {
+      const w = this.fixed.get(key);
+      if (w && w.resetAt > now && w.count >= limit.requests) wait = Math.max(wait, w.resetAt - now);
+    }
+    if (wait > 0) return wait;
+    for (const { key, limit } of checks) {
+      const w = this.fixed.get(key);
+      if (!w || w.resetAt <= now) this.fixed.set(key, { count: 1, resetAt: now + limit.windowMs });
+      else w.count++;
+    }
+    return 0;
+  }
+
+  async bucket(key: string, bound: Bound): Promise<number> {
+    let b = this.buckets.find((x) => x.bound.perSecond === bound.perSecond && x.bound.burst === bound.burst);
+    if (!b) this.buckets.push((b = new TokenBuckets(bound, this.now)));
+    return b.takeMs(key);
   }
 
   private sweep(now: number) {
-    if (now - this.lastSweep < this.limit.windowMs) return;
+    if (now - this.lastSweep < 10_000) return;
     this.lastSweep = now;
-    for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k);
+    for (const [k, w] of this.fixed) if (w.resetAt <= now) this.fixed.delete(k);
   }
 }
 
+/** `429 rate limited` with `Retry-After` (whole seconds, at least 1) when `waitMs` > 0. */
+export function refuseIfWaiting(waitMs: number, statusEnvelope?: boolean): void {
+  if (waitMs <= 0) return;
+  const seconds = Math.max(LIMITS.retryAfterMinSeconds, Math.ceil(waitMs / 1000));
+  throw new AppError(429, 'rate limited', { headers: { 'Retry-After': String(seconds) }, statusEnvelope });
+}
+
 /**
- * Checks every (limiter, key) pair first and only then counts the request in each, so a
- * rejected request uses up nothing. Throws `429 rate limited` with `Retry-After`.
+ * Every request limit of the service (docs/hardening.md has which is shared across API processes
+ * and why): ingestion's fixed windows per IP and per project and the buckets of `/api/query/*` and
+ * `/flags/local-evaluation` go through `counter` (PostgreSQL when the service runs on it); the
+ * `/flags/evaluate` bucket stays in this process, off the database, on the flags hot path.
  */
-export function enforceRateLimits(checks: Array<[RateLimiter, string]>, opts: { statusEnvelope?: boolean } = {}): void {
-  const wait = Math.max(0, ...checks.map(([limiter, key]) => limiter.wait(key)));
-  if (wait > 0) {
-    throw new AppError(429, 'rate limited', { headers: { 'Retry-After': String(wait) }, statusEnvelope: opts.statusEnvelope });
+export class RateLimits {
+  private flagsEvaluateBuckets: TokenBuckets;
+
+  constructor(private config: Config['rateLimits'], readonly counter: RateCounter) {
+    this.flagsEvaluateBuckets = new TokenBuckets(config.flagsEvaluate);
   }
-  for (const [limiter, key] of checks) limiter.take(key);
+
+  /** Ingestion (`/track`, `/engage`, `/alias`, `/import`): per client IP (when given) and per project. */
+  async ingestion(ip: string | undefined, projectIds: Iterable<number>): Promise<void> {
+    const checks: Array<{ key: string; limit: Window }> = [];
+    if (ip !== undefined) checks.push({ key: 'ip:' + ip, limit: this.config.perIp });
+    for (const id of new Set(projectIds)) checks.push({ key: 'project:' + id, limit: this.config.perProject });
+    refuseIfWaiting(await this.counter.windows(checks));
+  }
+
+  /** `/api/query/*`, per credential and project. */
+  async query(credential: string, projectId: number): Promise<void> {
+    refuseIfWaiting(await this.counter.bucket(`query:${credential}:${projectId}`, this.config.query), true);
+  }
+
+  /** `/flags/local-evaluation`, per flag secret (one per project). */
+  async flagsLocal(projectId: number): Promise<void> {
+    refuseIfWaiting(await this.counter.bucket('flags-local:' + projectId, this.config.flagsLocal), true);
+  }
+
+  /** `/flags/evaluate` and `GET /flags`, per project token: in this process (synchronous, no I/O). */
+  flagsEvaluate(projectId: number): void {
+    refuseIfWaiting(this.flagsEvaluateBuckets.takeMs('p:' + projectId), true);
+  }
 }
 
 /**
- * Token buckets per key (a credential and project, a project token, a flag secret): `perSecond`
- * tokens refill each second up to `burst`. In-process like RateLimiter: each API process holds
- * its own buckets (docs/hardening.md has the arithmetic across replicas).
+ * Token buckets per key in this process's memory: `perSecond` tokens refill each second up to
+ * `burst`. The same arithmetic as SharedCounter's `rate_limit_bucket` in PostgreSQL.
  */
 export class TokenBuckets {
   private buckets = new Map<string, { tokens: number; at: number }>();
@@ -59,6 +111,12 @@ export class TokenBuckets {
 
   /** Takes a token for `key` and answers 0, or answers the seconds until one is there (nothing taken). */
   take(key: string): number {
+    const ms = this.takeMs(key);
+    return ms > 0 ? Math.max(LIMITS.retryAfterMinSeconds, Math.ceil(ms / 1000)) : 0;
+  }
+
+  /** As `take`, in milliseconds. */
+  takeMs(key: string): number {
     const now = this.now();
     this.sweep(now);
     const { perSecond, burst } = this.bound;
@@ -66,7 +124,7 @@ export class TokenBuckets {
     const tokens = b ? Math.min(burst, b.tokens + ((now - b.at) / 1000) * perSecond) : burst;
     if (tokens < 1) {
       this.buckets.set(key, { tokens, at: now });
-      return Math.max(LIMITS.retryAfterMinSeconds, Math.ceil((1 - tokens) / perSecond));
+      return Math.ceil(((1 - tokens) / perSecond) * 1000);
     }
     this.buckets.set(key, { tokens: tokens - 1, at: now });
     return 0;
@@ -79,10 +137,4 @@ export class TokenBuckets {
     this.lastSweep = now;
     for (const [k, b] of this.buckets) if (now - b.at >= refillMs) this.buckets.delete(k);
   }
-}
-
-/** `429 rate limited` with `Retry-After` in the `{status: 0, error}` envelope unless `key` has a token. */
-export function takeToken(buckets: TokenBuckets, key: string): void {
-  const wait = buckets.take(key);
-  if (wait > 0) throw new AppError(429, 'rate limited', { headers: { 'Retry-After': String(wait) }, statusEnvelope: true });
 }

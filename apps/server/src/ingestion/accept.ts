@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
 import { AppError } from '../http/errors.js';
-import { enforceRateLimits, type RateLimiter } from '../http/rate-limit.js';
 import type { TokenProject } from '../auth/credentials.js';
 import { LIMITS } from '../limits.js';
 import { monthOf, type UsageCount } from '../usage/store.js';
@@ -47,12 +46,9 @@ interface Routed<R> {
 }
 
 export function ingestionService(deps: Deps) {
-  function limit(arrival: Arrival, projects: TokenProject[], perIp: boolean) {
-    const checks: Array<[RateLimiter, string]> = [];
-    if (perIp) checks.push([deps.rateLimits.perIp, arrival.clientIp()]);
-    for (const id of new Set(projects.map((p) => p.id))) checks.push([deps.rateLimits.perProject, 'p:' + id]); // the bucket /flags/* uses too
-    enforceRateLimits(checks);
-  }
+  /** Ingestion's windows only: /flags/* has its own buckets (docs/hardening.md). */
+  const limit = (arrival: Arrival, projects: TokenProject[], perIp: boolean) =>
+    deps.rateLimits.ingestion(perIp ? arrival.clientIp() : undefined, projects.map((p) => p.id));
 
   /** Groups records per project (keeping their order) into one batch each. */
   function batches<K extends Kind>(kind: K, arrival: Arrival, routed: Routed<RecordOf<K>>[]): Extract<Batch, { kind: K }>[] {
@@ -139,7 +135,7 @@ export function ingestionService(deps: Deps) {
       drafts[i] = { t: 'e', id: 0, event, distinct_id: distinctId, time, insert_id: insertId, received_at: acceptedAt, properties: stored };
     }
     const projects = await arrival.projects(tokens);
-    limit(arrival, projects, true);
+    await limit(arrival, projects, true);
     const routed: Routed<TrackRecord>[] = new Array(drafts.length);
     const counts = new Map<number, { project: TokenProject; n: number }>();
     for (let i = 0; i < drafts.length; i++) {
@@ -203,7 +199,7 @@ export function ingestionService(deps: Deps) {
       return { token: recordToken(op.token) ?? recordToken(op.$token), rec };
     });
     const projects = await arrival.projects(drafts.map((d) => d.token));
-    limit(arrival, projects, true);
+    await limit(arrival, projects, true);
     const refused: Array<{ index: number; op: '$delete' | '$unset' }> = [];
     const routed: Routed<EngageRecord>[] = [];
     let elevated: ((p: TokenProject) => Promise<boolean>) | undefined;
@@ -235,7 +231,7 @@ export function ingestionService(deps: Deps) {
       return { token: recordToken(rec.token), rec: { alias: a, distinct_id: d } as AliasRecord };
     });
     const projects = await arrival.projects(drafts.map((d) => d.token));
-    limit(arrival, projects, false);
+    await limit(arrival, projects, false);
     const routed = drafts.map((d, i) => ({ project: projects[i], record: d.rec }));
     await admit(batches('alias', arrival, routed) satisfies AliasBatch[], new Map(), arrival.acceptedAt);
     return { status: 1 };

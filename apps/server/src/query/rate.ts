@@ -1,14 +1,13 @@
 import type { Context } from 'koa';
 import type { Deps } from '../deps.js';
 import { authOf } from '../auth/context.js';
-import { takeToken } from '../http/rate-limit.js';
 
 /**
  * product.md: `/api/query/*` is limited per credential and project (QUERY_RATE_PER_SECOND, bursts of
  * QUERY_RATE_BURST). Taken once the project is resolved, so a refused credential costs no token.
  */
-export function limitQueries(deps: Pick<Deps, 'rateLimits'>, ctx: Context, projectId: number): void {
+export async function limitQueries(deps: Pick<Deps, 'rateLimits'>, ctx: Context, projectId: number): Promise<void> {
   const auth = authOf(ctx);
   const credential = auth.kind === 'superadmin' ? 'admin' : auth.kind === 'token' ? `t${auth.tokenId}` : `u${auth.userId}`;
-  takeToken(deps.rateLimits.query, `${credential}:${projectId}`);
+  await deps.rateLimits.query(credential, projectId);
 }

@@ -67,7 +67,7 @@ export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rat
       const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
       const range = dateRange(from, to, deps.config.maxQueryRangeDays);
       const project = await resolveProject(deps.projects, authOf(ctx), projectId);
-      limitQueries(deps, ctx, project.id);
+      await limitQueries(deps, ctx, project.id);
       return a.run(await contexts.forProject(project.id), body, range);
     },
   }));

@@ -33,7 +33,7 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
     const errors = [...(env.success ? [] : zodIssues(env.error).filter((e) => e.path !== 'query')), ...(query.ok ? [] : query.errors.map((e) => (raw && typeof raw === 'object' && 'query' in raw ? e : { ...e, path: 'query' })))];
     if (!env.success || !query.ok) throw invalidQuery(errors.length ? errors : [{ path: '', message: 'invalid request' }]);
     const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
-    limitQueries(deps, ctx, project.id);
+    await limitQueries(deps, ctx, project.id);
     return { body: env.data, query: query.query, warnings: query.warnings, projectId: project.id };
   };
   return [
