@@ -111,7 +111,9 @@ export function ingestionService(deps: Deps) {
       if (event === '$create_alias') {
         const alias = idOf(props.alias);
         if (!alias || !distinctId) throw invalidRecord(`${i}.properties: alias and distinct_id required`);
-        drafts[i] = { t: 'a', alias, distinct_id: distinctId };
+        const link: TrackAliasRecord = { t: 'a', alias, distinct_id: distinctId };
+        if (props.time !== undefined && props.time !== null) link.time = timeOf(props.time, `${i}.properties.time`);
+        drafts[i] = link;
         continue;
       }
       if (!distinctId) throw invalidRecord(`${i}.properties.distinct_id: must be a non-empty string of at most 255 characters`);

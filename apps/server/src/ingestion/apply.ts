@@ -21,7 +21,7 @@ export async function applyBatch(deps: Deps, envelope: IngestionBatch): Promise<
     case 'engage':
       return applyEngage(deps, batch);
     case 'alias':
-      return applyLinks(deps, batch, batch.records.map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false })));
+      return applyLinks(deps, batch, batch.records.map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false, at: batch.acceptedAt, pending: false })));
     default:
       throw new PoisonError(`unknown ingestion batch kind ${JSON.stringify((batch as { kind?: unknown }).kind)}`);
   }
@@ -42,28 +42,34 @@ async function applyTrack(deps: Deps, batch: TrackBatch) {
   const records = batch.records;
   const processedAt = Date.now();
   const rows: StoredEvent[] = [];
-  const links: Array<{ alias: string; distinctId: string; always: boolean }> = [];
+  const links: LinkRequest[] = [];
+  // distinct_ids of the events sent before the current record: the batch is applied as if its
+  // records had arrived one per request, in the order the client sent them.
+  const earlier = new Set<string>();
   for (const r of records) {
     if (r.t === 'a') {
-      links.push({ alias: r.alias, distinctId: r.distinct_id, always: false });
+      links.push({ alias: r.alias, distinctId: r.distinct_id, always: false, at: r.time ?? batch.acceptedAt, pending: earlier.has(r.alias) });
       continue;
     }
     rows.push(storedEvent(batch.projectId, r, processedAt));
+    earlier.add(r.distinct_id);
     // The $device_id/$user_id rule: the device's history joins the user's identity.
     const device = r.properties.$device_id;
     const user = r.properties.$user_id;
     if (typeof device === 'string' && typeof user === 'string' && device && device !== user && r.distinct_id === user) {
-      links.push({ alias: device, distinctId: user, always: true });
+      links.push({ alias: device, distinctId: user, always: true, at: batch.acceptedAt, pending: false });
     }
     // mixpanel-browser's `$identify` (original ID merge): the anonymous id's history joins the user.
     const anon = r.properties.$anon_distinct_id;
     if (r.event === '$identify' && typeof anon === 'string' && anon && anon !== r.distinct_id) {
-      links.push({ alias: anon, distinctId: r.distinct_id, always: true });
+      links.push({ alias: anon, distinctId: r.distinct_id, always: true, at: batch.acceptedAt, pending: false });
     }
   }
-  // Events first: `$create_alias` links look at stored events (does the alias have any?).
-  await deps.events.writeEvents(batch.projectId, rows);
+  // Links first: whether a `$create_alias` is retroactive depends on the events stored before the
+  // batch and those sent before it in the batch (`pending`), never on events sent after it. A
+  // redelivery finds its links already made, so the order also keeps it idempotent.
   await applyLinks(deps, batch, links);
+  await deps.events.writeEvents(batch.projectId, rows);
 }
 
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {
@@ -80,7 +86,16 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
  * Applies link requests in order. The common case (a device already linked to that user) costs
  * one lookup for the whole batch; those links are re-mirrored in bulk (idempotent).
  */
-async function applyLinks(deps: Deps, batch: Batch, requests: Array<{ alias: string; distinctId: string; always: boolean }>) {
+/** A link asked for by a batch record: `at` is where it starts when not retroactive, `pending` says the batch sent events under `alias` before it. */
+interface LinkRequest {
+  alias: string;
+  distinctId: string;
+  always: boolean;
+  at: number;
+  pending: boolean;
+}
+
+async function applyLinks(deps: Deps, batch: Batch, requests: LinkRequest[]) {
   if (requests.length === 0) return;
   const mirrored = mirroredSet(deps);
   const remember = (l: IdentityLink) => mirrored.add(mirrorKey(l));
@@ -108,7 +123,7 @@ async function applyLinks(deps: Deps, batch: Batch, requests: Array<{ alias: str
       continue; // already in a cluster: this one, or another (silently refused)
     }
     const outcome = await linkIdentity(deps, {
-      projectId: batch.projectId, alias: r.alias, distinctId: r.distinctId, retroactive: r.always ? 'always' : 'auto', at: batch.acceptedAt,
+      projectId: batch.projectId, alias: r.alias, distinctId: r.distinctId, retroactive: r.always ? 'always' : 'auto', at: r.at, aliasHasPendingEvents: r.pending,
     });
     if (outcome.linked) {
       existing.set(r.alias, outcome.link);

@@ -34,6 +34,8 @@ export interface TrackAliasRecord {
   t: 'a';
   alias: string;
   distinct_id: string;
+  /** The client's `time` of the alias call (Unix ms), when sent: where a non-retroactive link starts. */
+  time?: number;
 }
 
 export type TrackRecord = TrackEventRecord | TrackAliasRecord;
