@@ -2,6 +2,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
 import type { CohortDefinition } from '../cohorts/schema.js';
 import type { CalculatedMetricDefinition, DerivedEventDefinition } from './schema.js';
+import { isRowId } from '../http/columns.js';
 
 /** Tables that hold a named, project-scoped JSON definition. */
 export type DefinitionTable = 'derived_events' | 'calculated_metrics' | 'cohorts';
@@ -64,7 +65,9 @@ export class DefinitionStore<T> {
     };
   }
 
+  /** Also for references inside bodies (a flag rule's cohortId, a metric's definitionId): past an id column, none. */
   async get(id: number): Promise<DefinitionRow<T> | undefined> {
+    if (!isRowId(id)) return undefined;
     const r = await this.db<StoredRow>(this.table).where({ id }).first();
     return r ? DefinitionStore.toDefinition<T>(r) : undefined;
   }

@@ -3,9 +3,9 @@ import Router from '@koa/router';
 import { z, type ZodType } from 'zod';
 import './zod-openapi.js';
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
-import { badRequest } from './errors.js';
+import { badRequest, notFound } from './errors.js';
 import { jsonBody } from './body.js';
-import { nulPath } from './columns.js';
+import { isRowId, nulPath } from './columns.js';
 
 
 /**
@@ -127,6 +127,8 @@ export function mountRoutes(
     router[r.method](koaPath(r.path), async (ctx) => {
       await authenticate(ctx, r.auth);
       const params = r.params ? parseOr400(r.params, ctx.params) : undefined;
+      // Integer path parameters are row ids: one past what an id column holds names no row.
+      if (params && Object.values(params).some((v) => typeof v === 'number' && !isRowId(v))) throw notFound();
       const query = r.query ? parseOr400(r.query, ctx.query) : undefined;
       let body: unknown;
       if (!r.rawBody && r.body) body = parseOr400(r.body, jsonBody(ctx) ?? {});

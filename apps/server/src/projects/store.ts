@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
+import { isRowId } from '../http/columns.js';
 
 export interface Project {
   id: number;
@@ -57,8 +58,9 @@ export class ProjectStore {
     return row && toProject(row);
   }
 
-  get(id: number): Promise<Project | undefined> {
-    return this.one({ id });
+  /** The project of `id`; past what an id column holds (a projectId from a query or body), none. */
+  async get(id: number): Promise<Project | undefined> {
+    return isRowId(id) ? this.one({ id }) : undefined;
   }
 
   /**
