@@ -121,8 +121,10 @@ describe('pipeline: JetStream buffer', function () {
     for (let i = 0; i < 10; i++) await buf.publish(batch(7, i === 5 ? 'engage' : 'track', [{ n: i }]));
     let failures = 0;
     const applied: number[] = [];
+    const redelivered: number[] = [];
     const consumer = buf.consume(async (b) => {
       const n = (b.records[0] as { n: number }).n;
+      if (b.redelivered) redelivered.push(n);
       if (n === 3 && failures < 2) {
         failures++;
         throw new Error('store down');
@@ -133,6 +135,8 @@ describe('pipeline: JetStream buffer', function () {
     await consumer.stop();
     assert.equal(failures, 2);
     assert.deepEqual(applied, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // the retried batches say so (stores then write only what is missing); first deliveries do not
+    assert.ok(redelivered.includes(3) && !redelivered.includes(0), `redelivered flags: ${redelivered}`);
   });
 
   it('dead-letters undecodable messages and PoisonError batches without blocking the rest', async function () {

@@ -69,7 +69,7 @@ async function applyTrack(deps: Deps, batch: TrackBatch) {
   // batch and those sent before it in the batch (`pending`), never on events sent after it. A
   // redelivery finds its links already made, so the order also keeps it idempotent.
   await applyLinks(deps, batch, links);
-  await deps.events.writeEvents(batch.projectId, rows);
+  await deps.events.writeEvents(batch.projectId, rows, { redelivered: batch.redelivered === true });
 }
 
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {

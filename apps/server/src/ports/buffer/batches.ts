@@ -44,5 +44,6 @@ export function mergeBatches(batches: IngestionBatch[]): IngestionBatch {
     projectId: first.projectId,
     acceptedAt: first.acceptedAt,
     records: batches.flatMap((b) => b.records),
+    ...(batches.some((b) => b.redelivered) ? { redelivered: true } : {}),
   };
 }

@@ -59,6 +59,7 @@ export class Delivery {
           await this.deadLetter(msg, decoded, settled);
           continue;
         }
+        if (msg.redelivered) decoded.redelivered = true;
         const list = byProject.get(decoded.projectId) ?? [];
         list.push({ msg, batch: decoded });
         byProject.set(decoded.projectId, list);

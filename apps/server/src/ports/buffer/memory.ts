@@ -89,7 +89,7 @@ export class MemoryBuffer implements IngestionBuffer {
         await this.handler(mergeBatches(unit));
         backoffMs = 50;
       } catch (err) {
-        this.queue.unshift(...unit);
+        this.queue.unshift(...unit.map((b) => ({ ...b, redelivered: true })));
         console.error('ingestion: store write failed, retrying', err instanceof Error ? err.message : err);
         await new Promise((r) => setTimeout(r, backoffMs));
         backoffMs = Math.min(backoffMs * 2, 5000);

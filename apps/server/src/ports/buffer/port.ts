@@ -15,6 +15,11 @@ export interface IngestionBatch {
   acceptedAt: number;
   /** Validated, enriched records, ready for the store. */
   records: unknown[];
+  /**
+   * Set by the buffer (never published) when the batch may have reached a handler before: a
+   * redelivery after a crash, a lost ack or a failed write. Stores then write only what is missing.
+   */
+  redelivered?: boolean;
 }
 
 export interface ConsumeOptions {

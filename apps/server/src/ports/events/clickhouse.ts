@@ -1,5 +1,5 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
 
@@ -49,10 +49,16 @@ export class ClickHouseEventStore implements EventStore {
   }
 
   /**
-   * Stores every copy: the table is a ReplacingMergeTree on the dedup key and readers use FINAL.
-   * One insert per month partition, so no insert block spans many partitions.
+   * One insert per month partition, so no insert block spans many partitions. A first delivery
+   * stores every copy (the table is a ReplacingMergeTree on the dedup key and readers use FINAL);
+   * a redelivered batch writes only the rows not stored yet, so it adds no row even before merges.
+   * That is exact because each insert here is one block of one partition, which MergeTree commits
+   * as one part, all or nothing: the stored rows themselves are the record of what a batch wrote,
+   * and a crash between two partitions' inserts leaves only whole partitions behind, which the
+   * redelivery skips while writing the rest. (A separate batch-id record could not be written
+   * atomically with the rows on a non-replicated MergeTree: either order loses or doubles.)
    */
-  async writeEvents(_projectId: number, rows: StoredEvent[]): Promise<void> {
+  async writeEvents(projectId: number, rows: StoredEvent[], opts: WriteEventsOptions = {}): Promise<void> {
     if (rows.length === 0) return;
     const byMonth = new Map<string, StoredEvent[]>();
     for (const r of rows) {
@@ -61,7 +67,36 @@ export class ClickHouseEventStore implements EventStore {
       if (!list) byMonth.set(m, (list = []));
       list.push(r);
     }
-    for (const list of byMonth.values()) await this.insertEvents(list);
+    for (const list of byMonth.values()) await this.insertEvents(opts.redelivered ? await this.notStored(projectId, list) : list);
+  }
+
+  /**
+   * The rows whose dedup key is not stored, looked up by project, event, time range and insert_id
+   * (the sort key's prefix narrows the read), in chunks that keep each query under ClickHouse's
+   * 256 KiB max_query_size.
+   */
+  private async notStored(projectId: number, rows: StoredEvent[]): Promise<StoredEvent[]> {
+    const key = (r: Pick<StoredEvent, 'event' | 'distinct_id' | 'time' | 'insert_id'>) =>
+      `${r.event}\u0000${r.distinct_id}\u0000${Number(r.time)}\u0000${r.insert_id}`;
+    const stored = new Set<string>();
+    for (let i = 0; i < rows.length;) {
+      const chunk: StoredEvent[] = [];
+      for (let size = 0; i < rows.length && size < 100_000; i++) {
+        chunk.push(rows[i]);
+        size += 2 * (rows[i].insert_id.length + rows[i].event.length) + 8;
+      }
+      const events = [...new Set(chunk.map((r) => r.event))];
+      const insertIds = [...new Set(chunk.map((r) => r.insert_id))];
+      const times = chunk.map((r) => r.time);
+      const found = await this.query<Pick<StoredEvent, 'event' | 'distinct_id' | 'time' | 'insert_id'>>(
+        `SELECT event, distinct_id, time, insert_id FROM events
+         WHERE project_id = ${sqlInt(projectId)} AND event IN (${events.map((e) => sqlString('clickhouse', e)).join(', ')})
+           AND time >= ${sqlInt(Math.min(...times))} AND time <= ${sqlInt(Math.max(...times))}
+           AND insert_id IN (${insertIds.map((e) => sqlString('clickhouse', e)).join(', ')})`,
+      );
+      for (const r of found) stored.add(key(r));
+    }
+    return stored.size === 0 ? rows : rows.filter((r) => !stored.has(key(r)));
   }
 
   async hasEvents(projectId: number, distinctId: string): Promise<boolean> {

@@ -25,6 +25,14 @@ export interface StoredEvent {
   received_at: number;
 }
 
+export interface WriteEventsOptions {
+  /**
+   * The rows may have been written before (a redelivered batch): only rows whose dedup key is not
+   * stored yet are written, so a redelivery adds no row even before the engine's own dedup.
+   */
+  redelivered?: boolean;
+}
+
 /** One version of a profile, as stored (`profiles`): the latest `updated_at` per key wins. */
 export interface StoredProfile {
   project_id: number;
@@ -67,7 +75,7 @@ export interface EventStore {
    * Stores a project's events, each dedup key (project, event, distinct_id, time, insert_id)
    * once however often it is written (redelivery, client retries, copies inside `rows`).
    */
-  writeEvents(projectId: number, rows: StoredEvent[]): Promise<void>;
+  writeEvents(projectId: number, rows: StoredEvent[], opts?: WriteEventsOptions): Promise<void>;
   /** Whether any event of the project is stored under `distinctId`. */
   hasEvents(projectId: number, distinctId: string): Promise<boolean>;
   /** Stored events per project (each dedup key once); projects without events are absent. */
