@@ -92,3 +92,34 @@ forEachBackend('hardening: flag preview body', (backend) => {
     assert.equal(nul.body.error, 'distinctId: must not contain NUL characters');
   });
 });
+
+forEachBackend('hardening: /flags/evaluate body', (backend) => {
+  let t: TestService;
+  let acme: Tenant;
+  before(async () => {
+    t = await startTestService(backend);
+    acme = await createTenant(t, 'Evaluate');
+  });
+  after(async () => t?.close());
+
+  it('accepts and ignores members it does not know (SDKs send their own), while a known member of the wrong type is 400', async () => {
+    const pid = acme.project.id;
+    const flag = await acme.owner.post('/api/flags', { projectId: pid, key: 'half', name: 'Half', rules: [{ rolloutPct: 50 }] });
+    assert.equal(flag.status, 201, flag.text);
+    const evaluate = (body: Record<string, unknown>) => t.anon.post('/flags/evaluate', { token: acme.project.token, ...body });
+    for (let i = 0; i < 20; i++) {
+      const plain = await evaluate({ distinct_id: `u${i}` });
+      assert.equal(plain.status, 200, plain.text);
+      const extra = await evaluate({
+        distinct_id: `u${i}`, context: { distinct_id: 'other', device_id: 'd' }, groups: { company: 'c' }, properties: { plan: 'pro' },
+        $lib: 'mixpanel-node', mp_lib: 'web', flag_key: 'ignored', __proto__x: 1,
+      });
+      assert.equal(extra.status, 200, extra.text);
+      assert.deepEqual(extra.body, plain.body, 'same answer: the unknown members change nothing');
+    }
+    const wrong = await evaluate({ distinct_id: 'u', flag_keys: 'half' });
+    assert.deepEqual([wrong.status, wrong.body], [400, { status: 0, error: 'flag_keys: must be an array of strings' }]);
+    const nul = await evaluate({ distinct_id: 'u', extra: 'a\u0000b' });
+    assert.equal(nul.status, 200, 'an ignored member is not read, NUL or not');
+  });
+});
