@@ -48,7 +48,10 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   // Processes may start together and before the servers are ready: each step waits and retries.
   const startup = { timeoutMs: config.startupTimeoutMs, log };
   await retryStartup('metadata store migration', () => migrateMetadataStore(db), startup);
-  const events = openEventStore({ clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile });
+  const events = openEventStore({
+    clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile,
+    limits: { timeoutMs: config.queryGuard.timeoutMs, maxMemoryBytes: config.queryGuard.maxMemoryBytes },
+  });
   await retryStartup('event store migration', () => events.migrate(), startup);
   const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));
   const orgs = new OrgStore(db);

@@ -35,6 +35,15 @@ export interface Config {
   };
   /** Longest date range a query may span, in days. */
   maxQueryRangeDays: number;
+  /** The query cost guard (docs/hardening.md "Query cost guard"). */
+  queryGuard: {
+    /** Series × buckets an analysis may answer; larger ones are refused before they run. */
+    maxCells: number;
+    /** Rows an engine answer may hand to the service (breakdowns, whose values are unknown before running). */
+    maxRows: number;
+    timeoutMs: number;
+    maxMemoryBytes: number;
+  };
   logLevel: 'silent' | 'error' | 'info';
   /** How long start-up retries NATS, PostgreSQL and ClickHouse set-up before giving up (exit). */
   startupTimeoutMs: number;
@@ -88,6 +97,12 @@ export function loadConfig(env: Env = process.env): Config {
       flagsLocal: { perSecond: int(env, 'FLAGS_LOCAL_RATE_PER_SECOND', LIMITS.flagsLocalRate.perSecond), burst: int(env, 'FLAGS_LOCAL_RATE_BURST', LIMITS.flagsLocalRate.burst) },
     },
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
+    queryGuard: {
+      maxCells: int(env, 'QUERY_MAX_CELLS', LIMITS.queryMaxCells),
+      maxRows: int(env, 'QUERY_MAX_ROWS', LIMITS.queryMaxRows),
+      timeoutMs: int(env, 'QUERY_TIMEOUT_MS', LIMITS.queryTimeoutMs),
+      maxMemoryBytes: int(env, 'QUERY_MAX_MEMORY_MB', LIMITS.queryMaxMemoryMb) * 1024 * 1024,
+    },
     logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',
     startupTimeoutMs: Math.max(1000, int(env, 'STARTUP_TIMEOUT_MS', 120_000)),
   };

@@ -34,8 +34,13 @@ export const LIMITS = {
   cohortBehaviorWindowDays: { min: 0, max: 366 },
   cohortPreviewSample: 10,
   drilldownPageLimit: { max: 500, default: 50 },
-  /** Series × buckets an IR query may produce (product.md); larger ones are refused before they run. */
+  /** Series × buckets a query may produce (product.md); larger ones are refused before they run (QUERY_MAX_CELLS). */
   queryMaxCells: 10_000,
+  /** Rows an engine answer may hand to the service (QUERY_MAX_ROWS): bounds breakdowns of unknown cardinality. */
+  queryMaxRows: 100_000,
+  /** Statement timeout and per-query memory cap on both engines (QUERY_TIMEOUT_MS, QUERY_MAX_MEMORY_MB). */
+  queryTimeoutMs: 30_000,
+  queryMaxMemoryMb: 2048,
   irBreakdownSegments: { min: 1, max: 100, default: 25 },
   flagAuditLimit: { max: 200, default: 50 },
   dataEventsLimit: { max: 1000, default: 100 },

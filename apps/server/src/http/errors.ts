@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import { BatchTooLarge, BufferUnavailable } from '../ports/buffer/port.js';
+import { QueryLimitExceeded } from '../ports/events/port.js';
 
 /**
  * Typed errors. Domain code throws these; `errorHandler` turns them into the spec's envelopes
@@ -76,6 +77,11 @@ function toAppError(err: unknown, log: Logger, ctx: Context): AppError {
   // Ports report in their own terms; the edge speaks HTTP.
   if (err instanceof BufferUnavailable) return serviceUnavailable(err.message, err.retryAfterSeconds);
   if (err instanceof BatchTooLarge) return payloadTooLarge();
+  if (err instanceof QueryLimitExceeded) {
+    return badRequest(`query too large: ${err.message}`, {
+      message: 'narrow it: a shorter date range, a coarser unit, filters, or a breakdown on a property with fewer values',
+    });
+  }
   const status = (err as { status?: number; statusCode?: number })?.status ?? (err as { statusCode?: number })?.statusCode;
   const type = (err as { type?: string })?.type;
   // Errors raised by koa/raw-body/router with an HTTP status of their own.

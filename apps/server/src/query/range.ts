@@ -65,3 +65,14 @@ export function bucketLabel(unit: Unit, start: number): string {
   const iso = new Date(start).toISOString();
   return unit === 'hour' ? `${iso.slice(0, 13)}:00:00Z` : iso.slice(0, 10);
 }
+
+/** How many buckets the range has (without listing them: hours over ten years are many). */
+export function bucketCount(unit: Unit, range: DateRange): number {
+  if (unit === 'hour' || unit === 'day') {
+    const size = unit === 'hour' ? HOUR_MS : DAY_MS;
+    return Math.ceil((range.toEndMs - bucketStart(unit, range.fromMs)) / size);
+  }
+  let n = 0;
+  for (let b = bucketStart(unit, range.fromMs); b < range.toEndMs; b = nextBucket(unit, b)) n++;
+  return n;
+}

@@ -10,6 +10,7 @@ import type { DefinitionStore } from '../definitions/store.js';
 import type { CalculatedMetricDefinition } from '../definitions/schema.js';
 import type { QueryContext, QueryContexts } from './context.js';
 import { dateRange, type DateRange } from './range.js';
+import { boundedEvents, checkV0Estimate } from './guard.js';
 import { runSegmentation } from './segmentation.js';
 import { runFunnel } from './funnel.js';
 import { runRetention } from './retention.js';
@@ -42,11 +43,13 @@ const analysis = <B>(a: Analysis<B>) => a as Analysis<unknown>;
 
 /** The v0 analysis endpoints: every role may query; `projectId` in the body. */
 export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rateLimits'>, domain: QueryDomain): RouteSpec[] {
-  const { events, contexts, metrics } = domain;
+  const { contexts, metrics } = domain;
   const { db } = deps;
+  const guard = deps.config.queryGuard;
+  const events = boundedEvents(domain.events, guard);
   // One line per analysis: path, request and response schemas, OpenAPI summary, how it runs.
   const analyses: Analysis<unknown>[] = [
-    analysis({ path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema, summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property', run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range)), annotations: await annotationsInRange(db, q.projectId, range) }) }),
+    analysis({ path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema, summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property', run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range, guard)), annotations: await annotationsInRange(db, q.projectId, range) }) }),
     analysis({ path: 'funnel', body: FunnelQuerySchema, response: FunnelResultSchema, summary: 'Ordered conversion through 2-10 steps within a window from step 0', run: (q, body, range) => runFunnel(events, q, body, range) }),
     analysis({ path: 'retention', body: RetentionQuerySchema, response: RetentionResultSchema, summary: 'Cohorts by birth bucket and how many return in each following bucket', run: (q, body, range) => runRetention(events, q, body, range) }),
     analysis({ path: 'flows', body: FlowsQuerySchema, response: FlowsResultSchema, summary: 'Most common paths after or before an anchor event', run: (q, body, range) => runFlows(events, q, body, range) }),
@@ -66,6 +69,7 @@ export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rat
     handler: async ({ ctx, body }) => {
       const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
       const range = dateRange(from, to, deps.config.maxQueryRangeDays);
+      checkV0Estimate(guard, a.path, body as Record<string, unknown>, range);
       const project = await resolveProject(deps.projects, authOf(ctx), projectId);
       await limitQueries(deps, ctx, project.id);
       return a.run(await contexts.forProject(project.id), body, range);

@@ -3,7 +3,8 @@ import type { EventStore } from '../ports/events/index.js';
 import type { QueryContext } from './context.js';
 import type { Unit } from './dialects/index.js';
 import { filtersSql } from './filters.js';
-import { bucketLabel, bucketStarts, type DateRange } from './range.js';
+import { bucketCount, bucketLabel, bucketStarts, type DateRange } from './range.js';
+import { checkBreakdownCells, type QueryGuard } from './guard.js';
 import type { PropertyFilter, SegmentationResult } from './schema.js';
 
 /** Series name of events without the breakdown property. */
@@ -37,8 +38,10 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
     GROUP BY b, bh, bv`;
 }
 
-export async function runSegmentation(events: EventStore, q: QueryContext, s: SegmentationSpec, range: DateRange): Promise<SegmentationResult> {
+/** `guard`: a breakdown whose series × buckets pass the limit is refused before it is zero-filled. */
+export async function runSegmentation(events: EventStore, q: QueryContext, s: SegmentationSpec, range: DateRange, guard?: QueryGuard): Promise<SegmentationResult> {
   const rows = await events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, s, range));
+  if (guard && s.breakdown) checkBreakdownCells(guard, new Set(rows.map((r) => (Number(r.bh) ? `v:${r.bv}` : 'missing'))).size, bucketCount(s.unit, range), s.breakdown);
   const starts = bucketStarts(s.unit, range);
   const labels = starts.map((b) => bucketLabel(s.unit, b));
   const bySeries = new Map<string, { name: string; values: Map<number, number>; sum: number }>();

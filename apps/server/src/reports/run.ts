@@ -3,6 +3,7 @@ import { badRequest, notFound } from '../http/errors.js';
 import { analysesOf } from '../query/analyses.js';
 import { dateRange } from '../query/range.js';
 import { runSegmentation } from '../query/segmentation.js';
+import { boundedEvents, checkV0Estimate } from '../query/guard.js';
 import { runFunnel } from '../query/funnel.js';
 import { runRetention } from '../query/retention.js';
 import { runFlows } from '../query/flows.js';
@@ -77,21 +78,24 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
   if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
   const spec = parsed.data;
   const range = dateRange(spec.from, spec.to, deps.config.maxQueryRangeDays);
+  const guard = deps.config.queryGuard;
+  checkV0Estimate(guard, report.type, spec as Record<string, unknown>, range);
+  const events = boundedEvents(deps.events, guard);
   const { contexts, definitions } = analysesOf(deps);
   const q = await contexts.forProject(report.project_id);
   switch (report.type) {
     case 'segmentation': {
-      const [result, annotations] = await Promise.all([runSegmentation(deps.events, q, spec, range), annotationsInRange(deps.db, report.project_id, range)]);
+      const [result, annotations] = await Promise.all([runSegmentation(events, q, spec, range, guard), annotationsInRange(deps.db, report.project_id, range)]);
       return { result: { ...result, annotations }, warnings };
     }
-    case 'funnel': return { result: await runFunnel(deps.events, q, spec, range), warnings };
-    case 'retention': return { result: await runRetention(deps.events, q, spec, range), warnings };
-    case 'flows': return { result: await runFlows(deps.events, q, spec, range), warnings };
+    case 'funnel': return { result: await runFunnel(events, q, spec, range), warnings };
+    case 'retention': return { result: await runRetention(events, q, spec, range), warnings };
+    case 'flows': return { result: await runFlows(events, q, spec, range), warnings };
     case 'metric': {
       const metric = await definitions.metrics.get(spec.definitionId);
       if (!metric || metric.project_id !== report.project_id) throw notFound('metric');
       const [result, annotations] = await Promise.all([
-        runMetric(deps.events, q, metric.name, metric.definition, spec.unit, range), annotationsInRange(deps.db, report.project_id, range),
+        runMetric(events, q, metric.name, metric.definition, spec.unit, range), annotationsInRange(deps.db, report.project_id, range),
       ]);
       return { result: { ...result, annotations }, warnings };
     }

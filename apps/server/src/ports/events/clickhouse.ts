@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
-import { DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
+import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
@@ -11,7 +12,7 @@ export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
 
-  constructor(private opts: { url: string; database: string; username?: string; password?: string }) {
+  constructor(private opts: { url: string; database: string; username?: string; password?: string }, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {
     this.client = this.makeClient(opts.database);
   }
 
@@ -180,9 +181,35 @@ export class ClickHouseEventStore implements EventStore {
     await this.client.insert({ table, values: rows, format: 'JSONEachRow' });
   }
 
+  /**
+   * Reads run under the per-query bounds (18.16 knows all three settings). The server stops a
+   * read past max_execution_time between blocks; one stuck inside a block is killed by id a
+   * moment later, so no read outlives the timeout by much.
+   */
   async query<T>(sql: string): Promise<T[]> {
-    const result = await this.client.query({ query: sql, format: 'JSONEachRow' });
-    return (await result.json()) as T[];
+    const { timeoutMs, maxMemoryBytes } = this.limits;
+    const queryId = randomUUID();
+    const abort = new AbortController();
+    const timer = setTimeout(() => {
+      abort.abort();
+      this.client.command({ query: `KILL QUERY WHERE query_id = '${queryId}' ASYNC` }).catch(() => undefined);
+    }, timeoutMs + 2000);
+    timer.unref();
+    try {
+      const result = await this.client.query({
+        query: sql, format: 'JSONEachRow', query_id: queryId, abort_signal: abort.signal,
+        clickhouse_settings: {
+          max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
+          timeout_overflow_mode: 'throw',
+          max_memory_usage: String(maxMemoryBytes),
+        },
+      });
+      return (await result.json()) as T[];
+    } catch (err) {
+      throw limitError(err, abort.signal.aborted, this.limits);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async command(sql: string): Promise<void> {
@@ -192,4 +219,18 @@ export class ClickHouseEventStore implements EventStore {
   async close(): Promise<void> {
     await this.client.close();
   }
+}
+
+/**
+ * The engine's own words for a stopped read: TIMEOUT_EXCEEDED (159), MEMORY_LIMIT_EXCEEDED (241).
+ * With progress headers the status line is already sent, so the exception can arrive in the body:
+ * its text is matched as well as the code.
+ */
+function limitError(err: unknown, aborted: boolean, limits: QueryLimits): unknown {
+  if (aborted) return new QueryLimitExceeded('timeout', limits);
+  const code = String((err as { code?: unknown })?.code ?? '');
+  const text = err instanceof Error ? err.message : String(err);
+  if (code === '159' || /Code: 159\b|Timeout exceeded: elapsed/.test(text)) return new QueryLimitExceeded('timeout', limits);
+  if (code === '241' || /Code: 241\b|Memory limit \(for query\) exceeded/.test(text)) return new QueryLimitExceeded('memory', limits);
+  return err;
 }

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import type { EventPageKey, EventStore, ProfileVersion, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
-import { DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
 const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
@@ -31,19 +31,21 @@ function plain(value: unknown): unknown {
 /**
  * Instance settings. `threads`: DuckDB counts the machine's cores and ignores the process's CPU
  * affinity / cpuset, so a service pinned to one core ran two DuckDB threads fighting Node for it;
- * `os.availableParallelism()` honours the affinity mask. `checkpoint_threshold`: DuckDB's 16 MB
- * default checkpointed every few ingestion writes (each checkpoint recompresses the table's last
- * row groups); 256 MB of WAL between checkpoints halved the insert cost (measured, see
- * docs/ingestion.md). Both can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD,
- * DUCKDB_MEMORY_LIMIT (DuckDB's default: 80 % of RAM).
+ * `os.availableParallelism()` honours the affinity mask, and one core of it is left to Node's
+ * event loop (a heavy analysis on every core held `/health` past a second). `checkpoint_threshold`:
+ * DuckDB's 16 MB default checkpointed every few ingestion writes (each checkpoint recompresses the
+ * table's last row groups); 256 MB of WAL between checkpoints halved the insert cost (measured,
+ * see docs/ingestion.md). `memory_limit`: the query memory cap (QUERY_MAX_MEMORY_MB; DuckDB's own
+ * default is 80 % of RAM). Each can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD,
+ * DUCKDB_MEMORY_LIMIT.
  */
-function duckDbSettings(): Record<string, string> {
-  const settings: Record<string, string> = {
-    threads: process.env.DUCKDB_THREADS || String(Math.max(1, os.availableParallelism())),
+function duckDbSettings(limits: QueryLimits): Record<string, string> {
+  const cores = os.availableParallelism();
+  return {
+    threads: process.env.DUCKDB_THREADS || String(Math.max(1, cores - 1)),
     checkpoint_threshold: process.env.DUCKDB_CHECKPOINT_THRESHOLD || '256MB',
+    memory_limit: process.env.DUCKDB_MEMORY_LIMIT || `${Math.max(1, Math.floor(limits.maxMemoryBytes / 1024 / 1024))}MB`,
   };
-  if (process.env.DUCKDB_MEMORY_LIMIT) settings.memory_limit = process.env.DUCKDB_MEMORY_LIMIT;
-  return settings;
 }
 
 /** Embedded event store: a DuckDB file in DATA_DIR (or in memory for tests). */
@@ -51,17 +53,19 @@ export class DuckDbEventStore implements EventStore {
   readonly dialect = 'duckdb' as const;
   private instance?: DuckDBInstance;
   private conn?: DuckDBConnection;
+  /** `ping` runs on its own connection: the statement chain may hold a long analysis. */
+  private pingConn?: DuckDBConnection;
   /** DuckDB connections run one statement at a time; writes are serialised through this chain. */
   private writeChain: Promise<unknown> = Promise.resolve();
   /** The connection's temporary staging table exists (see insertEventsDeduped). */
   private staging = false;
 
-  constructor(private file: string) {}
+  constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {}
 
   private async connection(): Promise<DuckDBConnection> {
     if (!this.conn) {
       if (this.file !== ':memory:') fs.mkdirSync(path.dirname(this.file), { recursive: true });
-      this.instance = await DuckDBInstance.create(this.file, duckDbSettings());
+      this.instance = await DuckDBInstance.create(this.file, duckDbSettings(this.limits));
       this.conn = await this.instance.connect();
     }
     return this.conn;
@@ -79,7 +83,9 @@ export class DuckDbEventStore implements EventStore {
   }
 
   async ping(): Promise<void> {
-    await (await this.connection()).run('SELECT 1');
+    await this.connection();
+    this.pingConn ??= await this.instance!.connect();
+    await this.pingConn.run('SELECT 1');
   }
 
   /**
@@ -243,8 +249,26 @@ export class DuckDbEventStore implements EventStore {
     });
   }
 
+  /**
+   * Reads run under the statement timeout: the connection is interrupted when it passes (the
+   * timer starts when the statement does, not while it waits its turn in the chain). Running
+   * past the memory cap is DuckDB's Out of Memory error.
+   */
   async query<T>(sql: string): Promise<T[]> {
-    const reader = await this.serialise(async () => (await this.connection()).runAndReadAll(sql));
+    const reader = await this.serialise(async () => {
+      const conn = await this.connection();
+      let timedOut = false;
+      const timer = setTimeout(() => { timedOut = true; conn.interrupt(); }, this.limits.timeoutMs);
+      try {
+        return await conn.runAndReadAll(sql);
+      } catch (err) {
+        if (timedOut) throw new QueryLimitExceeded('timeout', this.limits);
+        if (/Out of Memory Error/i.test(err instanceof Error ? err.message : String(err))) throw new QueryLimitExceeded('memory', this.limits);
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
+    });
     return reader.getRowObjectsJS().map((r) => plain(r) as T);
   }
 
@@ -255,8 +279,10 @@ export class DuckDbEventStore implements EventStore {
   async close(): Promise<void> {
     await this.writeChain;
     this.conn?.closeSync();
+    this.pingConn?.closeSync();
     this.instance?.closeSync();
     this.conn = undefined;
+    this.pingConn = undefined;
     this.instance = undefined;
     this.staging = false;
   }

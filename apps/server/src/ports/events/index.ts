@@ -3,14 +3,17 @@ import type { EventStore } from './port.js';
 import { ClickHouseEventStore } from './clickhouse.js';
 import { DuckDbEventStore } from './duckdb.js';
 
-export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink } from './port.js';
-export { sqlString, sqlInt } from './port.js';
+import type { QueryLimits } from './port.js';
+
+export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits } from './port.js';
+export { sqlString, sqlInt, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
 
 export function openEventStore(opts: {
   clickhouse?: { url: string; database: string; username?: string; password?: string };
   dataDir: string;
   duckdbFile?: string;
+  limits?: QueryLimits;
 }): EventStore {
-  if (opts.clickhouse) return new ClickHouseEventStore(opts.clickhouse);
-  return new DuckDbEventStore(opts.duckdbFile ?? path.join(opts.dataDir, 'events.duckdb'));
+  if (opts.clickhouse) return new ClickHouseEventStore(opts.clickhouse, opts.limits);
+  return new DuckDbEventStore(opts.duckdbFile ?? path.join(opts.dataDir, 'events.duckdb'), opts.limits);
 }

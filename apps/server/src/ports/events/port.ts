@@ -5,6 +5,25 @@
  */
 export type EventDialect = 'clickhouse' | 'duckdb';
 
+/** Per-statement bounds the adapters enforce on `query` (config.ts: QUERY_TIMEOUT_MS, QUERY_MAX_MEMORY_MB). */
+export interface QueryLimits {
+  /** A read running longer is stopped (ClickHouse max_execution_time, DuckDB interrupt). */
+  timeoutMs: number;
+  /** Memory one read may use (ClickHouse max_memory_usage; DuckDB's instance memory_limit). */
+  maxMemoryBytes: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = { timeoutMs: 30_000, maxMemoryBytes: 2048 * 1024 * 1024 };
+
+/** A read the engine stopped at a bound of QueryLimits; the HTTP edge answers it 400 `query too large`. */
+export class QueryLimitExceeded extends Error {
+  constructor(readonly bound: 'timeout' | 'memory', readonly limits: QueryLimits) {
+    super(bound === 'timeout'
+      ? `it ran past the ${limits.timeoutMs / 1000} s statement timeout`
+      : `it needed more than the ${Math.round(limits.maxMemoryBytes / 1024 / 1024)} MB memory cap`);
+  }
+}
+
 /** One stored event, as written by the ingestion worker. */
 export interface StoredEvent {
   project_id: number;

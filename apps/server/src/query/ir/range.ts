@@ -1,7 +1,6 @@
 import { badRequest } from '../../http/errors.js';
 import { DAY_MS } from '../dialects/index.js';
-import { bucketStart, dateRange, nextBucket, type DateRange } from '../range.js';
-import type { Unit } from '../dialects/index.js';
+import { dateRange, type DateRange } from '../range.js';
 import type { Compare, DateRangeSpec } from './schema.js';
 
 const MONTHS: Record<string, number> = { '3m': 3, '6m': 6, '12m': 12 };
@@ -30,13 +29,4 @@ export function comparisonRange(range: DateRange, compare: Compare): DateRange {
   return { fromMs: range.fromMs - shift, toEndMs: range.toEndMs - shift };
 }
 
-/** How many buckets the range has (without listing them: hours over ten years are many). */
-export function bucketCount(unit: Unit, range: DateRange): number {
-  if (unit === 'hour' || unit === 'day') {
-    const size = unit === 'hour' ? 3_600_000 : DAY_MS;
-    return Math.ceil((range.toEndMs - bucketStart(unit, range.fromMs)) / size);
-  }
-  let n = 0;
-  for (let b = bucketStart(unit, range.fromMs); b < range.toEndMs; b = nextBucket(unit, b)) n++;
-  return n;
-}
+export { bucketCount } from '../range.js';

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js';
-import { AppError, badRequest } from '../../http/errors.js';
-import { LIMITS } from '../../limits.js';
+import { AppError } from '../../http/errors.js';
+import { boundedEvents, checkCells } from '../guard.js';
 import type { DateRange } from '../range.js';
 import { irContext } from './context.js';
 import { runIrFunnel, type IrFunnelResult } from './funnel.js';
@@ -34,13 +34,13 @@ export async function runQuery(deps: IrDeps, projectId: number, query: QueryV2):
   if (a.kind === 'trend') {
     const buckets = Math.max(bucketCount(a.unit, range), cmp ? bucketCount(a.unit, cmp) : 0);
     const series = (query.metrics.length + (a.formula ? 1 : 0)) * (query.breakdown ? query.breakdown.limit : 1) * (cmp ? 2 : 1);
-    if (series * buckets > LIMITS.queryMaxCells) {
-      throw badRequest(`query too large: ${series} series × ${buckets} buckets exceeds ${LIMITS.queryMaxCells}`, {
-        message: 'narrow it: a coarser analysis.unit, a shorter dateRange, a smaller breakdown.limit, fewer metrics or no comparison',
-      });
-    }
+    checkCells(deps.config.queryGuard, series, buckets, [
+      ...(a.unit === 'month' ? [] : ['analysis.unit']), 'dateRange', ...(query.breakdown ? ['breakdown.limit'] : []), 'metrics', ...(cmp ? ['analysis.compare'] : []),
+    ]);
   }
   const q = await irContext(deps, projectId, query);
-  if (a.kind === 'trend') return runTrend(deps, q, query, a, range, cmp);
-  return runIrFunnel(deps.events, q, query, a, range, cmp);
+  // Breakdown segments are unknown before running: every engine answer is capped (guard.ts).
+  const bounded = { ...deps, events: boundedEvents(deps.events, deps.config.queryGuard) };
+  if (a.kind === 'trend') return runTrend(bounded, q, query, a, range, cmp);
+  return runIrFunnel(bounded.events, q, query, a, range, cmp);
 }

@@ -1,0 +1,67 @@
+import type { Config } from '../config.js';
+import { badRequest } from '../http/errors.js';
+import type { EventStore } from '../ports/events/index.js';
+import { sqlInt } from '../ports/events/index.js';
+import type { Unit } from './dialects/index.js';
+import { bucketCount, type DateRange } from './range.js';
+
+/**
+ * The query cost guard's checks in the service (the engines enforce the statement timeout and the
+ * memory cap themselves, see ports/events). Before running: series × buckets against
+ * `maxCells`. Breakdown values are unknown before running, so every engine answer is read with
+ * `LIMIT maxRows + 1` (nothing larger ever reaches Node) and a segmentation whose zero-filled
+ * series × buckets pass `maxCells` is refused before it is built. docs/hardening.md.
+ */
+export type QueryGuard = Pick<Config['queryGuard'], 'maxCells' | 'maxRows'>;
+
+/** 400 `query too large: S series × B buckets exceeds N: narrow …` when the product passes the limit. */
+export function checkCells(guard: QueryGuard, series: number, buckets: number, narrow: string[]): void {
+  if (series * buckets <= guard.maxCells) return;
+  throw badRequest(`query too large: ${series} series × ${buckets} buckets exceeds ${guard.maxCells}: narrow ${narrow.join(', ')}`, {
+    message: `narrow it: ${narrow.join(', ')}`,
+  });
+}
+
+/** What a v0 analysis body produces before it runs (funnel and flows have no buckets: their rows are bounded by `maxRows`). */
+export function checkV0Estimate(guard: QueryGuard, kind: string, body: Record<string, unknown>, range: DateRange): void {
+  const unit = body.unit as Unit | undefined;
+  if (!unit) return;
+  const buckets = bucketCount(unit, range);
+  const coarser = unit === 'month' ? [] : [`the unit (${unit} → a coarser one)`];
+  if (kind === 'retention') {
+    // One row of `buckets` counts per cohort, and a cohort per unit of the range.
+    checkCells(guard, buckets, Number(body.buckets), [...coarser, 'the date range (from/to)', 'buckets']);
+    return;
+  }
+  // A breakdown adds series whose number is only known after running (checked then).
+  checkCells(guard, 1, buckets, [...coarser, 'the date range (from/to)']);
+}
+
+/** 400 when a segmentation's series, known after running, times its buckets pass the limit. */
+export function checkBreakdownCells(guard: QueryGuard, series: number, buckets: number, breakdown: string): void {
+  checkCells(guard, series, buckets, [`the breakdown (${JSON.stringify(breakdown).slice(0, 100)} has ${series} values in range: a property with fewer values, or filters)`, 'the date range (from/to)', 'the unit']);
+}
+
+/**
+ * The event store as analyses see it: every read capped at `maxRows` rows (one more is fetched to
+ * tell), so an answer of unknown size (a breakdown on a property unique per event) never reaches
+ * Node whole. Other members pass through.
+ */
+export function boundedEvents(events: EventStore, guard: QueryGuard): EventStore {
+  const query = async <T>(sql: string): Promise<T[]> => {
+    const rows = await events.query<T>(`SELECT * FROM (${sql}) bounded LIMIT ${sqlInt(guard.maxRows + 1)}`);
+    if (rows.length > guard.maxRows) {
+      throw badRequest(`query too large: the answer has more than ${guard.maxRows} rows: narrow the breakdown (a property with fewer values, or filters), the date range or the unit`, {
+        message: 'narrow it: a breakdown on a property with fewer values, filters, a shorter date range or a coarser unit',
+      });
+    }
+    return rows;
+  };
+  return new Proxy(events, {
+    get(target, prop) {
+      if (prop === 'query') return query;
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
