@@ -69,9 +69,9 @@ export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rat
     handler: async ({ ctx, body }) => {
       const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
       const range = dateRange(from, to, deps.config.maxQueryRangeDays);
-      checkV0Estimate(guard, a.path, body as Record<string, unknown>, range);
       const project = await resolveProject(deps.projects, authOf(ctx), projectId);
       await limitQueries(deps, ctx, project.id);
+      checkV0Estimate(guard, a.path, body as Record<string, unknown>, range);
       return a.run(await contexts.forProject(project.id), body, range);
     },
   }));
