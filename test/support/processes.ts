@@ -111,6 +111,75 @@ export class NatsServer {
 }
 
 /**
+ * Three (or `size`) nats-servers with JetStream, clustered by routes on loopback, each with its
+ * own file store (kept across restarts) and server name `n<i>`. `start` resolves once JetStream
+ * answers through every server (the meta leader is elected).
+ */
+export class NatsCluster {
+  readonly children: Array<Child | undefined> = [];
+  private constructor(readonly ports: number[], readonly routePorts: number[], readonly dir: string) {}
+
+  static async start(size = 3): Promise<NatsCluster> {
+    requireBinary('/usr/sbin/nats-server', 'apt-get install nats-server, or run scripts/services.sh');
+    const ports: number[] = [];
+    const routePorts: number[] = [];
+    for (let i = 0; i < size; i++) { ports.push(await freePort()); routePorts.push(await freePort()); }
+    const c = new NatsCluster(ports, routePorts, tempDir('nats-cluster-'));
+    try {
+      await Promise.all(ports.map((_, i) => c.restart(i, false)));
+      await c.waitForJetStream();
+    } catch (err) {
+      await c.close();
+      throw err;
+    }
+    return c;
+  }
+
+  /** Every server, comma-separated (what NATS_URL takes). */
+  get url() { return this.ports.map((p) => `nats://127.0.0.1:${p}`).join(','); }
+
+  name(i: number) { return `n${i}`; }
+  indexOf(serverName: string) { return this.ports.findIndex((_, i) => this.name(i) === serverName); }
+
+  /** (Re)starts server i; waits for its client port and, unless told not to, for JetStream. */
+  async restart(i: number, waitJetStream = true): Promise<void> {
+    if (this.children[i]?.running) await this.stop(i);
+    const routes = this.routePorts.map((p) => `nats://127.0.0.1:${p}`).join(',');
+    this.children[i] = spawnLogged(this.name(i), '/usr/sbin/nats-server', [
+      '-a', '127.0.0.1', '-p', String(this.ports[i]), '-n', this.name(i), '-js', '-sd', path.join(this.dir, this.name(i)),
+      '--cluster_name', 'test', '--cluster', `nats://127.0.0.1:${this.routePorts[i]}`, '--routes', routes,
+    ], { logDir: this.dir });
+    await waitFor(`nats-server ${this.name(i)} (log: ${this.children[i]!.logFile})`, () => tcpOpen(this.ports[i]), 20_000);
+    if (waitJetStream) await this.waitForJetStream([i]);
+  }
+
+  async stop(i: number, signal: NodeJS.Signals = 'SIGTERM') {
+    await this.children[i]?.kill(signal);
+  }
+
+  /** Waits until JetStream answers an account-info request through each given server. */
+  async waitForJetStream(servers = this.ports.map((_, i) => i), timeoutMs = 60_000): Promise<void> {
+    const { connect } = await import('nats');
+    for (const i of servers) {
+      await waitFor(`JetStream through ${this.name(i)} (log: ${this.children[i]?.logFile})`, async () => {
+        const nc = await connect({ servers: `nats://127.0.0.1:${this.ports[i]}`, timeout: 2000, noRandomize: true });
+        try {
+          await (await nc.jetstreamManager({ timeout: 2000 })).getAccountInfo();
+          return true;
+        } finally {
+          await nc.close();
+        }
+      }, timeoutMs, 250);
+    }
+  }
+
+  async close() {
+    for (let i = 0; i < this.ports.length; i++) await this.stop(i).catch(() => undefined);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * clickhouse-server (the machine's 18.16 binary) with a config derived from
  * /etc/clickhouse-server: its own ports, data and log directories, so it can be stopped and
  * started without touching the shared server on 8123.
