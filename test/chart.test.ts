@@ -27,6 +27,10 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
   'release one': { release: 'one', set: [] },
   'release two': { release: 'two', set: [] },
   'bundled stores, existing Secret': { release: 'tally', set: ['credentials.existingSecret=mine'] },
+  'external NATS cluster': {
+    release: 'tally',
+    set: [...EXTERNAL.filter((v) => !v.startsWith('externalNats.')), 'externalNats.servers={nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222}', 'externalNats.streamReplicas=3'],
+  },
 };
 
 const rendered: Record<string, RenderResult> = {};
@@ -158,6 +162,12 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(ext.get('PGPASSWORD')?.valueFrom, { secretKeyRef: { name: 'tally-db', key: 'password' } });
     assert.deepEqual(ext.get('CLICKHOUSE_PASSWORD')?.valueFrom, { secretKeyRef: { name: 'tally-ch', key: 'password' } });
     assert.equal(ext.get('NATS_URL')?.value, 'nats://nats.example:4222');
+    assert.equal(ext.get('NATS_STREAM_REPLICAS')?.value, '1');
+    for (const kind of [['Deployment', 'tally-api'], ['Deployment', 'tally-worker']] as const) {
+      const cl = envOf(containerOf(objectsOf('external NATS cluster'), kind[0], kind[1]));
+      assert.equal(cl.get('NATS_URL')?.value, 'nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222', kind[1]);
+      assert.equal(cl.get('NATS_STREAM_REPLICAS')?.value, '3', kind[1]);
+    }
     assert.deepEqual(ext.get('SUPERADMIN_KEY')?.valueFrom, { secretKeyRef: { name: 'tally-admin', key: 'SUPERADMIN_KEY' } });
     const ev = envOf(containerOf(objectsOf('everything'), 'Deployment', 'tally-api'));
     assert.equal(ev.get('OIDC_ISSUER')?.value, 'https://idp.example');
@@ -279,6 +289,8 @@ describe('Helm chart charts/tally', function () {
       ['external PostgreSQL without Secret', ['postgresql.enabled=false', 'externalPostgresql.url=postgres://t@db:5432/t'], /externalPostgresql\.existingSecret/],
       ['external ClickHouse without URL', ['clickhouse.enabled=false', 'externalClickhouse.existingSecret=ch'], /externalClickhouse\.url/],
       ['external NATS without URL', ['nats.enabled=false'], /externalNats\.url/],
+      ['more stream replicas than JetStream allows', ['nats.enabled=false', 'externalNats.url=nats://n:4222', 'externalNats.streamReplicas=7'], /streamReplicas/],
+      ['a comma inside one server of externalNats.servers', ['nats.enabled=false', 'externalNats.servers={nats://a:4222\\,nats://b:4222}'], /servers/],
       ['password in the PostgreSQL URL', ['postgresql.enabled=false', 'externalPostgresql.url=postgres://t:secret@db:5432/t', 'externalPostgresql.existingSecret=db'], /externalPostgresql\.url/],
       ['empty credentials.existingSecret', ['credentials.existingSecret='], /credentials\.existingSecret/],
       ['OIDC issuer without audience', ['oidc.issuer=https://idp.example'], /oidc\.audience/],

@@ -85,7 +85,11 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if .Values.nats.enabled }}
   value: {{ printf "nats://%s-nats:4222" $full | quote }}
 {{- else }}
-  value: {{ required "externalNats.url is required when nats.enabled=false (nats://host:4222)" .Values.externalNats.url | quote }}
+  value: {{ required "externalNats.url or externalNats.servers is required when nats.enabled=false (nats://host:4222)" (default (join "," .Values.externalNats.servers) .Values.externalNats.url) | quote }}
+{{- if not (hasKey .Values.extraEnv "NATS_STREAM_REPLICAS") }}
+- name: NATS_STREAM_REPLICAS
+  value: {{ .Values.externalNats.streamReplicas | quote }}
+{{- end }}
 {{- end }}
 {{- with .Values.oidc.issuer }}
 - name: OIDC_ISSUER
