@@ -164,4 +164,21 @@ forEachBackend('query cost guard: statement timeout', (backend) => {
     assert.equal(ok.body.series[0].data.length, 7);
     assert.equal((await t.anon.get('/health')).status, 200);
   });
+
+  it('a saved report and a board card stopped by the timeout answer 400 query too large too (not 500)', async function () {
+    this.timeout(60_000);
+    const member = t.client(tenant.tokens.member);
+    const report = await member.post('/api/reports', { projectId, name: 'heavy', type: 'segmentation', query: { event: 'view', ...TEN_YEARS, unit: 'day', type: 'unique', breakdown: 'rid' } });
+    assert.equal(report.status, 201, report.text);
+    const run = await member.post(`/api/reports/${report.body.id}/run`);
+    assert.equal(run.status, 400, run.text);
+    assert.match(run.body.error, /^query too large: it ran past the (0\.3|1) s statement timeout$/);
+    const board = await member.post('/api/boards', { projectId, name: 'heavy', cards: [{ reportId: report.body.id }] });
+    assert.equal(board.status, 201, board.text);
+    const b = await member.post(`/api/boards/${board.body.id}/run`);
+    assert.equal(b.status, 200, b.text);
+    assert.equal(b.body.cards[0].status, 'error');
+    assert.equal(b.body.cards[0].error.status, 400);
+    assert.match(b.body.cards[0].error.error, /^query too large: it ran past the (0\.3|1) s statement timeout$/);
+  });
 });

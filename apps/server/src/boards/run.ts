@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
-import { AppError } from '../http/errors.js';
+import { AppError, queryLimitError } from '../http/errors.js';
+import { QueryLimitExceeded } from '../ports/events/index.js';
 import { runReport } from '../reports/run.js';
 import { resolveDateRange } from '../reports/date-range.js';
 import type { CardView } from './cards.js';
@@ -37,7 +38,9 @@ export async function runBoard(deps: Deps, board: Board, cards: CardView[], now 
     try {
       const { result, warnings } = await runReport(deps, card.report, override, now);
       return { ...base, status: 'ok' as const, result, warnings };
-    } catch (err) {
+    } catch (thrown) {
+      // A card stopped by the statement timeout or memory cap answers as the query endpoint would.
+      const err = thrown instanceof QueryLimitExceeded ? queryLimitError(thrown) : thrown;
       if (err instanceof AppError) {
         const message = err.extra.message && err.extra.message !== err.error ? err.extra.message : undefined;
         return { ...base, status: 'error' as const, error: { status: err.status, error: err.error, ...(message ? { message } : {}) } };

@@ -42,6 +42,12 @@ export const invalidJson = () => new AppError(400, 'invalid json');
 export const serviceUnavailable = (error: string, retryAfterSeconds: number) =>
   new AppError(503, error, { headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
 
+/** A read the engine stopped at the query cost guard's timeout or memory cap: the 400 a query endpoint answers. */
+export const queryLimitError = (err: QueryLimitExceeded) =>
+  badRequest(`query too large: ${err.message}`, {
+    message: 'narrow it: a shorter date range, a coarser unit, filters, or a breakdown on a property with fewer values',
+  });
+
 export interface Logger {
   info(msg: string, meta?: Record<string, unknown>): void;
   error(msg: string, meta?: Record<string, unknown>): void;
@@ -77,11 +83,7 @@ function toAppError(err: unknown, log: Logger, ctx: Context): AppError {
   // Ports report in their own terms; the edge speaks HTTP.
   if (err instanceof BufferUnavailable) return serviceUnavailable(err.message, err.retryAfterSeconds);
   if (err instanceof BatchTooLarge) return payloadTooLarge();
-  if (err instanceof QueryLimitExceeded) {
-    return badRequest(`query too large: ${err.message}`, {
-      message: 'narrow it: a shorter date range, a coarser unit, filters, or a breakdown on a property with fewer values',
-    });
-  }
+  if (err instanceof QueryLimitExceeded) return queryLimitError(err);
   const status = (err as { status?: number; statusCode?: number })?.status ?? (err as { statusCode?: number })?.statusCode;
   const type = (err as { type?: string })?.type;
   // Errors raised by koa/raw-body/router with an HTTP status of their own.
