@@ -115,6 +115,53 @@ forEachBackend('identity', (backend) => {
     assert.deepEqual(await owners('$create_alias'), []);
   });
 
+  it('resolves a batch of new links with one metadata insert, one event-store insert and one profile read', async () => {
+    const deps = t.svc.deps;
+    // Profiles of their own on some devices: merged into the users' profiles.
+    await ingest(t, acme.project.token).post('/engage', [0, 1, 2].map((i) => ({ $distinct_id: `$device:bulk${i}`, $set: { plan: `p${i}`, seen: 'device' } })));
+    await ingest(t, acme.project.token).post('/engage', { $distinct_id: 'bulk-user-0', $set: { seen: 'user' } });
+    await drained(t);
+    // Statements writing links to the metadata store (all inside linkIdentities' one transaction).
+    const counts = { linkInserts: 0, writeLinks: 0, latestProfiles: 0 };
+    const onQuery = (q: { sql: string }) => {
+      if (/^insert into .identity_links/i.test(q.sql)) counts.linkInserts++;
+    };
+    deps.db.on('query', onQuery);
+    const { writeLinks, latestProfiles } = deps.events;
+    deps.events.writeLinks = (rows) => (counts.writeLinks++, writeLinks.call(deps.events, rows));
+    deps.events.latestProfiles = (p, ids) => (counts.latestProfiles++, latestProfiles.call(deps.events, p, ids));
+    try {
+      const records = [];
+      for (let i = 0; i < 120; i++) records.push(ev('Bulk', `bulk-user-${i}`, { $device_id: `$device:bulk${i}`, $user_id: `bulk-user-${i}`, time: T0 + i }));
+      // A chain inside the batch: an alias of an id linked earlier in the same batch joins its cluster.
+      records.push({ event: '$create_alias', properties: { distinct_id: '$device:bulk5', alias: 'bulk-mail-5' } });
+      records.push(ev('Bulk', 'bulk-mail-5', { time: T0 + 500 }));
+      await send(records);
+      await drained(t);
+    } finally {
+      deps.events.writeLinks = writeLinks;
+      deps.events.latestProfiles = latestProfiles;
+    }
+    assert.deepEqual(counts, { linkInserts: 1, writeLinks: 1, latestProfiles: 1 });
+    assert.equal(await identity().canonicalOf(acme.project.id, '$device:bulk119'), 'bulk-user-119');
+    assert.equal(await identity().canonicalOf(acme.project.id, 'bulk-mail-5'), 'bulk-user-5');
+    assert.deepEqual(await mirrored('bulk-mail-5'), [{ canonical_id: 'bulk-user-5', from_time: 0 }]);
+    assert.equal((await owners('Bulk')).filter((o) => o === 'bulk-user-5').length, 2);
+    const u0 = await acme.owner.get(`/api/data/users/bulk-user-0?projectId=${acme.project.id}`);
+    assert.equal(u0.status, 200, u0.text);
+    assert.deepEqual([u0.body.properties.plan, u0.body.properties.seen], ['p0', 'user']);
+    const u2 = await acme.owner.get(`/api/data/users/bulk-user-2?projectId=${acme.project.id}`);
+    assert.deepEqual([u2.body.properties.plan, u2.body.properties.seen], ['p2', 'device']);
+    // The same link again (SDKs repeat it on every identified event): nothing written.
+    try {
+      await send(ev('Bulk', 'bulk-user-7', { $device_id: '$device:bulk7', $user_id: 'bulk-user-7', time: T0 + 7 }));
+      await drained(t);
+    } finally {
+      deps.db.off('query', onQuery);
+    }
+    assert.deepEqual(counts, { linkInserts: 1, writeLinks: 1, latestProfiles: 1 });
+  });
+
   it('refuses /alias bodies missing a field, and bad tokens', async () => {
     for (const body of [{ alias: 'a' }, { distinct_id: 'b' }, { alias: '', distinct_id: 'b' }, { alias: 3.5e400, distinct_id: 'b' }, 'x', [{ alias: 'a', distinct_id: 'b' }, {}]]) {
       const r = await ingest(t, acme.project.token).post('/alias', body);

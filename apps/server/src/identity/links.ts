@@ -23,12 +23,7 @@ export function isAnonymousId(id: string): boolean {
   return id.startsWith('$device:') || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
 }
 
-export type LinkOutcome =
-  | { linked: true; link: IdentityLink }
-  | { linked: false; reason: 'same-cluster' | 'alias-in-other-cluster' | 'would-merge-clusters' | 'invalid' };
-
 export interface LinkRequest {
-  projectId: number;
   /** The id joining the cluster. */
   alias: string;
   /** Any id of the cluster it joins. */
@@ -38,51 +33,104 @@ export interface LinkRequest {
    * `auto`: retroactive when the alias looks anonymous or has nothing stored; otherwise from `at`.
    */
   retroactive: 'always' | 'auto';
-  /** When the link was accepted (Unix ms): `from_time` of a non-retroactive link. */
+  /** When the link starts if it is not retroactive (Unix ms). */
   at: number;
-  /** Whether events under `alias` exist that the event store may not hold yet (same batch). */
+  /** Whether events under `alias` exist that the event store does not hold yet (earlier in the same batch). */
   aliasHasPendingEvents?: boolean;
 }
 
-/**
- * Links `alias` into the cluster of `distinctId`, or refuses silently. Idempotent: re-running a
- * request whose link already exists (redelivery) re-mirrors it and reports it as linked.
- */
-export async function linkIdentity(deps: Deps, req: LinkRequest): Promise<LinkOutcome> {
-  const { projectId, alias, distinctId } = req;
-  if (!alias || !distinctId) return { linked: false, reason: 'invalid' };
-  // Decided before the transaction: the event store is not part of it, and the worker applies one
-  // project's batches in order, so nothing under `alias` appears meanwhile.
-  let retro = req.retroactive === 'always' || isAnonymousId(alias);
-  if (!retro && !req.aliasHasPendingEvents) retro = !(await deps.events.hasEvents(projectId, alias));
-  const outcome = await deps.db.transaction(async (trx) => {
-    const lock = (q: any) => (isPostgres(deps.db) ? q.forUpdate() : q);
-    const rows: IdentityLink[] = await lock(
-      trx('identity_links').where({ project_id: projectId }).whereIn('distinct_id', [alias, distinctId]).select('*'),
-    );
-    const aliasLink = rows.find((r) => r.distinct_id === alias);
-    const targetLink = rows.find((r) => r.distinct_id === distinctId);
-    const canonical = targetLink?.canonical_id ?? distinctId;
-    if (aliasLink) {
-      if (aliasLink.canonical_id === canonical) return { linked: true, link: aliasLink, existed: true } as const;
-      return { linked: false, reason: 'alias-in-other-cluster' } as const;
-    }
-    if (alias === canonical) return { linked: false, reason: 'same-cluster' } as const;
-    // `alias` is the canonical id of a cluster of its own: linking it would merge two users.
-    const members = await trx('identity_links').where({ project_id: projectId, canonical_id: alias }).first('distinct_id');
-    if (members) return { linked: false, reason: 'would-merge-clusters' } as const;
-    const link: IdentityLink = {
-      project_id: projectId, distinct_id: alias, canonical_id: canonical, from_time: retro ? 0 : req.at, created_at: nowMs(),
-    };
-    const inserted = await trx('identity_links').insert(link).onConflict(['project_id', 'distinct_id']).ignore().returning('distinct_id');
-    if (inserted.length === 0) return { linked: false, reason: 'alias-in-other-cluster' } as const;
-    return { linked: true, link, existed: false } as const;
-  });
-  if (outcome.linked) {
-    await mirrorLinks(deps, [outcome.link]);
-    return { linked: true, link: outcome.link };
+export interface LinksApplied {
+  /** Links made by these requests, in request order. */
+  made: IdentityLink[];
+  /** Requests whose link already existed (redelivery, SDKs repeating a link): to re-mirror. */
+  existed: IdentityLink[];
+}
+
+const CHUNK = 500;
+
+async function linksOf(db: Deps['db'], projectId: number, ids: string[], lock: boolean): Promise<Map<string, IdentityLink>> {
+  const out = new Map<string, IdentityLink>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const q = db('identity_links').where({ project_id: projectId }).whereIn('distinct_id', ids.slice(i, i + CHUNK)).select('*');
+    const rows: IdentityLink[] = await (lock && isPostgres(db) ? q.forUpdate() : q);
+    for (const r of rows) out.set(r.distinct_id, r);
   }
-  return outcome;
+  return out;
+}
+
+/**
+ * Links each request's `alias` into the cluster of its `distinctId`, in order (a later request
+ * sees the links of the earlier ones), or refuses it silently: an alias already in a cluster, an
+ * alias that is itself a cluster's canonical id (that would merge two users), or an id linked to
+ * itself. One event-store read (which aliases have history), one metadata transaction and no
+ * event-store write: the caller mirrors `made` and `existed` together (mirrorLinks). Idempotent:
+ * a redelivered request finds its link in `existed`.
+ */
+export async function linkIdentities(deps: Deps, projectId: number, requests: LinkRequest[]): Promise<LinksApplied> {
+  const valid = requests.filter((r) => r.alias && r.distinctId && r.alias !== r.distinctId);
+  if (valid.length === 0) return { made: [], existed: [] };
+  const ids = [...new Set(valid.flatMap((r) => [r.alias, r.distinctId]))];
+  // Decided before the transaction: the event store is not part of it, and the worker applies one
+  // project's batches in order, so nothing under an alias appears meanwhile.
+  const before = await linksOf(deps.db, projectId, ids, false);
+  const open = valid.filter((r) => !before.has(r.alias));
+  if (open.length === 0) return { made: [], existed: sameCluster(valid, before) };
+  const ask = [...new Set(open.filter((r) => !retroactiveByRule(r) && !r.aliasHasPendingEvents).map((r) => r.alias))];
+  const withHistory = ask.length ? await deps.events.idsWithEvents(projectId, ask) : new Set<string>();
+  return deps.db.transaction(async (trx) => {
+    const links = await linksOf(trx, projectId, ids, true);
+    // Ids that are some cluster's canonical id (may not join another cluster).
+    const canonicals = new Set<string>();
+    const aliases = [...new Set(valid.map((r) => r.alias))];
+    for (let i = 0; i < aliases.length; i += CHUNK) {
+      const rows: Array<{ canonical_id: string }> = await trx('identity_links').where({ project_id: projectId })
+        .whereIn('canonical_id', aliases.slice(i, i + CHUNK)).distinct('canonical_id');
+      for (const r of rows) canonicals.add(r.canonical_id);
+    }
+    const made: IdentityLink[] = [];
+    const madeNow = new Set<string>();
+    const existed: IdentityLink[] = [];
+    const createdAt = nowMs();
+    for (const r of valid) {
+      const canonical = links.get(r.distinctId)?.canonical_id ?? r.distinctId;
+      const current = links.get(r.alias);
+      if (current) {
+        if (current.canonical_id === canonical && !madeNow.has(r.alias)) existed.push(current);
+        continue;
+      }
+      if (r.alias === canonical || canonicals.has(r.alias)) continue;
+      const retro = retroactiveByRule(r) || (!r.aliasHasPendingEvents && !withHistory.has(r.alias));
+      const link: IdentityLink = { project_id: projectId, distinct_id: r.alias, canonical_id: canonical, from_time: retro ? 0 : r.at, created_at: createdAt };
+      links.set(r.alias, link);
+      canonicals.add(canonical);
+      made.push(link);
+      madeNow.add(r.alias);
+    }
+    // Rows read under lock above cannot change, but a concurrent writer may have inserted one of
+    // these ids meanwhile: such a link is not ours (onConflict ignore) and is left out.
+    const inserted = new Set<string>();
+    for (let i = 0; i < made.length; i += CHUNK) {
+      const rows: Array<{ distinct_id: string }> = await trx('identity_links').insert(made.slice(i, i + CHUNK))
+        .onConflict(['project_id', 'distinct_id']).ignore().returning('distinct_id');
+      for (const row of rows) inserted.add(row.distinct_id);
+    }
+    return { made: made.filter((l) => inserted.has(l.distinct_id)), existed };
+  });
+}
+
+/** Retroactive whatever is stored under the alias: the $device_id/$user_id rule, or an anonymous alias. */
+function retroactiveByRule(r: LinkRequest): boolean {
+  return r.retroactive === 'always' || isAnonymousId(r.alias);
+}
+
+/** The requests whose link is already there (same cluster). */
+function sameCluster(requests: LinkRequest[], links: Map<string, IdentityLink>): IdentityLink[] {
+  const out: IdentityLink[] = [];
+  for (const r of requests) {
+    const current = links.get(r.alias);
+    if (current && current.canonical_id === (links.get(r.distinctId)?.canonical_id ?? r.distinctId)) out.push(current);
+  }
+  return out;
 }
 
 /** Copies links into the event store (idempotent). */

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
-import { linkIdentity, mirrorLinks, type IdentityLink } from '../identity/links.js';
+import { linkIdentities, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { propArrays, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch, type EngageBatch, type TrackBatch } from './batch.js';
@@ -21,7 +21,7 @@ export async function applyBatch(deps: Deps, envelope: IngestionBatch): Promise<
     case 'engage':
       return applyEngage(deps, batch);
     case 'alias':
-      return applyLinks(deps, batch, batch.records.map((r) => ({ alias: r.alias, distinctId: r.distinct_id, always: false, at: batch.acceptedAt, pending: false })));
+      return applyLinks(deps, batch, batch.records.map((r) => ({ alias: r.alias, distinctId: r.distinct_id, retroactive: 'auto' as const, at: batch.acceptedAt })));
     default:
       throw new PoisonError(`unknown ingestion batch kind ${JSON.stringify((batch as { kind?: unknown }).kind)}`);
   }
@@ -48,7 +48,7 @@ async function applyTrack(deps: Deps, batch: TrackBatch) {
   const earlier = new Set<string>();
   for (const r of records) {
     if (r.t === 'a') {
-      links.push({ alias: r.alias, distinctId: r.distinct_id, always: false, at: r.time ?? batch.acceptedAt, pending: earlier.has(r.alias) });
+      links.push({ alias: r.alias, distinctId: r.distinct_id, retroactive: 'auto', at: r.time ?? batch.acceptedAt, aliasHasPendingEvents: earlier.has(r.alias) });
       continue;
     }
     rows.push(storedEvent(batch.projectId, r, processedAt));
@@ -57,17 +57,17 @@ async function applyTrack(deps: Deps, batch: TrackBatch) {
     const device = r.properties.$device_id;
     const user = r.properties.$user_id;
     if (typeof device === 'string' && typeof user === 'string' && device && device !== user && r.distinct_id === user) {
-      links.push({ alias: device, distinctId: user, always: true, at: batch.acceptedAt, pending: false });
+      links.push({ alias: device, distinctId: user, retroactive: 'always', at: batch.acceptedAt });
     }
     // mixpanel-browser's `$identify` (original ID merge): the anonymous id's history joins the user.
     const anon = r.properties.$anon_distinct_id;
     if (r.event === '$identify' && typeof anon === 'string' && anon && anon !== r.distinct_id) {
-      links.push({ alias: anon, distinctId: r.distinct_id, always: true, at: batch.acceptedAt, pending: false });
+      links.push({ alias: anon, distinctId: r.distinct_id, retroactive: 'always', at: batch.acceptedAt });
     }
   }
   // Links first: whether a `$create_alias` is retroactive depends on the events stored before the
-  // batch and those sent before it in the batch (`pending`), never on events sent after it. A
-  // redelivery finds its links already made, so the order also keeps it idempotent.
+  // batch and those sent before it in the batch (aliasHasPendingEvents), never on events sent
+  // after it. A redelivery finds its links already made, so the order also keeps it idempotent.
   await applyLinks(deps, batch, links);
   await deps.events.writeEvents(batch.projectId, rows, { redelivered: batch.redelivered === true });
 }
@@ -82,57 +82,17 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
   };
 }
 
-/**
- * Applies link requests in order. The common case (a device already linked to that user) costs
- * one lookup for the whole batch; those links are re-mirrored in bulk (idempotent).
- */
-/** A link asked for by a batch record: `at` is where it starts when not retroactive, `pending` says the batch sent events under `alias` before it. */
-interface LinkRequest {
-  alias: string;
-  distinctId: string;
-  always: boolean;
-  at: number;
-  pending: boolean;
-}
-
 async function applyLinks(deps: Deps, batch: Batch, requests: LinkRequest[]) {
   if (requests.length === 0) return;
+  const { made, existed } = await linkIdentities(deps, batch.projectId, requests);
+  // The same link again (SDKs send $device_id/$user_id on every identified event): mirror it once
+  // per process, which repairs a crash between the metadata and event-store writes.
   const mirrored = mirroredSet(deps);
-  const remember = (l: IdentityLink) => mirrored.add(mirrorKey(l));
-  const seen = new Set<string>();
-  const unique = requests.filter((r) => {
-    const k = `${r.alias}\u0000${r.distinctId}`;
-    if (seen.has(k) || r.alias === r.distinctId) return false;
-    seen.add(k);
-    return true;
-  });
-  const ids = [...new Set(unique.flatMap((r) => [r.alias, r.distinctId]))];
-  const existing = new Map<string, IdentityLink>();
-  for (let i = 0; i < ids.length; i += 500) {
-    const rows: IdentityLink[] = await deps.db('identity_links').where({ project_id: batch.projectId }).whereIn('distinct_id', ids.slice(i, i + 500));
-    for (const row of rows) existing.set(row.distinct_id, row);
-  }
-  const remirror: IdentityLink[] = [];
-  for (const r of unique) {
-    const current = existing.get(r.alias);
-    if (current) {
-      const canonical = existing.get(r.distinctId)?.canonical_id ?? r.distinctId;
-      // The same link again (SDKs send $device_id/$user_id on every identified event): mirror it
-      // once per process, which repairs a crash between the metadata and event-store writes.
-      if (current.canonical_id === canonical && !mirrored.has(mirrorKey(current))) remirror.push(current);
-      continue; // already in a cluster: this one, or another (silently refused)
-    }
-    const outcome = await linkIdentity(deps, {
-      projectId: batch.projectId, alias: r.alias, distinctId: r.distinctId, retroactive: r.always ? 'always' : 'auto', at: r.at, aliasHasPendingEvents: r.pending,
-    });
-    if (outcome.linked) {
-      existing.set(r.alias, outcome.link);
-      remember(outcome.link);
-      await mergeProfileIntoCluster(deps, batch, outcome.link);
-    }
-  }
-  await mirrorLinks(deps, remirror);
-  for (const l of remirror) remember(l);
+  const rows = new Map<string, IdentityLink>();
+  for (const l of [...made, ...existed]) if (!mirrored.has(mirrorKey(l))) rows.set(mirrorKey(l), l);
+  await mirrorLinks(deps, [...rows.values()]);
+  for (const k of rows.keys()) mirrored.add(k);
+  await mergeProfilesIntoClusters(deps, batch, made);
 }
 
 /** Links this process has mirrored into an event store (bounded; forgetting only costs a re-mirror). */
@@ -145,20 +105,31 @@ function mirroredSet(deps: Deps): Set<string> {
   return set;
 }
 
-/** When an id with a profile of its own joins a cluster, its properties fill gaps in the cluster's profile. */
-async function mergeProfileIntoCluster(deps: Deps, batch: Batch, link: IdentityLink) {
-  const profiles = await loadProfiles(deps, batch.projectId, [link.distinct_id, link.canonical_id]);
-  const own = profiles.get(link.distinct_id);
-  if (!own || own.deleted) return;
-  const target = profiles.get(link.canonical_id);
+/**
+ * When an id with a profile of its own joins a cluster, its properties fill gaps in the cluster's
+ * profile and its own profile is deleted. The links are folded in order (one read, one write).
+ */
+async function mergeProfilesIntoClusters(deps: Deps, batch: Batch, links: IdentityLink[]) {
+  if (links.length === 0) return;
+  const state = await loadProfiles(deps, batch.projectId, [...new Set(links.flatMap((l) => [l.distinct_id, l.canonical_id]))]);
+  const changed = new Set<string>();
   const now = Date.now();
-  const merged: Props = Object.create(null);
-  for (const k of Object.keys(own.properties)) merged[k] = own.properties[k];
-  if (target && !target.deleted) for (const k of Object.keys(target.properties)) merged[k] = target.properties[k];
-  await writeProfiles(deps, batch.projectId, [
-    { distinct_id: link.canonical_id, properties: merged, updated_at: nextVersion(target?.updated_at, now), deleted: false, batch_id: versionTag(batch) },
-    { distinct_id: link.distinct_id, properties: Object.create(null), updated_at: nextVersion(own.updated_at, now), deleted: true, batch_id: versionTag(batch) },
-  ]);
+  for (const link of links) {
+    const own = state.get(link.distinct_id);
+    if (!own || own.deleted) continue;
+    const target = state.get(link.canonical_id);
+    const merged: Props = Object.create(null);
+    for (const k of Object.keys(own.properties)) merged[k] = own.properties[k];
+    if (target && !target.deleted) for (const k of Object.keys(target.properties)) merged[k] = target.properties[k];
+    state.set(link.canonical_id, {
+      distinct_id: link.canonical_id, properties: merged, updated_at: nextVersion(target?.updated_at, now), deleted: false, batch_id: versionTag(batch),
+    });
+    state.set(link.distinct_id, {
+      distinct_id: link.distinct_id, properties: Object.create(null), updated_at: nextVersion(own.updated_at, now), deleted: true, batch_id: versionTag(batch),
+    });
+    changed.add(link.canonical_id).add(link.distinct_id);
+  }
+  await writeProfiles(deps, batch.projectId, [...changed].map((id) => state.get(id)!));
 }
 
 /**

@@ -106,9 +106,16 @@ export class DuckDbEventStore implements EventStore {
     await this.insertEventsDeduped(projectId, unique);
   }
 
-  async hasEvents(projectId: number, distinctId: string): Promise<boolean> {
-    const rows = await this.query(`SELECT 1 AS x FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id = ${str(distinctId)} LIMIT 1`);
-    return rows.length > 0;
+  async idsWithEvents(projectId: number, distinctIds: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < distinctIds.length; i += 1000) {
+      const ids = distinctIds.slice(i, i + 1000).map(str).join(', ');
+      const rows = await this.query<{ distinct_id: string }>(
+        `SELECT DISTINCT distinct_id FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${ids})`,
+      );
+      for (const r of rows) out.add(r.distinct_id);
+    }
+    return out;
   }
 
   async countEvents(projectIds: number[]): Promise<Map<number, number>> {

@@ -95,8 +95,8 @@ export interface EventStore {
    * once however often it is written (redelivery, client retries, copies inside `rows`).
    */
   writeEvents(projectId: number, rows: StoredEvent[], opts?: WriteEventsOptions): Promise<void>;
-  /** Whether any event of the project is stored under `distinctId`. */
-  hasEvents(projectId: number, distinctId: string): Promise<boolean>;
+  /** Which of `distinctIds` have any event of the project stored under them. */
+  idsWithEvents(projectId: number, distinctIds: string[]): Promise<Set<string>>;
   /** Stored events per project (each dedup key once); projects without events are absent. */
   countEvents(projectIds: number[]): Promise<Map<number, number>>;
   /** The latest version of each of the given profile keys that has one. */
