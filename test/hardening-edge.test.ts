@@ -123,3 +123,32 @@ forEachBackend('hardening: /flags/evaluate body', (backend) => {
     assert.equal(nul.status, 200, 'an ignored member is not read, NUL or not');
   });
 });
+
+forEachBackend('hardening: NUL in Query IR documents', (backend) => {
+  let t: TestService;
+  let acme: Tenant;
+  before(async () => {
+    t = await startTestService(backend);
+    acme = await createTenant(t, 'IrNul');
+  });
+  after(async () => t?.close());
+
+  it('POST /api/query and drilldown refuse NUL anywhere in the document (any version) with invalid query naming its path', async () => {
+    const pid = acme.project.id;
+    const range = { kind: 'absolute', from: '2024-01-01', to: '2024-01-09' };
+    const docs: Array<[unknown, string]> = [
+      [{ steps: ['view', 'buy'], from: '2024-01-01', to: '2024-01-09', breakdown: '\u0000' }, 'breakdown.property'],
+      [{ v: 2, dateRange: range, metrics: [{ id: 'A', kind: 'event', event: 'vi\u0000ew', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }, 'metrics.0.event'],
+      [{ v: 2, dateRange: range, filters: [{ key: 'plan', op: 'eq', value: 'p\u0000' }], metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }, 'filters.0.value'],
+    ];
+    for (const [query, path] of docs) {
+      const r = await acme.owner.post('/api/query', { projectId: pid, query });
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.body.error, 'invalid query');
+      assert.deepEqual(r.body.errors.map((e: any) => [e.path, e.message]), [[path, 'must not contain NUL characters']]);
+    }
+    const good = { v: 2, dateRange: range, metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' }, breakdown: { property: 'plan' } };
+    const drill = await acme.owner.post('/api/query/drilldown', { projectId: pid, query: good, selection: { metric: 'A', bucket: '2024-01-01', segment: 'p\u0000' } });
+    assert.ok(drill.status === 400, drill.text);
+  });
+});

@@ -6,6 +6,7 @@ import { resolveProject } from '../../auth/project-scope.js';
 import { jsonBody } from '../../http/body.js';
 import { badRequest } from '../../http/errors.js';
 import { route, type RouteSpec } from '../../http/route.js';
+import { nulPath } from '../../http/columns.js';
 import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSchema, runDrilldown } from './drilldown.js';
 import { IrResultSchema } from './results.js';
 import { runQuery } from './run.js';
@@ -32,6 +33,10 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
     const query = upgradeQuery(raw && typeof raw === 'object' && 'query' in raw ? (raw as { query: unknown }).query : undefined);
     const errors = [...(env.success ? [] : zodIssues(env.error).filter((e) => e.path !== 'query')), ...(query.ok ? [] : query.errors.map((e) => (raw && typeof raw === 'object' && 'query' in raw ? e : { ...e, path: 'query' })))];
     if (!env.success || !query.ok) throw invalidQuery(errors.length ? errors : [{ path: '', message: 'invalid request' }]);
+    // Neither engine takes NUL in SQL (docs/hardening.md): checked on the upgraded document, so paths are v2's.
+    const inSelection = nulPath((env.data as { selection?: unknown }).selection);
+    const nul = nulPath(query.query) ?? (inSelection === undefined ? undefined : inSelection ? `selection.${inSelection}` : 'selection');
+    if (nul !== undefined) throw invalidQuery([{ path: nul, message: 'must not contain NUL characters' }]);
     const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
     await limitQueries(deps, ctx, project.id);
     return { body: env.data, query: query.query, warnings: query.warnings, projectId: project.id };
