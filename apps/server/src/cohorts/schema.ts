@@ -3,19 +3,20 @@ import { LIMITS } from '../limits.js';
 import { PropertyFilterSchema } from '../query/schema.js';
 
 export const CohortCriterionSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('property'), filter: PropertyFilterSchema }),
+  z.object({ kind: z.literal('property'), filter: PropertyFilterSchema }).strict(),
   z.object({
     kind: z.literal('behavior'),
     event: z.string().min(1).max(255),
     op: z.enum(['gte', 'lte', 'gt', 'lt', 'eq']),
     count: z.number().int().min(LIMITS.cohortBehaviorCount.min).max(LIMITS.cohortBehaviorCount.max),
     windowDays: z.number().int().min(LIMITS.cohortBehaviorWindowDays.min).max(LIMITS.cohortBehaviorWindowDays.max),
-  }),
+  }).strict(),
 ]);
 export type CohortCriterion = z.infer<typeof CohortCriterionSchema>;
 
 export const CohortDefinitionSchema = z
   .object({ op: z.enum(['and', 'or']), criteria: z.array(CohortCriterionSchema).max(LIMITS.cohortCriteria) })
+  .strict() // a definition is stored as sent: a member it does not know is refused, not dropped
   .openapi('CohortDefinition');
 export type CohortDefinition = z.infer<typeof CohortDefinitionSchema>;
 

@@ -1,5 +1,7 @@
 import { z, type ZodType } from 'zod';
 import type { ProjectStore } from '../projects/store.js';
+import { conflict } from '../http/errors.js';
+import { isUniqueViolation } from '../ports/metadata/knex.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
@@ -8,6 +10,15 @@ import { scopedLoader } from './load.js';
 import type { DefinitionRow, DefinitionStore } from './store.js';
 
 const ProjectQuery = z.object({ projectId: z.string().optional() });
+
+/**
+ * A write that lost a race for a name the check had found free (two requests checked before
+ * either wrote): the unique index refuses the second, which is the check's 409, not a 5xx.
+ */
+const nameRace = (err: unknown): never => {
+  if (isUniqueViolation(err)) throw conflict('name taken');
+  throw err;
+};
 
 /** The parts of a create or update body a definition store keeps. */
 export interface DefinitionParts<T> {
@@ -58,7 +69,8 @@ export function definitionCrudRoutes<T extends object, R>(projects: ProjectStore
         const project = await resolveProject(projects, auth, body.projectId ?? query.projectId);
         const { definition, name, description } = c.split(body);
         await check(project.id, definition!, name!);
-        return present(await store.create({ projectId: project.id, createdBy: actorUserId(auth), name: name!, description: description ?? null, definition: definition! }));
+        const row = await store.create({ projectId: project.id, createdBy: actorUserId(auth), name: name!, description: description ?? null, definition: definition! }).catch(nameRace);
+        return present(row);
       },
     }),
     route({
@@ -73,7 +85,7 @@ export function definitionCrudRoutes<T extends object, R>(projects: ProjectStore
         const patch = c.split(body);
         const definition = { ...row.definition, ...(patch.definition ?? {}) } as T;
         await check(row.project_id, definition, patch.name ?? row.name, row.id);
-        await store.update(row.id, { name: patch.name, description: patch.description, definition });
+        await store.update(row.id, { name: patch.name, description: patch.description, definition }).catch(nameRace);
         return present((await store.get(row.id))!);
       },
     }),

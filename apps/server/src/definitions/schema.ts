@@ -8,7 +8,7 @@ const ProjectIdField = z.union([z.string(), z.number()]).optional();
 
 /** A derived event: matches events of any source (each source an event name with optional filters). */
 export const DerivedEventDefinitionSchema = z.object({
-  sources: z.array(z.object({ event: EventName, filters: z.array(PropertyFilterSchema).max(20).optional() })).min(1).max(20),
+  sources: z.array(z.object({ event: EventName, filters: z.array(PropertyFilterSchema).max(20).optional() }).strict()).min(1).max(20),
 });
 export type DerivedEventDefinition = z.infer<typeof DerivedEventDefinitionSchema>;
 
@@ -17,7 +17,7 @@ export const METRIC_LETTERS = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J']
 export const CalculatedMetricDefinitionSchema = z.object({
   formula: z.string().min(1).max(500),
   metrics: z
-    .array(z.object({ id: z.enum(METRIC_LETTERS), event: EventName, type: z.enum(['total', 'unique']), filters: Filters.optional() }))
+    .array(z.object({ id: z.enum(METRIC_LETTERS), event: EventName, type: z.enum(['total', 'unique']), filters: Filters.optional() }).strict())
     .min(1).max(METRIC_LETTERS.length),
 });
 export type CalculatedMetricDefinition = z.infer<typeof CalculatedMetricDefinitionSchema>;

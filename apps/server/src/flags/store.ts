@@ -97,10 +97,7 @@ export interface NewFlagEvent {
   at: number;
 }
 
-export const isUniqueViolation = (err: unknown) => {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(e?.message ?? '');
-};
+export { isUniqueViolation } from '../ports/metadata/knex.js';
 
 /**
  * Reads and writes of `flags` and `flag_events`. The rules (limits, keys, ownership, audit) are the

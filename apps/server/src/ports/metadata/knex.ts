@@ -73,5 +73,11 @@ export async function migrateMetadataStore(db: Db): Promise<void> {
   });
 }
 
+/** A write refused by a unique index (PostgreSQL 23505, SQLite's constraint error): the 409 of a race between a check and a write. */
+export const isUniqueViolation = (err: unknown) => {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(e?.message ?? '');
+};
+
 /** Unix ms now; every stored time is one of these. */
 export const nowMs = () => Date.now();
