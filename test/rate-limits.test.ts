@@ -57,7 +57,9 @@ forEachBackend('rate limits: /api/query/*', (backend) => {
     const stranger = await createTenant(t, 'Stranger');
     assert.equal((await seg(stranger.owner, pid)).status, 403);
     await new Promise((r) => setTimeout(r, 1100));
-    assert.equal((await seg(acme.owner, pid)).status, 200, 'a token came back after a second');
-    assert.equal((await seg(acme.owner, pid)).status, 429);
+    // About one token came back: of four sent at once, some pass and the rest are refused (not
+    // "exactly one": on a loaded machine the four may take long enough for a second token).
+    const again = (await Promise.all(Array.from({ length: 4 }, () => seg(acme.owner, pid)))).map((r) => r.status);
+    assert.ok(again.includes(200) && again.includes(429), `a token came back, not four: ${again}`);
   });
 });

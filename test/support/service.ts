@@ -25,11 +25,12 @@ export interface TestService {
 export async function startTestService(backend: Backend, env: Record<string, string> = {}): Promise<TestService> {
   const idp = await TestIdp.start();
   const stores = await backend.provision();
-  // Suites fire queries faster than product.md's 10/s per credential: the query bucket is opened
-  // wide here; test/rate-limits.test.ts and test/replicas-limits.test.ts set their own bounds.
+  // Suites fire queries and SDK polls faster than product.md's 10/s per credential or flag secret:
+  // those buckets are opened wide here; the rate-limit tests (rate-limits, replicas-limits, flags)
+  // set their own bounds.
   const config = loadConfig({
     ...stores.env, ...idp.env(), SUPERADMIN_KEY, LOG_LEVEL: 'silent', DATA_DIR: '/tmp/analytics-test',
-    QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000', ...env,
+    QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000', FLAGS_LOCAL_RATE_PER_SECOND: '100000', FLAGS_LOCAL_RATE_BURST: '100000', ...env,
   });
   const deps = await buildDeps(config, stores.overrides);
   const svc = await startService(deps, { port: 0, host: '127.0.0.1' });
