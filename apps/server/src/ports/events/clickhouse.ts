@@ -1,11 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 import { EVENT_STORE_DDL } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * The client's warnings and errors (its default level), without the reads the cost guard stopped:
+ * those are thrown to the caller, which answers 400, and the client logged each one again.
+ */
+class GuardQuietLogger implements Logger {
+  trace(): void {}
+  debug(): void {}
+  info(): void {}
+  warn({ module, message, args, err }: WarnLogParams): void {
+    console.warn(`[@clickhouse/client][${module}] ${message}`, ...(args ? [args] : []), ...(err ? [err] : []));
+  }
+  error({ module, message, args, err }: ErrorLogParams): void {
+    if (limitError(err, false, DEFAULT_QUERY_LIMITS) instanceof QueryLimitExceeded) return;
+    if (err?.name === 'AbortError' || /user aborted/i.test(err?.message ?? '')) return;
+    console.error(`[@clickhouse/client][${module}] ${message}`, ...(args ? [args] : []), err);
+  }
+}
 
 /** ClickHouse event store (HTTP interface; SQL kept to what 18.16 and current releases share). */
 export class ClickHouseEventStore implements EventStore {
@@ -23,6 +41,7 @@ export class ClickHouseEventStore implements EventStore {
       username: this.opts.username,
       password: this.opts.password,
       request_timeout: 120_000,
+      log: { LoggerClass: GuardQuietLogger },
       clickhouse_settings: {
         output_format_json_quote_64bit_integers: 0,
         // Progress headers keep long analyses' connections alive behind idle-timeout proxies.
