@@ -41,6 +41,10 @@ export class ClickHouseEventStore implements EventStore {
       username: this.opts.username,
       password: this.opts.password,
       request_timeout: 120_000,
+      // ClickHouse closes idle keep-alive sockets after 3 s (18.16's keep_alive_timeout). Under load a
+      // late timer let the client reuse one the server had closed ("socket hang up", /health 503):
+      // drop idle sockets well before, and check their age when taking one, not only by timer.
+      keep_alive: { enabled: true, idle_socket_ttl: 1500, eagerly_destroy_stale_sockets: true },
       log: { LoggerClass: GuardQuietLogger },
       clickhouse_settings: {
         output_format_json_quote_64bit_integers: 0,
@@ -64,7 +68,9 @@ export class ClickHouseEventStore implements EventStore {
   }
 
   async ping(): Promise<void> {
-    const r = await this.client.ping();
+    let r = await this.client.ping();
+    // One retry on a socket the server closed between our last use and this one (not an outage).
+    if (!r.success && /socket hang up|ECONNRESET/.test(`${r.error?.message} ${(r.error as NodeJS.ErrnoException)?.code}`)) r = await this.client.ping();
     if (!r.success) throw r.error;
   }
 
