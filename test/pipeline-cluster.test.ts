@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import pg from 'pg';
 import { connect, type NatsConnection, type JetStreamManager } from 'nats';
 import { NatsCluster, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child } from './support/processes.js';
 import { requireServices } from './support/backends.js';
+import { adminCreate, freshPgDatabase, metric } from './support/pipeline.js';
 
 /**
  * The production pipeline on a three-server NATS JetStream cluster (routes on loopback, started
@@ -22,7 +22,7 @@ const CONSUMER = 'workers';
 describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two workers)', function () {
   this.timeout(180_000);
   let cluster: NatsCluster;
-  let pgDb: string;
+  let pgDb: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
   let apiUrl: string;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
@@ -52,39 +52,18 @@ describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two
     return { raw: Number(a.raw), distinct: Number(a.distinct) };
   }
 
-  async function metric(url: string, name: string): Promise<number> {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    let sum = 0;
-    for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
-    return sum;
-  }
-
-  async function newProject(name: string): Promise<{ id: number; token: string }> {
-    const res = await fetch(`${apiUrl}/admin/orgs/${orgId}/projects`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name }),
-    });
-    assert.equal(res.status, 201, await res.clone().text());
-    return (await res.json()) as { id: number; token: string };
-  }
+  const newProject = (name: string) =>
+    adminCreate<{ id: number; token: string }>(apiUrl, SUPERADMIN_KEY, `/admin/orgs/${orgId}/projects`, { name });
 
   const streamLeader = async () => (await jsm.streams.info(STREAM)).cluster?.leader ?? '';
   const consumerLeader = async () => (await jsm.consumers.info(STREAM, CONSUMER)).cluster?.leader ?? '';
 
   before(async function () {
     requireServices(this, 'TEST_DATABASE_URL', 'TEST_CLICKHOUSE_URL', 'TEST_NATS_URL');
-    const pgUrl = process.env.TEST_DATABASE_URL!;
     cluster = await NatsCluster.start(3);
-    pgDb = `ncl_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: pgUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${pgDb}`);
-    await admin.end();
-    const dbUrl = new URL(pgUrl);
-    dbUrl.pathname = `/${pgDb}`;
+    pgDb = await freshPgDatabase('ncl');
     const env = {
-      DATABASE_URL: dbUrl.toString(),
+      DATABASE_URL: pgDb.url,
       CLICKHOUSE_URL: process.env.TEST_CLICKHOUSE_URL!,
       CLICKHOUSE_DATABASE: database,
       NATS_URL: cluster.url,
@@ -123,13 +102,7 @@ describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two
     await waitFor('the workers consumer exists', async () => !!(await jsm.consumers.info(STREAM, CONSUMER)), 30_000, 250);
     // Merges would collapse doubled rows before they are counted: keep every physical row.
     await chCommand(`SYSTEM STOP MERGES ${database}.events`);
-    const res = await fetch(`${apiUrl}/admin/orgs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'cluster', monthlyEventQuota: 1_000_000_000 }),
-    });
-    assert.equal(res.status, 201, await res.clone().text());
-    orgId = ((await res.json()) as { id: number }).id;
+    orgId = (await adminCreate<{ id: number }>(apiUrl, SUPERADMIN_KEY, '/admin/orgs', { name: 'cluster', monthlyEventQuota: 1_000_000_000 })).id;
   });
 
   after(async function () {
@@ -137,12 +110,7 @@ describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two
     for (const c of children) await c.kill('SIGTERM', 10_000).catch(() => undefined);
     await cluster?.close();
     await chCommand(`DROP DATABASE IF EXISTS ${database}`).catch(() => undefined);
-    if (pgDb) {
-      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`).catch(() => undefined);
-      await admin.end();
-    }
+    await pgDb?.drop();
     if (this.currentTest?.state === 'failed' || process.env.PIPELINE_KEEP_LOGS) console.log(`pipeline cluster logs: ${logDir}`);
   });
 

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import pg from 'pg';
 import { connect } from 'nats';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from './support/processes.js';
 import { requireServices } from './support/backends.js';
+import { adminCreate, freshPgDatabase, metric } from './support/pipeline.js';
 
 /**
  * Reliability of the production pipeline (API -> JetStream -> worker -> ClickHouse), with every
@@ -29,7 +28,7 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
   this.timeout(240_000);
   let nats: NatsServer;
   let ch: ClickHouseServer;
-  let pgDb: string;
+  let pgDb: Awaited<ReturnType<typeof freshPgDatabase>> | undefined;
   let api: Child;
   let apiUrl: string;
   let env: Record<string, string>;
@@ -75,15 +74,8 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     return c;
   }
 
-  async function newProject(name: string): Promise<{ id: number; token: string }> {
-    const res = await fetch(`${apiUrl}/admin/orgs/${orgId}/projects`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name }),
-    });
-    assert.equal(res.status, 201, await res.clone().text());
-    return (await res.json()) as { id: number; token: string };
-  }
+  const newProject = (name: string) =>
+    adminCreate<{ id: number; token: string }>(apiUrl, SUPERADMIN_KEY, `/admin/orgs/${orgId}/projects`, { name });
 
   /** Starts a worker process and waits until it answers on its metrics port (it is consuming). */
   async function startWorker(name: string, extra: Record<string, string> = {}): Promise<Child & { metricsUrl: string }> {
@@ -93,13 +85,6 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const metricsUrl = `http://127.0.0.1:${port}`;
     await waitFor(`${name} up (log: ${w.logFile})`, async () => (await fetch(`${metricsUrl}/health/live`)).ok, 60_000, 100);
     return Object.assign(w, { metricsUrl });
-  }
-
-  async function metric(url: string, name: string): Promise<number> {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    let sum = 0;
-    for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
-    return sum;
   }
 
   const natsStreamMessages = async () => {
@@ -113,18 +98,11 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
 
   before(async function () {
     requireServices(this, 'TEST_DATABASE_URL', 'TEST_CLICKHOUSE_URL', 'TEST_NATS_URL');
-    const pgUrl = process.env.TEST_DATABASE_URL!;
     [nats, ch] = await Promise.all([NatsServer.start(), ClickHouseServer.start()]);
-    pgDb = `pl_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: pgUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${pgDb}`);
-    await admin.end();
-    const dbUrl = new URL(pgUrl);
-    dbUrl.pathname = `/${pgDb}`;
+    pgDb = await freshPgDatabase('pl');
     const port = await freePort();
     env = {
-      DATABASE_URL: dbUrl.toString(),
+      DATABASE_URL: pgDb.url,
       CLICKHOUSE_URL: ch.url,
       CLICKHOUSE_DATABASE: database,
       NATS_URL: nats.url,
@@ -142,25 +120,14 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     children.push(api);
     apiUrl = `http://127.0.0.1:${port}`;
     await waitFor(`api ready (log: ${api.logFile})`, async () => (await fetch(`${apiUrl}/health/ready`)).status === 200, 60_000, 250);
-    const res = await fetch(`${apiUrl}/admin/orgs`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'pipeline', monthlyEventQuota: 1_000_000_000 }),
-    });
-    assert.equal(res.status, 201, await res.clone().text());
-    orgId = ((await res.json()) as { id: number }).id;
+    orgId = (await adminCreate<{ id: number }>(apiUrl, SUPERADMIN_KEY, '/admin/orgs', { name: 'pipeline', monthlyEventQuota: 1_000_000_000 })).id;
   });
 
   after(async function () {
     for (const c of children) await c.kill('SIGTERM', 10_000).catch(() => undefined);
     await nats?.close();
     await ch?.close();
-    if (pgDb) {
-      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${pgDb} WITH (FORCE)`).catch(() => undefined);
-      await admin.end();
-    }
+    await pgDb?.drop();
     if (this.currentTest?.state === 'failed' || process.env.PIPELINE_KEEP_LOGS) console.log(`pipeline logs: ${logDir}`);
   });
 
