@@ -223,6 +223,19 @@ forEachBackend('foundation', (backend) => {
       assert.equal((await acme.owner.patch(`/api/org/members/${ownerId}`, { role: 'admin' })).body.error, 'last owner');
       assert.equal((await globex.owner.delete(`/api/org/members/${ownerId}`)).status, 404);
     });
+
+    it('invitations of one email sent at once make one membership (a race answered 500 on PostgreSQL)', async () => {
+      for (let round = 0; round < 5; round++) {
+        const email = `twice${round}@example.test`;
+        const sent = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+          i % 2 ? t.admin.post(`/admin/orgs/${acme.org.id}/members`, { email: email.toUpperCase(), role: 'viewer' })
+          : t.client(acme.tokens.owner).post('/api/org/members', { email, role: 'viewer' })));
+        assert.deepEqual(sent.map((r) => r.status), sent.map(() => 201), sent.map((r) => r.text).join('\n'));
+        assert.equal(new Set(sent.map((r) => r.body.id)).size, 1);
+        const rows = ((await acme.owner.get('/api/org/members')).body as any[]).filter((m) => m.email === email);
+        assert.deepEqual(rows.map((m) => [m.id, m.role]), [[sent[0].body.id, 'viewer']]);
+      }
+    });
   });
 
   describe('bad input', () => {

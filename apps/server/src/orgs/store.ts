@@ -75,19 +75,16 @@ export class OrgStore {
     return this.getOrg(id);
   }
 
-  /** Invites an email (or changes the role of an existing membership of that email). */
+  /**
+   * Invites an email (or changes the role of an existing membership of that email). One upsert on
+   * the (org, email) unique index: two invitations of one email at once both land on one row
+   * (a read-then-insert let the second hit the index, a 500).
+   */
   async upsertMembership(orgId: number, email: string, role: Role, trx: Db = this.db): Promise<Membership> {
-    const e = normEmail(email);
-    const found: Row | undefined = await trx('memberships').where({ org_id: orgId, email: e }).first();
-    const existing = found && toMembership(found);
-    if (existing) {
-      await trx('memberships').where({ id: existing.id }).update({ role });
-      return { ...existing, role };
-    }
     // Bound to a user by the first verified ID token carrying this email (see userFromToken).
-    const row = { org_id: orgId, email: e, user_id: null, role, created_at: nowMs() };
-    const [{ id }] = await trx('memberships').insert(row).returning('id');
-    return { id, ...row };
+    const row = { org_id: orgId, email: normEmail(email), user_id: null, role, created_at: nowMs() };
+    const [stored] = await trx('memberships').insert(row).onConflict(['org_id', 'email']).merge(['role']).returning('*');
+    return toMembership(stored as Row);
   }
 
   async listMemberships(orgId: number): Promise<Array<Membership & { name: string | null }>> {
