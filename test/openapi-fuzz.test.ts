@@ -22,7 +22,8 @@ import { mutate, mutation, SchemaArbitraries, type Anchors, type Schema } from '
  *
  * FUZZ_SEED (printed on failure) replays a run; FUZZ_CASES sets the cases per backend (default
  * 5,100, so a run on both backends sends 10,200); FUZZ_ONLY='POST /api/cohorts' keeps operations
- * whose "METHOD path" contains it; FUZZ_DEBUG=1 prints every answer and each operation's time.
+ * whose "METHOD path" contains it; FUZZ_DEBUG=1 prints every answer, each operation's time and the
+ * service's error log.
  *
  * Measured (`npx mocha test/openapi-fuzz.test.ts`, 2 shared cores): 5,100 cases in 26 s on
  * embedded, 34 s on production, the file 72 s (load average about 6); up to 95 s, 117 s and
@@ -80,6 +81,7 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
       RATE_LIMIT_PER_IP: '100000000', RATE_LIMIT_PER_PROJECT: '100000000',
       QUERY_RATE_PER_SECOND: '1000000', QUERY_RATE_BURST: '1000000', FLAGS_EVALUATE_RATE_PER_SECOND: '1000000',
       FLAGS_EVALUATE_RATE_BURST: '1000000', FLAGS_LOCAL_RATE_PER_SECOND: '1000000', FLAGS_LOCAL_RATE_BURST: '1000000',
+      ...(process.env.FUZZ_DEBUG ? { LOG_LEVEL: 'error' } : {}),
     });
     acme = await createTenant(t, 'Fuzz');
     pid = acme.project.id;
@@ -144,6 +146,8 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
       formula: fc.oneof({ arbitrary: fc.constant('A'), weight: 3 }, fc.constantFrom('A / B', 'A + B * 2', '(A - B) / A')),
       from: day(-35, -8), to: day(-7, 0), date: day(-35, 0), month: fc.constant(new Date(now).toISOString().slice(0, 7)),
       time: fc.integer({ min: -20, max: 0 }).map((d) => Math.floor((now + d * DAY) / 1000)),
+      // Few names and addresses, so concurrent cases of a batch race for the same unique key.
+      name: fc.constantFrom('Alpha', 'Beta', 'Signup'), email: fc.constantFrom('a@example.test', 'b@example.test'),
     };
 
     const doc = (await t.anon.get('/openapi.json')).body;
@@ -151,9 +155,7 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
     for (const [path, methods] of Object.entries<Record<string, Schema>>(doc.paths)) {
       if (INGESTION.test(path)) continue;
       for (const [method, op] of Object.entries(methods)) {
-        const key = `${method.toUpperCase()} ${path}`;
-        if (ONLY && !key.includes(ONLY)) continue;
-        ops.push({ method, path, op, key });
+        ops.push({ method, path, op, key: `${method.toUpperCase()} ${path}` });
       }
     }
     ops = ops.sort((a, b) => phase(a) - phase(b));
@@ -318,9 +320,11 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
     const weight = (o: Operation) => 1 + (o.op.requestBody ? 3 : 0) + ((o.op.parameters ?? []).length ? 1 : 0);
     const total = ops.reduce((n, o) => n + weight(o), 0);
     const started = Date.now();
-    for (const [index, o] of ops.entries()) {
+    // Counts and seeds depend on the whole document and the operation's own key only, so FUZZ_ONLY replays the same cases.
+    const seedOf = (key: string) => [...key].reduce((h, ch) => (Math.imul(h, 31) + ch.charCodeAt(0)) | 0, SEED);
+    for (const o of ops.filter((x) => !ONLY || x.key.includes(ONLY))) {
       const n = Math.max(8, Math.round((CASES * weight(o)) / total));
-      const cases = fc.sample(caseOf(o), { seed: SEED + index * 7919, numRuns: n });
+      const cases = fc.sample(caseOf(o), { seed: seedOf(o.key), numRuns: n });
       stats.generated += cases.length;
       const events = o.path.endsWith('/import');
       const safe = o.method === 'get' && !events;
@@ -350,6 +354,6 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
     stats.ms = Date.now() - started;
     if (!ONLY) assert.ok(stats.generated >= CASES, `${stats.generated} cases generated`);
     const ok = [...stats.byStatus].filter(([s]) => s < 300).reduce((n, [, k]) => n + k, 0);
-    assert.ok(ok > stats.cases / 5, `only ${ok} of ${stats.cases} cases got past validation: the valid cases are not valid`);
+    if (!ONLY) assert.ok(ok > stats.cases / 5, `only ${ok} of ${stats.cases} cases got past validation: the valid cases are not valid`);
   });
 });
