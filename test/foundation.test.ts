@@ -239,6 +239,16 @@ forEachBackend('foundation', (backend) => {
   });
 
   describe('bad input', () => {
+    it('a URL past 16 KB answers 431 with a JSON envelope (Node answered with an empty body)', async () => {
+      for (const path of [`/api/projects/${'x'.repeat(20_000)}`, `/track?data=${'x'.repeat(20_000)}`]) {
+        const r = await t.client(acme.tokens.owner).get(path);
+        assert.equal(r.status, 431);
+        assert.equal(r.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.equal(r.body.error, 'request headers too large');
+      }
+      assert.equal((await t.anon.get('/health')).status, 200);
+    });
+
     it('answers malformed JSON, wrong types and unknown fields with 400 and changes nothing', async () => {
       const before = (await t.admin.get('/admin/orgs')).body.length;
       const cases = [

@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import type { Config } from './config.js';
 import type { Deps } from './deps.js';
 import { errorHandler } from './http/errors.js';
+import { answerClientError } from './http/client-error.js';
 import { readBody } from './http/body.js';
 import { envelopeByPath, mountRoutes, openApiDocument, type RouteSpec } from './http/route.js';
 import { edgeMiddleware } from './http/cors.js';
@@ -116,6 +117,7 @@ export async function startService(
   if (roles.includes('api')) {
     server = http.createServer(buildKoa(deps).callback());
     server.keepAliveTimeout = 65_000;
+    server.on('clientError', answerClientError);
     await new Promise<void>((resolve) => server!.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host, resolve));
   }
   const addr = server?.address() as AddressInfo | undefined;
