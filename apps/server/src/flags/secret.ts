@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../ports/metadata/knex.js';
-import { isPostgres } from '../ports/metadata/knex.js';
+import { lockForUpdate } from '../ports/metadata/knex.js';
 import { conflict, notFound } from '../http/errors.js';
 import { assertOwnedBy } from './managed.js';
 import { isUniqueViolation } from './store.js';
@@ -24,8 +24,7 @@ export class FlagSecrets {
   private async write(projectId: number, resource: string | null, next: (managedBy: string | null) => { hash: string | null; managedBy: string | null }): Promise<void> {
     try {
       await this.db.transaction(async (trx) => {
-        const q = trx<SecretRow>('projects').where({ id: projectId }).first('id', 'flag_secret_managed_by');
-        const row = await (isPostgres(this.db) ? q.forUpdate() : q);
+        const row = await lockForUpdate(trx, trx<SecretRow>('projects').where({ id: projectId }).first('id', 'flag_secret_managed_by'));
         if (!row) throw notFound('project');
         const current = row.flag_secret_managed_by ?? null;
         assertOwnedBy(current, resource);

@@ -1,5 +1,5 @@
 import type { Db } from '../ports/metadata/knex.js';
-import { isPostgres } from '../ports/metadata/knex.js';
+import { lockForUpdate } from '../ports/metadata/knex.js';
 import type { FeatureFlag, FlagAction, FlagEvent } from './schema.js';
 
 /** A `flags` row as the drivers return it (PostgreSQL bigints as strings, SQLite booleans as 0/1). */
@@ -110,11 +110,6 @@ export class FlagStore {
     return this.db.transaction(fn);
   }
 
-  /** `FOR UPDATE` on PostgreSQL; SQLite has one writer. */
-  private lockable<T extends { forUpdate(): T }>(q: T): T {
-    return isPostgres(this.db) ? q.forUpdate() : q;
-  }
-
   async list(projectId: number, opts: { includeArchived: boolean; managedBy?: string }): Promise<FeatureFlag[]> {
     const q = this.db<FlagRow>('flags').where({ project_id: projectId }).orderBy('id');
     if (!opts.includeArchived) q.whereNull('archived_at');
@@ -129,13 +124,13 @@ export class FlagStore {
 
   /** The flag, its row locked until the transaction ends. */
   async lock(trx: Db, id: number): Promise<FeatureFlag | undefined> {
-    const row = await this.lockable(trx<FlagRow>('flags').where({ id }).first());
+    const row = await lockForUpdate(trx, trx<FlagRow>('flags').where({ id }).first());
     return row ? toFlag(row) : undefined;
   }
 
   /** Locks the project row (serialises creates in one project); false when it does not exist. */
   async lockProject(trx: Db, projectId: number): Promise<boolean> {
-    return Boolean(await this.lockable(trx('projects').where({ id: projectId }).first('id')));
+    return Boolean(await lockForUpdate(trx, trx('projects').where({ id: projectId }).first('id')));
   }
 
   async keyTaken(trx: Db, projectId: number, key: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { isPostgres, nowMs } from '../ports/metadata/knex.js';
+import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
 
 /**
  * Writing identity links (the ingestion worker's job; readers use identity/store.ts and the SQL
@@ -52,7 +52,7 @@ async function linksOf(db: Deps['db'], projectId: number, ids: string[], lock: b
   const out = new Map<string, IdentityLink>();
   for (let i = 0; i < ids.length; i += CHUNK) {
     const q = db('identity_links').where({ project_id: projectId }).whereIn('distinct_id', ids.slice(i, i + CHUNK)).select('*');
-    const rows: IdentityLink[] = await (lock && isPostgres(db) ? q.forUpdate() : q);
+    const rows: IdentityLink[] = await (lock ? lockForUpdate(db, q) : q);
     for (const r of rows) out.set(r.distinct_id, r);
   }
   return out;

@@ -12,7 +12,8 @@ export type Db = Knex;
 
 /**
  * The metadata store port: knex on PostgreSQL (`DATABASE_URL`) or on a SQLite file in DATA_DIR.
- * Domain stores write portable knex; where the two differ they ask `isPostgres(db)`.
+ * Domain stores write portable knex; row locks go through `lockForUpdate`. Where the SQL itself
+ * differs (one statement on PostgreSQL, a transaction on SQLite) a store asks `isPostgres(db)`.
  */
 export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string; sqliteFile?: string }): Db {
   if (opts.databaseUrl) {
@@ -43,6 +44,14 @@ export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string;
 }
 
 export const isPostgres = (db: Db) => db.client.config.client === 'pg';
+
+/**
+ * `q` locking the rows it reads until the transaction ends: `FOR UPDATE` on PostgreSQL; SQLite has
+ * one writer at a time, so `q` as is. `db` is the transaction (or the store) `q` runs on.
+ */
+export function lockForUpdate<Q extends { forUpdate(): Q }>(db: Db, q: Q): Q {
+  return isPostgres(db) ? q.forUpdate() : q;
+}
 
 /** Key of the PostgreSQL advisory lock held while migrating (any constant shared by all processes). */
 const MIGRATION_LOCK = 0x7461_6c6c; // 'tall'
