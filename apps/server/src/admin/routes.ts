@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { publicProject } from '../projects/store.js';
-import { resourceOf } from '../flags/managed.js';
+import { resourceOf } from '../auth/managed.js';
 import { authOf } from '../auth/context.js';
 import { CreateProjectBody, IdParams, ProjectSchema } from '../projects/schema.js';
 import { CreateOrgBody, InviteBody, MembershipSchema, MonthQuery, OrganizationSchema, UpdateOrgBody, UsageSchema } from '../orgs/schema.js';

@@ -9,7 +9,7 @@ import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { etagMatches } from './live.js';
-import { resourceOf } from './managed.js';
+import { resourceOf } from '../auth/managed.js';
 import type { Actor } from './service.js';
 import type { FlagsDomain } from './domain.js';
 import {

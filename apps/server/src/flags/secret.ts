@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../ports/metadata/knex.js';
 import { lockForUpdate } from '../ports/metadata/knex.js';
 import { conflict, notFound } from '../http/errors.js';
-import { assertOwnedBy } from './managed.js';
+import { assertOwnedBy } from '../auth/managed.js';
 import { isUniqueViolation } from './store.js';
 import { sha256Hex } from '../auth/credentials.js';
 

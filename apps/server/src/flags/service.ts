@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import { nowMs } from '../ports/metadata/knex.js';
 import type { CohortChecker } from './cohorts.js';
 import type { LiveFlagsCache } from './live.js';
-import { assertOwnedBy } from './managed.js';
+import { assertOwnedBy } from '../auth/managed.js';
 import { isUniqueViolation, type FlagStore } from './store.js';
 import {
   flagConsistencyError,

@@ -4,7 +4,7 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { publicProject, type Project } from './store.js';
-import { assertOwnedBy, resourceOf } from '../flags/managed.js';
+import { assertOwnedBy, resourceOf } from '../auth/managed.js';
 import { CreateProjectBody, IdParams, ListProjectsQuery, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
 /** Events stored per project (each dedup key once), counted in the event store in one grouped query. */

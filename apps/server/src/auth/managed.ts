@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { AuthContext } from '../auth/context.js';
+import type { AuthContext } from './context.js';
 import { badRequest, conflict } from '../http/errors.js';
 
 /**
