@@ -20,28 +20,31 @@ import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
 import { privacyRoutes } from './privacy/routes.js';
 import { analysesOf } from './query/analyses.js';
+import { DataStore } from './data/store.js';
+import { LexiconStore } from './lexicon/store.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps): RouteSpec[] {
-  const { definitions, contexts, membership } = analysesOf(deps);
+  const { definitions, contexts, membership, annotations } = analysesOf(deps);
+  const data = new DataStore(deps.events);
   return [
     ...healthRoutes(deps),
     ...adminRoutes(deps),
     ...accountRoutes(deps),
     ...machineTokenRoutes(deps),
     ...projectRoutes(deps),
-    ...queryRoutes(deps, { events: deps.events, contexts, metrics: definitions.metrics }),
+    ...queryRoutes(deps, { events: deps.events, contexts, metrics: definitions.metrics, annotations }),
     ...irQueryRoutes(deps),
     ...cohortRoutes(deps, { store: definitions.cohorts, membership }),
     ...definitionRoutes(deps, definitions),
     ...metricsRoutes(deps),
     ...flagRoutes(deps, flagsDomain(deps.db, membership)),
     ...ingestionRoutes(deps),
-    ...dataRoutes(deps),
+    ...dataRoutes(deps, data),
     ...reportRoutes(deps),
     ...boardRoutes(deps),
-    ...annotationRoutes(deps),
-    ...lexiconRoutes(deps),
+    ...annotationRoutes(deps, annotations),
+    ...lexiconRoutes(deps, { store: new LexiconStore(deps.db), data }),
     ...privacyRoutes(deps),
   ];
 }

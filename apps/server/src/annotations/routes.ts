@@ -5,12 +5,11 @@ import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
-import { AnnotationStore } from './store.js';
+import type { AnnotationStore } from './store.js';
 import { AnnotationSchema, CreateAnnotationBody, ListAnnotationsQuery, UpdateAnnotationBody } from './schema.js';
 
 /** Annotations: every role reads, member and above write; another organisation's id is 404. */
-export function annotationRoutes(deps: Deps): RouteSpec[] {
-  const store = new AnnotationStore(deps.db);
+export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[] {
   const inScope = rowInScope(deps.projects, 'annotation', (id) => store.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   return [

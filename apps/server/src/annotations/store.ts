@@ -51,15 +51,15 @@ export class AnnotationStore {
   async delete(id: number): Promise<void> {
     await this.db('annotations').where({ id }).delete();
   }
+
+  /**
+   * The annotations on days inside a query's range (`[fromMs, toEndMs)`, UTC days), for trend
+   * results to show beside their chart.
+   */
+  async inRange(projectId: number, range: { fromMs: number; toEndMs: number }): Promise<Array<{ id: number; date: string; description: string }>> {
+    const rows = await this.list(projectId, { from: day(range.fromMs), to: day(range.toEndMs - 1) });
+    return rows.map((a) => ({ id: a.id, date: a.date, description: a.description }));
+  }
 }
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-/**
- * The annotations on days inside a query's range (`[fromMs, toEndMs)`, UTC days), for trend
- * results to show beside their chart.
- */
-export async function annotationsInRange(db: Db, projectId: number, range: { fromMs: number; toEndMs: number }) {
-  const rows = await new AnnotationStore(db).list(projectId, { from: day(range.fromMs), to: day(range.toEndMs - 1) });
-  return rows.map((a) => ({ id: a.id, date: a.date, description: a.description }));
-}

@@ -5,7 +5,7 @@ import { notFound } from '../http/errors.js';
 import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { IdentityStore } from '../identity/store.js';
-import { DataStore } from './store.js';
+import type { DataStore } from './store.js';
 import {
   EventNameCountSchema, EventsQuery, EventsResultSchema, ProjectQuery, PropertiesQuery, PropertySummarySchema, StatsResultSchema,
   UserDetailSchema, UserParams, UserQuery, UsersQuery, UsersResultSchema,
@@ -26,12 +26,9 @@ function instant(raw: string | undefined, end: boolean): number | undefined {
  * Data browsing (product.md "Data browsing"): events, event names, properties, users and stats of a
  * project, identity-resolved (rows show the cluster's canonical id; a distinctId matches its cluster).
  */
-export function dataRoutes(deps: Deps): RouteSpec[] {
+export function dataRoutes(deps: Deps, store: DataStore): RouteSpec[] {
   const identity = new IdentityStore(deps.db);
-  const scope = async (ctx: Parameters<RouteSpec['handler']>[0]['ctx'], projectId: unknown) => {
-    const project = await resolveProject(deps.projects, authOf(ctx), projectId);
-    return { project, store: new DataStore(deps.events, project.id) };
-  };
+  const scope = (ctx: Parameters<RouteSpec['handler']>[0]['ctx'], projectId: unknown) => resolveProject(deps.projects, authOf(ctx), projectId);
   const cluster = async (projectId: number, distinctId: string) => {
     const canonical = await identity.canonicalOf(projectId, distinctId);
     return { canonical, members: await identity.clusterOf(projectId, canonical) };
@@ -41,9 +38,9 @@ export function dataRoutes(deps: Deps): RouteSpec[] {
       method: 'get', path: '/api/data/events', tag: 'Data', auth: 'api', query: EventsQuery, response: EventsResultSchema,
       summary: 'Stored events, newest first (distinctId matches the whole identity cluster)',
       handler: async ({ ctx, query }) => {
-        const { project, store } = await scope(ctx, query.projectId);
+        const project = await scope(ctx, query.projectId);
         const c = query.distinctId !== undefined ? await cluster(project.id, query.distinctId) : undefined;
-        return store.listEvents({
+        return store.listEvents(project.id, {
           from: instant(query.from, false), to: instant(query.to, true), event: query.event,
           members: c?.members, person: c?.canonical, limit: query.limit, offset: query.offset,
         });
@@ -52,28 +49,28 @@ export function dataRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'get', path: '/api/data/event-names', tag: 'Data', auth: 'api', query: ProjectQuery, response: z.array(EventNameCountSchema),
       summary: 'Event names with lifetime and last-30-days counts',
-      handler: async ({ ctx, query }) => (await scope(ctx, query.projectId)).store.eventNames(Date.now() - 30 * DAY_MS),
+      handler: async ({ ctx, query }) => store.eventNames((await scope(ctx, query.projectId)).id, Date.now() - 30 * DAY_MS),
     }),
     route({
       method: 'get', path: '/api/data/properties', tag: 'Data', auth: 'api', query: PropertiesQuery, response: z.array(PropertySummarySchema),
       summary: 'Property keys seen on events (optionally of one event name) with counts and up to 5 sample values',
-      handler: async ({ ctx, query }) => (await scope(ctx, query.projectId)).store.properties(query.event),
+      handler: async ({ ctx, query }) => store.properties((await scope(ctx, query.projectId)).id, query.event),
     }),
     route({
       method: 'get', path: '/api/data/users', tag: 'Data', auth: 'api', query: UsersQuery, response: UsersResultSchema,
       summary: 'Identities (canonical ids) with their profiles, most recently seen first; search matches ids and profile values',
-      handler: async ({ ctx, query }) => (await scope(ctx, query.projectId)).store.users(query),
+      handler: async ({ ctx, query }) => store.users((await scope(ctx, query.projectId)).id, query),
     }),
     route({
       method: 'get', path: '/api/data/users/{distinctId}', tag: 'Data', auth: 'api', params: UserParams, query: UserQuery, response: UserDetailSchema,
       summary: "One identity: profile, sessions over its whole history and its latest events",
       handler: async ({ ctx, params, query }) => {
-        const { project, store } = await scope(ctx, query.projectId);
+        const project = await scope(ctx, query.projectId);
         const { canonical, members } = await cluster(project.id, params.distinctId);
         const [profile, sessions, events] = await Promise.all([
-          store.user(canonical, members),
-          store.sessionsOf(canonical, members),
-          store.listEvents({ members, person: canonical, limit: query.limit, offset: 0 }),
+          store.user(project.id, canonical, members),
+          store.sessionsOf(project.id, canonical, members),
+          store.listEvents(project.id, { members, person: canonical, limit: query.limit, offset: 0 }),
         ]);
         if (!profile) throw notFound('user');
         return { ...profile, sessions, events: events.events };
@@ -82,7 +79,7 @@ export function dataRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'get', path: '/api/data/stats', tag: 'Data', auth: 'api', query: ProjectQuery, response: StatsResultSchema,
       summary: 'Totals: events, users, profiles, event names, events today (UTC), sessions started in the last 7 days',
-      handler: async ({ ctx, query }) => (await scope(ctx, query.projectId)).store.stats(Date.now()),
+      handler: async ({ ctx, query }) => store.stats((await scope(ctx, query.projectId)).id, Date.now()),
     }),
   ];
 }

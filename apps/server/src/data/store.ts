@@ -43,7 +43,7 @@ interface PersonRow {
 }
 
 export class DataStore {
-  constructor(private events: EventStore, private projectId: number) {}
+  constructor(private events: EventStore) {}
 
   private get d() {
     return this.events.dialect;
@@ -68,8 +68,8 @@ export class DataStore {
     return c.length ? c.join(' AND ') : '1 = 1';
   }
 
-  async listEvents(f: { from?: number; to?: number; event?: string; members?: string[]; person?: string; limit: number; offset: number }) {
-    const src = resolvedEvents(this.d, this.projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties']);
+  async listEvents(projectId: number, f: { from?: number; to?: number; event?: string; members?: string[]; person?: string; limit: number; offset: number }) {
+    const src = resolvedEvents(this.d, projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties']);
     const where = f.person !== undefined ? `WHERE person = ${this.str(f.person)}` : '';
     const [rows, total] = await Promise.all([
       this.events.query<{ id: number; event: string; person: string; time: number; properties: string }>(
@@ -83,17 +83,17 @@ export class DataStore {
     return { events, total: num(total[0]?.n) };
   }
 
-  async eventNames(recentSince: number) {
+  async eventNames(projectId: number, recentSince: number) {
     const final = this.sql.final;
     const rows = await this.events.query<{ name: string; count: number; recent_count: number; last_seen: number }>(
       `SELECT event AS name, count(*) AS count, sum(CASE WHEN time >= ${sqlInt(recentSince)} THEN 1 ELSE 0 END) AS recent_count, max(time) AS last_seen
-       FROM events ${final} WHERE project_id = ${sqlInt(this.projectId)} GROUP BY event ORDER BY count DESC, name`,
+       FROM events ${final} WHERE project_id = ${sqlInt(projectId)} GROUP BY event ORDER BY count DESC, name`,
     );
     return rows.map((r) => ({ name: r.name, count: num(r.count), recent_count: num(r.recent_count), last_seen: num(r.last_seen) }));
   }
 
-  async properties(event?: string) {
-    const p = sqlInt(this.projectId);
+  async properties(projectId: number, event?: string) {
+    const p = sqlInt(projectId);
     const ev = event !== undefined ? ` AND event = ${this.str(event)}` : '';
     const sql = this.sql.properties(p, ev);
     const rows = await this.events.query<{ key: string; count: number; sampleValues: string[] }>(sql);
@@ -104,9 +104,9 @@ export class DataStore {
    * People: identities seen in events or holding a live profile, with their first/last event
    * times and counts. `eventsWhere` narrows raw events (a cluster), `person` one identity.
    */
-  private persons(opts: { members?: string[]; person?: string } = {}): string {
-    const events = resolvedEvents(this.d, this.projectId, this.rawWhere({ members: opts.members }), ['distinct_id', 'time']);
-    const profiles = resolvedProfiles(this.d, this.projectId);
+  private persons(projectId: number, opts: { members?: string[]; person?: string } = {}): string {
+    const events = resolvedEvents(this.d, projectId, this.rawWhere({ members: opts.members }), ['distinct_id', 'time']);
+    const profiles = resolvedProfiles(this.d, projectId);
     const only = opts.person !== undefined ? `WHERE person = ${this.str(opts.person)}` : '';
     return this.sql.persons(events, profiles, only);
   }
@@ -123,13 +123,13 @@ export class DataStore {
     };
   }
 
-  async users(opts: { search?: string; limit: number; offset: number }) {
+  async users(projectId: number, opts: { search?: string; limit: number; offset: number }) {
     let where = '';
     if (opts.search) {
       const s = this.str(opts.search);
       where = this.sql.userSearch(s);
     }
-    const src = this.persons();
+    const src = this.persons(projectId);
     const order = this.sql.usersOrder;
     const [rows, total] = await Promise.all([
       this.events.query<PersonRow>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
@@ -139,27 +139,27 @@ export class DataStore {
   }
 
   /** One identity's profile, or undefined when it has neither events nor a live profile. */
-  async user(person: string, members: string[]): Promise<UserProfile | undefined> {
-    const rows = await this.events.query<PersonRow>(`SELECT * FROM ${this.persons({ members, person })}`);
+  async user(projectId: number, person: string, members: string[]): Promise<UserProfile | undefined> {
+    const rows = await this.events.query<PersonRow>(`SELECT * FROM ${this.persons(projectId, { members, person })}`);
     return rows[0] ? this.toProfile(rows[0]) : undefined;
   }
 
   /** Sessions of one identity over its whole history (a gap of 30 minutes or more starts a new one). */
-  async sessionsOf(person: string, members: string[]): Promise<number> {
-    const src = resolvedEvents(this.d, this.projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
+  async sessionsOf(projectId: number, person: string, members: string[]): Promise<number> {
+    const src = resolvedEvents(this.d, projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
     const who = `person = ${this.str(person)}`;
     const sql = this.sql.sessionsOf(src, who);
     const rows = await this.events.query<{ n: number }>(sql);
     return num(rows[0]?.n);
   }
 
-  async stats(now: number) {
-    const p = sqlInt(this.projectId);
+  async stats(projectId: number, now: number) {
+    const p = sqlInt(projectId);
     const dayStart = Math.floor(now / 86_400_000) * 86_400_000;
     const weekAgo = now - 7 * 86_400_000;
     const final = this.sql.final;
-    const all = resolvedEvents(this.d, this.projectId, '1 = 1', ['distinct_id', 'time']);
-    const recent = resolvedEvents(this.d, this.projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
+    const all = resolvedEvents(this.d, projectId, '1 = 1', ['distinct_id', 'time']);
+    const recent = resolvedEvents(this.d, projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
     const sessionsSql = this.sql.recentSessions(recent, weekAgo);
     const distinct = (x: string) => this.sql.distinct(x);
     const [ev, users, profiles, sessions] = await Promise.all([
@@ -168,7 +168,7 @@ export class DataStore {
          FROM events ${final} WHERE project_id = ${p}`,
       ),
       this.events.query<{ n: number }>(`SELECT ${distinct('person')} AS n FROM ${all}`),
-      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${resolvedProfiles(this.d, this.projectId)}`),
+      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${resolvedProfiles(this.d, projectId)}`),
       this.events.query<{ n: number }>(sessionsSql),
     ]);
     return {

@@ -1,5 +1,4 @@
-import type { EventStore } from '../ports/events/index.js';
-import { DataStore } from '../data/store.js';
+import type { DataStore } from '../data/store.js';
 import type { LexiconEntry, LexiconStore } from './store.js';
 
 const DAY_MS = 86_400_000;
@@ -11,8 +10,8 @@ const fields = (e: LexiconEntry | undefined) =>
  * Observed names (counted in the engine) joined with entries, most used first; entries written
  * ahead of any event follow with `observed: false`. `only` narrows to one name (the PUT answer).
  */
-export async function lexiconEvents(events: EventStore, store: LexiconStore, projectId: number, only?: string) {
-  const [observed, entries] = await Promise.all([new DataStore(events, projectId).eventNames(Date.now() - 30 * DAY_MS), store.list(projectId, 'event')]);
+export async function lexiconEvents(data: DataStore, store: LexiconStore, projectId: number, only?: string) {
+  const [observed, entries] = await Promise.all([data.eventNames(projectId, Date.now() - 30 * DAY_MS), store.list(projectId, 'event')]);
   const byName = new Map(entries.map((e) => [e.name, e]));
   const rows = observed.map((o) => ({ name: o.name, count: o.count, last_seen: o.last_seen as number | null, ...fields(byName.get(o.name)), observed: true }));
   const seen = new Set(observed.map((o) => o.name));
@@ -20,8 +19,8 @@ export async function lexiconEvents(events: EventStore, store: LexiconStore, pro
   return only === undefined ? rows : rows.filter((r) => r.name === only);
 }
 
-export async function lexiconProperties(events: EventStore, store: LexiconStore, projectId: number, only?: string) {
-  const [observed, entries] = await Promise.all([new DataStore(events, projectId).properties(), store.list(projectId, 'property')]);
+export async function lexiconProperties(data: DataStore, store: LexiconStore, projectId: number, only?: string) {
+  const [observed, entries] = await Promise.all([data.properties(projectId), store.list(projectId, 'property')]);
   const byName = new Map(entries.map((e) => [e.name, e]));
   const rows = observed.map((o) => ({ key: o.key, count: o.count, sampleValues: o.sampleValues, ...fields(byName.get(o.key)), observed: true }));
   const seen = new Set(observed.map((o) => o.key));

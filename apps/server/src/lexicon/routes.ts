@@ -3,7 +3,8 @@ import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
-import { LexiconStore } from './store.js';
+import type { LexiconStore } from './store.js';
+import type { DataStore } from '../data/store.js';
 import { lexiconEvents, lexiconProperties } from './merge.js';
 import {
   EventNameParams, LexiconEntryBody, LexiconEventSchema, LexiconListQuery, LexiconPropertySchema, PropertyKeyParams,
@@ -14,15 +15,14 @@ import {
  * entries. Every role reads; member and above write. Hidden names stay listed, flagged, so a
  * client can filter them out of pickers and still show them where data carries them.
  */
-export function lexiconRoutes(deps: Deps): RouteSpec[] {
-  const store = new LexiconStore(deps.db);
+export function lexiconRoutes(deps: Deps, { store, data }: { store: LexiconStore; data: DataStore }): RouteSpec[] {
   return [
     route({
       method: 'get', path: '/api/lexicon/events', tag: 'Lexicon', auth: 'api', query: LexiconListQuery, response: z.array(LexiconEventSchema),
       summary: 'Observed event names merged with their lexicon entries (hidden ones flagged, not removed)',
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return lexiconEvents(deps.events, store, project.id);
+        return lexiconEvents(data, store, project.id);
       },
     }),
     route({
@@ -30,7 +30,7 @@ export function lexiconRoutes(deps: Deps): RouteSpec[] {
       summary: 'Observed event property keys merged with their lexicon entries (hidden ones flagged, not removed)',
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return lexiconProperties(deps.events, store, project.id);
+        return lexiconProperties(data, store, project.id);
       },
     }),
     route({
@@ -41,7 +41,7 @@ export function lexiconRoutes(deps: Deps): RouteSpec[] {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, query.projectId);
         await store.upsert(project.id, 'event', params.name, body, actorUserId(auth));
-        return (await lexiconEvents(deps.events, store, project.id, params.name))[0];
+        return (await lexiconEvents(data, store, project.id, params.name))[0];
       },
     }),
     route({
@@ -52,7 +52,7 @@ export function lexiconRoutes(deps: Deps): RouteSpec[] {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, query.projectId);
         await store.upsert(project.id, 'property', params.key, body, actorUserId(auth));
-        return (await lexiconProperties(deps.events, store, project.id, params.key))[0];
+        return (await lexiconProperties(data, store, project.id, params.key))[0];
       },
     }),
   ];

@@ -17,7 +17,7 @@ import { runRetention } from './retention.js';
 import { runFlows } from './flows.js';
 import { runSessions } from './sessions.js';
 import { runMetric } from './metric.js';
-import { annotationsInRange } from '../annotations/store.js';
+import type { AnnotationStore } from '../annotations/store.js';
 import {
   FlowsQuerySchema, FlowsResultSchema, FunnelQuerySchema, FunnelResultSchema, MetricQuerySchema, RetentionQuerySchema,
   RetentionResultSchema, SegmentationQuerySchema, SegmentationResultSchema, SessionsQuerySchema, SessionsResultSchema,
@@ -28,6 +28,7 @@ export interface QueryDomain {
   events: EventStore;
   contexts: QueryContexts;
   metrics: DefinitionStore<CalculatedMetricDefinition>;
+  annotations: AnnotationStore;
 }
 
 /** One analysis: its path, schemas and how it runs once the range, project and context are known. */
@@ -43,13 +44,12 @@ const analysis = <B>(a: Analysis<B>) => a as Analysis<unknown>;
 
 /** The v0 analysis endpoints: every role may query; `projectId` in the body. */
 export function queryRoutes(deps: Pick<Deps, 'projects' | 'config' | 'db' | 'rateLimits'>, domain: QueryDomain): RouteSpec[] {
-  const { contexts, metrics } = domain;
-  const { db } = deps;
+  const { contexts, metrics, annotations } = domain;
   const guard = deps.config.queryGuard;
   const events = boundedEvents(domain.events, guard);
   // One line per analysis: path, request and response schemas, OpenAPI summary, how it runs.
   const analyses: Analysis<unknown>[] = [
-    analysis({ path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema, summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property', run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range, guard)), annotations: await annotationsInRange(db, q.projectId, range) }) }),
+    analysis({ path: 'segmentation', body: SegmentationQuerySchema, response: SegmentationResultSchema, summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property', run: async (q, body, range) => ({ ...(await runSegmentation(events, q, body, range, guard)), annotations: await annotations.inRange(q.projectId, range) }) }),
     analysis({ path: 'funnel', body: FunnelQuerySchema, response: FunnelResultSchema, summary: 'Ordered conversion through 2-10 steps within a window from step 0', run: (q, body, range) => runFunnel(events, q, body, range) }),
     analysis({ path: 'retention', body: RetentionQuerySchema, response: RetentionResultSchema, summary: 'Cohorts by birth bucket and how many return in each following bucket', run: (q, body, range) => runRetention(events, q, body, range) }),
     analysis({ path: 'flows', body: FlowsQuerySchema, response: FlowsResultSchema, summary: 'Most common paths after or before an anchor event', run: (q, body, range) => runFlows(events, q, body, range) }),

@@ -9,7 +9,6 @@ import { runRetention } from '../query/retention.js';
 import { runFlows } from '../query/flows.js';
 import { runMetric } from '../query/metric.js';
 import type { PropertyFilter } from '../query/schema.js';
-import { annotationsInRange } from '../annotations/store.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
 import { runQuery } from '../query/ir/run.js';
 import type { QueryV2 } from '../query/ir/schema.js';
@@ -81,11 +80,11 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
   const guard = deps.config.queryGuard;
   checkV0Estimate(guard, report.type, spec as Record<string, unknown>, range);
   const events = boundedEvents(deps.events, guard);
-  const { contexts, definitions } = analysesOf(deps);
+  const { contexts, definitions, annotations: notes } = analysesOf(deps);
   const q = await contexts.forProject(report.project_id);
   switch (report.type) {
     case 'segmentation': {
-      const [result, annotations] = await Promise.all([runSegmentation(events, q, spec, range, guard), annotationsInRange(deps.db, report.project_id, range)]);
+      const [result, annotations] = await Promise.all([runSegmentation(events, q, spec, range, guard), notes.inRange(report.project_id, range)]);
       return { result: { ...result, annotations }, warnings };
     }
     case 'funnel': return { result: await runFunnel(events, q, spec, range), warnings };
@@ -95,7 +94,7 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
       const metric = await definitions.metrics.get(spec.definitionId);
       if (!metric || metric.project_id !== report.project_id) throw notFound('metric');
       const [result, annotations] = await Promise.all([
-        runMetric(events, q, metric.name, metric.definition, spec.unit, range), annotationsInRange(deps.db, report.project_id, range),
+        runMetric(events, q, metric.name, metric.definition, spec.unit, range), notes.inRange(report.project_id, range),
       ]);
       return { result: { ...result, annotations }, warnings };
     }

@@ -9,7 +9,6 @@ import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
 import { metricEventName } from './context.js';
 import type { QueryV2, TrendAnalysis } from './schema.js';
 import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
-import { annotationsInRange } from '../../annotations/store.js';
 
 export interface TrendSeries {
   /** The metric's letter, or `formula`. */
@@ -93,7 +92,7 @@ export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContex
   return {
     kind: 'trend', unit: a.unit, range: rangeLabel(range), buckets: bucketStarts(a.unit, range).map((b) => bucketLabel(a.unit, b)),
     ...(cmp ? { comparison: { ...rangeLabel(cmp), buckets: bucketStarts(a.unit, cmp).map((b) => bucketLabel(a.unit, b)) } } : {}),
-    series, omittedSegments, annotations: await annotationsInRange(deps.db, q.projectId, range),
+    series, omittedSegments, annotations: await analysesOf(deps).annotations.inRange(q.projectId, range),
   };
 }
 
