@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { loadDataset } from './reference/harness.js';
-import { REPORT_EVENTS } from './reports.support.js';
+import type { Tenant, TestService } from './support/service.js';
+import { reportsWorld } from './reports.support.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-14', unit: 'day', type: 'total' };
 const funnel = { steps: ['view', 'signup'], from: '2024-01-01', to: '2024-01-14', windowDays: 7 };
@@ -16,13 +15,9 @@ forEachBackend('boards', (backend) => {
   let reports: Record<string, number>;
   let foreignReport: number;
   let otherProjectReport: number;
+  reportsWorld(backend, 'brd', (w) => ({ t, tenant, other, pid } = w));
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'brd');
-    other = await createTenant(t, 'brd-other');
-    pid = tenant.project.id;
-    await loadDataset(t.svc.deps, pid, { events: REPORT_EVENTS, links: [] });
     const member = t.client(tenant.tokens.member);
     reports = {};
     for (const [name, type, query] of [['views', 'segmentation', seg], ['signup funnel', 'funnel', funnel], ['buyers return', 'retention', retention]] as const) {
@@ -34,10 +29,6 @@ forEachBackend('boards', (backend) => {
     const second = await t.client(tenant.tokens.admin).post('/api/projects', { name: 'second' });
     assert.equal(second.status, 201, second.text);
     otherProjectReport = (await member.post('/api/reports', { projectId: second.body.id, name: 'elsewhere', type: 'segmentation', query: seg })).body.id;
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
   });
 
   it('create and read: cards in layout order with defaults (span 6, medium), report cards carry their report', async () => {

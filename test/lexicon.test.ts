@@ -1,26 +1,14 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { loadDataset } from './reference/harness.js';
-import { REPORT_EVENTS } from './reports.support.js';
+import type { Tenant, TestService } from './support/service.js';
+import { reportsWorld } from './reports.support.js';
 
 forEachBackend('lexicon', (backend) => {
   let t: TestService;
   let tenant: Tenant;
   let other: Tenant;
   let pid: number;
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'lex');
-    other = await createTenant(t, 'lex-other');
-    pid = tenant.project.id;
-    await loadDataset(t.svc.deps, pid, { events: REPORT_EVENTS, links: [] });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
-  });
+  reportsWorld(backend, 'lex', (w) => ({ t, tenant, other, pid } = w));
 
   it('observed event names merged with entries; PUT upserts and keeps members it is not given; hidden is flagged, not removed', async () => {
     const viewer = t.client(tenant.tokens.viewer);

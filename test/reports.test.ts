@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { loadDataset } from './reference/harness.js';
-import { REPORT_EVENTS } from './reports.support.js';
+import type { Tenant, TestService } from './support/service.js';
+import { reportsWorld } from './reports.support.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-07', unit: 'day', type: 'total' };
 const funnel = { steps: ['view', 'signup'], from: '2024-01-01', to: '2024-01-14', windowDays: 7 };
@@ -14,18 +13,7 @@ forEachBackend('saved reports', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   let pid: number;
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'rep');
-    other = await createTenant(t, 'rep-other');
-    pid = tenant.project.id;
-    await loadDataset(t.svc.deps, pid, { events: REPORT_EVENTS, links: [] });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
-  });
+  reportsWorld(backend, 'rep', (w) => ({ t, tenant, other, pid } = w));
 
   it('CRUD: query stored exactly as sent (minus projectId), created_by is the caller, null for the superadmin or a machine token', async () => {
     const member = t.client(tenant.tokens.member);
