@@ -1,7 +1,6 @@
 import type { EventStore } from '../ports/events/index.js';
 import { sqlInt, sqlString } from '../ports/events/index.js';
-import { resolvedEvents, resolvedProfiles, SESSION_GAP_MS } from '../identity/sql.js';
-import { DATA_SQL, type DataSql } from './sql.js';
+import { dialectFor, SESSION_GAP_MS, type DataSql } from '../query/dialects/index.js';
 
 /**
  * Data browsing over the event store, identity-resolved, on both engines. Every count and
@@ -43,19 +42,23 @@ interface PersonRow {
 }
 
 export class DataStore {
-  constructor(private events: EventStore) {}
-
-  private get d() {
-    return this.events.dialect;
-  }
-
   /** This engine's spelling of the queries below. */
-  private get sql(): DataSql {
-    return DATA_SQL[this.events.dialect];
+  private sql: DataSql;
+
+  constructor(private events: EventStore) {
+    this.sql = dialectFor(events.dialect).data;
   }
 
   private str(s: string) {
-    return sqlString(this.d, s);
+    return sqlString(this.events.dialect, s);
+  }
+
+  private resolvedEvents(projectId: number, where: string, columns: string[]) {
+    return this.sql.resolvedEvents(sqlInt(projectId), where, columns);
+  }
+
+  private resolvedProfiles(projectId: number) {
+    return this.sql.resolvedProfiles(sqlInt(projectId));
   }
 
   /** Raw-event conditions for a time range, an event name and a cluster's member ids. */
@@ -69,7 +72,7 @@ export class DataStore {
   }
 
   async listEvents(projectId: number, f: { from?: number; to?: number; event?: string; members?: string[]; person?: string; limit: number; offset: number }) {
-    const src = resolvedEvents(this.d, projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties']);
+    const src = this.resolvedEvents(projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties']);
     const where = f.person !== undefined ? `WHERE person = ${this.str(f.person)}` : '';
     const [rows, total] = await Promise.all([
       this.events.query<{ id: number; event: string; person: string; time: number; properties: string }>(
@@ -105,8 +108,8 @@ export class DataStore {
    * times and counts. `eventsWhere` narrows raw events (a cluster), `person` one identity.
    */
   private persons(projectId: number, opts: { members?: string[]; person?: string } = {}): string {
-    const events = resolvedEvents(this.d, projectId, this.rawWhere({ members: opts.members }), ['distinct_id', 'time']);
-    const profiles = resolvedProfiles(this.d, projectId);
+    const events = this.resolvedEvents(projectId, this.rawWhere({ members: opts.members }), ['distinct_id', 'time']);
+    const profiles = this.resolvedProfiles(projectId);
     const only = opts.person !== undefined ? `WHERE person = ${this.str(opts.person)}` : '';
     return this.sql.persons(events, profiles, only);
   }
@@ -146,7 +149,7 @@ export class DataStore {
 
   /** Sessions of one identity over its whole history (a gap of 30 minutes or more starts a new one). */
   async sessionsOf(projectId: number, person: string, members: string[]): Promise<number> {
-    const src = resolvedEvents(this.d, projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
+    const src = this.resolvedEvents(projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
     const who = `person = ${this.str(person)}`;
     const sql = this.sql.sessionsOf(src, who);
     const rows = await this.events.query<{ n: number }>(sql);
@@ -158,8 +161,8 @@ export class DataStore {
     const dayStart = Math.floor(now / 86_400_000) * 86_400_000;
     const weekAgo = now - 7 * 86_400_000;
     const final = this.sql.final;
-    const all = resolvedEvents(this.d, projectId, '1 = 1', ['distinct_id', 'time']);
-    const recent = resolvedEvents(this.d, projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
+    const all = this.resolvedEvents(projectId, '1 = 1', ['distinct_id', 'time']);
+    const recent = this.resolvedEvents(projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
     const sessionsSql = this.sql.recentSessions(recent, weekAgo);
     const distinct = (x: string) => this.sql.distinct(x);
     const [ev, users, profiles, sessions] = await Promise.all([
@@ -168,7 +171,7 @@ export class DataStore {
          FROM events ${final} WHERE project_id = ${p}`,
       ),
       this.events.query<{ n: number }>(`SELECT ${distinct('person')} AS n FROM ${all}`),
-      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${resolvedProfiles(this.d, projectId)}`),
+      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.resolvedProfiles(projectId)}`),
       this.events.query<{ n: number }>(sessionsSql),
     ]);
     return {

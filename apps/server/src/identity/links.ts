@@ -3,7 +3,7 @@ import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
 
 /**
  * Writing identity links (the ingestion worker's job; readers use identity/store.ts and the SQL
- * in identity/sql.ts). The metadata store's `identity_links` is authoritative; every link is
+ * in the dialects: `canonicalEvents`, and `data.resolvedEvents` for browsing). The metadata store's `identity_links` is authoritative; every link is
  * mirrored into the event store's `identity_links` so analyses resolve identities in the engine.
  *
  * Clusters are flat: every link points at the cluster's canonical id, which is never itself

@@ -1,12 +1,11 @@
 import { sqlInt } from '../ports/events/index.js';
 import type { EventStore } from '../ports/events/index.js';
 import type { QueryContext } from './context.js';
-import type { Unit } from './dialects/index.js';
+import { SESSION_GAP_MS, type Unit } from './dialects/index.js';
 import { bucketLabel, bucketStarts, type DateRange } from './range.js';
 import type { SessionsResult } from './schema.js';
 
-/** A gap of this long without events ends a session (product decision: 30 minutes). */
-export const SESSION_GAP_MS = 30 * 60 * 1000;
+export { SESSION_GAP_MS };
 
 /**
  * Sessions semantics (mirrored by the reference evaluator): per canonical identity, its events in

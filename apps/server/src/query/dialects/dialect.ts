@@ -5,6 +5,39 @@ export type Unit = 'hour' | 'day' | 'week' | 'month';
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 export const WEEK_MS = 7 * DAY_MS;
+/** A gap of this long without events ends a session (product decision: 30 minutes), in analyses and data browsing. */
+export const SESSION_GAP_MS = 30 * 60 * 1000;
+
+/**
+ * The data-browsing queries (data/store.ts) in this engine's spelling. Arguments are SQL
+ * fragments the store built (subqueries, quoted literals); `p` is the project id as SQL.
+ */
+export interface DataSql {
+  /**
+   * The project's deduplicated events (ClickHouse FINAL; DuckDB dedups at write) with `columns` plus
+   * `person`: the link's canonical_id when a link exists for the distinct_id and `time >= from_time`,
+   * else the distinct_id. `where` filters raw events (unqualified `events` columns) before the join.
+   */
+  resolvedEvents(p: string, where: string, columns: string[]): string;
+  /** Current profiles resolved to their cluster (ignoring from_time): `person`, `properties`, `updated_at`, one row per person, deleted ones excluded. */
+  resolvedProfiles(p: string): string;
+  /** After `FROM events`: reads each dedup key once (ClickHouse FINAL; DuckDB dedups at write). */
+  final: string;
+  /** Property keys with counts and up to 5 sample values; `ev` is '' or ` AND event = ...`. */
+  properties(p: string, ev: string): string;
+  /** People (persons' events unioned with live profiles): person, first_seen, last_seen, event_count, properties. */
+  persons(events: string, profiles: string, only: string): string;
+  /** WHERE clause finding `s` (a quoted literal) in the person or their properties, case-insensitively. */
+  userSearch(s: string): string;
+  /** ORDER BY of the users list (people without events last). */
+  usersOrder: string;
+  /** Sessions of one person over `src` (rows of `who`). */
+  sessionsOf(src: string, who: string): string;
+  /** Sessions starting since `weekAgo` over `recent` (events from a gap before it). */
+  recentSessions(recent: string, weekAgo: number): string;
+  /** Exact count of distinct values. */
+  distinct(x: string): string;
+}
 
 /**
  * Flows' per-engine part: the ranked paths (columns `p`, the names joined by `sep`, and `n`, the
@@ -136,4 +169,6 @@ export interface Dialect {
   funnelPaths(perEvent: string, steps: number, windowMs: number): string;
   /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
   flowPaths(spec: FlowPathsSpec): string;
+  /** The data-browsing queries. */
+  readonly data: DataSql;
 }

@@ -3,6 +3,7 @@ import type { Dialect, Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
+import { data } from './data.js';
 
 /** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
 export const clickhouse: Dialect = {
@@ -93,6 +94,7 @@ export const clickhouse: Dialect = {
   funnelPaths(perEvent, steps, windowMs) {
     return funnelPaths(this, perEvent, steps, windowMs);
   },
+  data,
   flowPaths(spec) {
     return flowPaths(this, spec);
   },

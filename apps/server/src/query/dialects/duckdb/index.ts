@@ -3,6 +3,7 @@ import type { Dialect, Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
+import { data } from './data.js';
 
 /** DuckDB spelling of the same shapes (list functions, arrow lambdas, ordered aggregates). */
 export const duckdb: Dialect = {
@@ -88,6 +89,7 @@ export const duckdb: Dialect = {
     return sessions(this, events, unit, gapMs);
   },
   funnelPaths: (perEvent, steps, windowMs) => funnelPaths(perEvent, steps, windowMs),
+  data,
   flowPaths(spec) {
     return flowPaths(this, spec);
   },
