@@ -50,6 +50,10 @@ if ! quiet bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222'; then
   wait_for 30 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222' || { echo "NATS did not start" >&2; exit 1; }
 fi
 
+# ZooKeeper (and its JRE) for the ClickHouse cluster tests, which start their own ZooKeeper and
+# two clickhouse-server shards on private ports (test/support/clickhouse-cluster.ts)
+ensure_apt /usr/share/zookeeper/bin/zkServer.sh zookeeper
+
 # Chromium for the browser-SDK tests (mixpanel-browser in a real page on another origin)
 ensure_apt chromium chromium
 

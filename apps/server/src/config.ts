@@ -10,7 +10,7 @@ export interface Config {
   dataDir: string;
   superadminKey?: string;
   databaseUrl?: string;
-  clickhouse?: { url: string; database: string; username?: string; password?: string };
+  clickhouse?: { url: string; database: string; username?: string; password?: string; cluster?: { name: string; replicated: boolean } };
   natsUrl?: string;
   /** JetStream ingestion buffer settings (NATS_* variables; see docs/pipeline.md). */
   nats: NatsConfig;
@@ -73,6 +73,10 @@ export function loadConfig(env: Env = process.env): Config {
           database: env.CLICKHOUSE_DATABASE ?? 'default',
           username: env.CLICKHOUSE_USER || undefined,
           password: env.CLICKHOUSE_PASSWORD || undefined,
+          // Sharded tables ON CLUSTER plus Distributed tables (docs/deploy.md "ClickHouse cluster").
+          cluster: env.CLICKHOUSE_CLUSTER
+            ? { name: env.CLICKHOUSE_CLUSTER, replicated: ['1', 'true'].includes((env.CLICKHOUSE_REPLICATED ?? '').toLowerCase()) }
+            : undefined,
         }
       : undefined,
     natsUrl: env.NATS_URL || undefined,

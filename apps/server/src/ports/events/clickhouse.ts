@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
-import { EVENT_STORE_DDL } from './schema.js';
+import { EVENT_STORE_DDL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
@@ -30,7 +30,7 @@ export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
 
-  constructor(private opts: { url: string; database: string; username?: string; password?: string }, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {
+  constructor(private opts: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster }, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {
     this.client = this.makeClient(opts.database);
   }
 
@@ -51,6 +51,10 @@ export class ClickHouseEventStore implements EventStore {
         // Progress headers keep long analyses' connections alive behind idle-timeout proxies.
         send_progress_in_http_headers: 1,
         http_headers_progress_interval_ms: '10000',
+        // Cluster mode: a write is acknowledged once every shard holds its rows, and a join or IN
+        // over a distributed table inside a distributed read becomes GLOBAL (whole result to each
+        // shard), so per-person analyses see every shard's identity links (see clusterDdl).
+        ...(this.opts.cluster ? { insert_distributed_sync: 1, distributed_product_mode: 'global' as const } : {}),
       },
     });
   }
@@ -59,12 +63,14 @@ export class ClickHouseEventStore implements EventStore {
     if (this.opts.database !== 'default') {
       const admin = this.makeClient('default');
       try {
-        await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${this.opts.database.replace(/`/g, '')}\`` });
+        const on = this.opts.cluster ? ` ON CLUSTER ${quoteIdent(this.opts.cluster.name)}` : '';
+        await admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${quoteIdent(this.opts.database)}${on}` });
       } finally {
         await admin.close();
       }
     }
-    for (const ddl of EVENT_STORE_DDL.clickhouse) await this.client.command({ query: ddl });
+    const ddl = this.opts.cluster ? clusterDdl(this.opts.database, this.opts.cluster) : EVENT_STORE_DDL.clickhouse;
+    for (const q of ddl) await this.client.command({ query: q });
   }
 
   async ping(): Promise<void> {
@@ -174,11 +180,12 @@ export class ClickHouseEventStore implements EventStore {
    */
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
     if (distinctIds.length === 0) return;
-    for (const t of DATA_TABLES) await this.command(`ALTER TABLE ${t} DELETE WHERE ${identitiesCondition('clickhouse', t, projectId, distinctIds)}`);
+    for (const t of DATA_TABLES) await this.command(this.deleteSql(t, identitiesCondition('clickhouse', t, projectId, distinctIds)));
     const deadline = Date.now() + MUTATION_TIMEOUT_MS;
+    const mutations = this.opts.cluster ? `cluster(${sqlString('clickhouse', this.opts.cluster.name)}, system.mutations)` : 'system.mutations';
     for (;;) {
       const rows = await this.query<{ n: number }>(
-        `SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table IN (${DATA_TABLES.map((t) => `'${t}'`).join(', ')}) AND is_done = 0`,
+        `SELECT count() AS n FROM ${mutations} WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table IN (${DATA_TABLES.map((t) => `'${this.storedTable(t)}'`).join(', ')}) AND is_done = 0`,
       );
       if (Number(rows[0]?.n ?? 0) === 0) return;
       if (Date.now() > deadline) throw new Error('ClickHouse delete mutations did not finish in time');
@@ -197,9 +204,20 @@ export class ClickHouseEventStore implements EventStore {
 
   /** Deletes matching rows of every data table (mutations: they finish in the background). */
   private async deleteWhere(condition: string): Promise<void> {
-    const results = await Promise.allSettled(DATA_TABLES.map((t) => this.command(`ALTER TABLE ${t} DELETE WHERE ${condition}`)));
+    const results = await Promise.allSettled(DATA_TABLES.map((t) => this.command(this.deleteSql(t, condition))));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
+  }
+
+  /** The table holding the rows: in cluster mode the shards' local table (a Distributed table has no mutations). */
+  private storedTable(table: string): string {
+    return this.opts.cluster && (SHARDED_TABLES as readonly string[]).includes(table) ? `${table}_local` : table;
+  }
+
+  /** Cluster mode: the mutation runs ON CLUSTER on every shard's local table. */
+  private deleteSql(table: string, condition: string): string {
+    if (!this.opts.cluster) return `ALTER TABLE ${table} DELETE WHERE ${condition}`;
+    return `ALTER TABLE ${quoteIdent(this.opts.database)}.${this.storedTable(table)} ON CLUSTER ${quoteIdent(this.opts.cluster.name)} DELETE WHERE ${condition}`;
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {

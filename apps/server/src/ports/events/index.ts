@@ -4,12 +4,14 @@ import { ClickHouseEventStore } from './clickhouse.js';
 import { DuckDbEventStore } from './duckdb.js';
 
 import type { QueryLimits } from './port.js';
+import type { ClickHouseCluster } from './schema.js';
 
 export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits } from './port.js';
+export type { ClickHouseCluster } from './schema.js';
 export { sqlString, sqlInt, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
 
 export function openEventStore(opts: {
-  clickhouse?: { url: string; database: string; username?: string; password?: string };
+  clickhouse?: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster };
   dataDir: string;
   duckdbFile?: string;
   limits?: QueryLimits;

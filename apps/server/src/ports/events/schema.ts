@@ -91,3 +91,51 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
     `ALTER TABLE profiles ADD COLUMN IF NOT EXISTS batch_id VARCHAR DEFAULT ''`,
   ],
 };
+
+/** ClickHouse cluster mode (CLICKHOUSE_CLUSTER): where the event store's tables live. */
+export interface ClickHouseCluster {
+  /** The cluster's name in the servers' `remote_servers`. */
+  name: string;
+  /** ReplicatedReplacingMergeTree under `{shard}`/`{replica}` macros (ZooKeeper) instead of ReplacingMergeTree. */
+  replicated: boolean;
+}
+
+/** The tables sharded in cluster mode; each is stored as `<table>_local` on every shard. */
+export const SHARDED_TABLES = ['events', 'identity_links', 'profiles'] as const;
+
+/**
+ * Cluster-mode DDL: each table becomes `<name>_local` (created ON CLUSTER on every shard) plus a
+ * `Distributed` table under the original name, so the analysis SQL reads `events`,
+ * `identity_links` and `profiles` unchanged. Every table is sharded by `sipHash64(distinct_id)`:
+ * each table's replacing key contains distinct_id, so all versions of one row meet on one shard
+ * and `FINAL` stays exact per shard. Per-person results stay the single server's: aggregations
+ * over a Distributed table merge the shards' partial states at the initiator (two-stage, exact
+ * for every aggregate), and reads run with distributed_product_mode = 'global', so each join or
+ * IN over another distributed table (identity_links, profiles, events) ships its whole result to
+ * every shard (GLOBAL JOIN/IN): an identity cluster whose distinct_ids sit on different shards
+ * is resolved against all of its links.
+ */
+export function clusterDdl(database: string, cluster: ClickHouseCluster): string[] {
+  const on = `ON CLUSTER ${quoteIdent(cluster.name)}`;
+  const db = quoteIdent(database);
+  const out: string[] = [];
+  for (const ddl of EVENT_STORE_DDL.clickhouse) {
+    const m = /^CREATE TABLE IF NOT EXISTS (\w+) \(/.exec(ddl);
+    if (!m) throw new Error(`unexpected event-store DDL: ${ddl.slice(0, 60)}`);
+    const table = m[1];
+    const local = `${table}_local`;
+    let body = ddl.replace(`CREATE TABLE IF NOT EXISTS ${table} (`, `CREATE TABLE IF NOT EXISTS ${db}.${local} ${on} (`);
+    if (cluster.replicated) {
+      body = body.replace(/ENGINE = ReplacingMergeTree\(([^)]*)\)/, (_all, ver: string) =>
+        `ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/${database.replace(/'/g, '')}/${local}', '{replica}'${ver ? `, ${ver}` : ''})`);
+    }
+    out.push(body);
+    out.push(`CREATE TABLE IF NOT EXISTS ${db}.${table} ${on} AS ${db}.${local}
+      ENGINE = Distributed(${quoteIdent(cluster.name)}, ${db}, ${local}, sipHash64(distinct_id))`);
+  }
+  return out;
+}
+
+export function quoteIdent(name: string): string {
+  return '`' + name.replace(/`/g, '') + '`';
+}

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { ClickHouseCluster, clusterBackend } from './support/clickhouse-cluster.js';
+import { startTestService, type TestService } from './support/service.js';
+import { buildAnalyses } from '../apps/server/src/query/analyses.js';
+import { runSegmentation } from '../apps/server/src/query/segmentation.js';
+import { runFunnel } from '../apps/server/src/query/funnel.js';
+import { runRetention } from '../apps/server/src/query/retention.js';
+import { runFlows } from '../apps/server/src/query/flows.js';
+import { runSessions } from '../apps/server/src/query/sessions.js';
+import * as ref from './reference/index.js';
+import { DAY, T0, IDS, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
+
+/**
+ * ClickHouse cluster mode (CLICKHOUSE_CLUSTER) on a two-shard cluster started here (ZooKeeper +
+ * two clickhouse-server processes on loopback). The generated datasets of
+ * query.generated.test.ts (identity links across distinct_ids, duplicates, window edges) must give
+ * exactly the reference evaluator's answer, as the single server does there: so the sharded
+ * store answers as one server. Each dataset's rows really sit on both shards.
+ */
+const RUNS = Number(process.env.CLUSTER_PROPERTY_RUNS ?? 25);
+
+const rangeArb = fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 12 }))
+  .map(([a, len]) => ({ fromMs: T0 + a * DAY, toEndMs: T0 + (a + len + 1) * DAY }));
+
+describe('ClickHouse cluster mode (2 shards)', function () {
+  let cluster: ClickHouseCluster;
+  let t: TestService;
+  let database: string;
+  before(async function () {
+    this.timeout(120_000);
+    cluster = await ClickHouseCluster.start();
+    t = await startTestService(clusterBackend(cluster));
+    database = t.svc.deps.config.clickhouse!.database;
+  });
+  after(async function () {
+    this.timeout(120_000);
+    await t?.close();
+    await cluster?.close();
+  });
+  const deps = () => t.svc.deps;
+  const analyses = () => buildAnalyses(t.svc.deps.db, t.svc.deps.events);
+  const localCount = async (shard: number, table: string, projectId: number) =>
+    Number(await cluster.query(shard, `SELECT count() FROM ${database}.${table}_local WHERE project_id = ${projectId}`));
+
+  it('stores each table as a local table per shard plus a Distributed table, and spreads the rows over both shards', async function () {
+    this.timeout(60_000);
+    for (const shard of [0, 1]) {
+      const tables = (await cluster.query(shard, `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`)).split('\n');
+      assert.deepEqual(tables, [
+        'events\tDistributed', 'events_local\tReplacingMergeTree',
+        'identity_links\tDistributed', 'identity_links_local\tReplacingMergeTree',
+        'profiles\tDistributed', 'profiles_local\tReplacingMergeTree',
+      ]);
+    }
+    const projectId = await freshProject(deps());
+    const events = IDS.flatMap((id, i) => [0, 1, 2].map((k) => ({ event: 'A', distinct_id: id, time: T0 + i * 1000 + k, insert_id: `${id}-${k}`, props: {} })));
+    await loadDataset(deps(), projectId, { events, links: IDS.slice(3).map((id, i) => ({ distinct_id: id, canonical_id: IDS[i], from_time: 0 })) });
+    const perShard = [await localCount(0, 'events', projectId), await localCount(1, 'events', projectId)];
+    assert.ok(perShard[0] > 0 && perShard[1] > 0, `events on both shards: ${perShard}`);
+    assert.equal(perShard[0] + perShard[1], events.length);
+    // A privacy delete of one identity cluster (u1 and its linked a1) runs on every shard's local tables.
+    await deps().events.deleteIdentities(projectId, ['u1', 'a1']);
+    const left = (await localCount(0, 'events', projectId)) + (await localCount(1, 'events', projectId));
+    assert.equal(left, events.length - 6);
+    await deps().events.deleteProject(projectId);
+    for (const shard of [0, 1]) {
+      await waitEmpty(() => localCount(shard, 'events', projectId));
+      await waitEmpty(() => localCount(shard, 'identity_links', projectId));
+    }
+  });
+
+  const check = <Q>(queryArb: fc.Arbitrary<Q>, run: (projectId: number, data: ref.RefData, q: Q) => Promise<[unknown, unknown]>) =>
+    fc.assert(
+      fc.asyncProperty(datasetArb, queryArb, async (data, q) => {
+        const projectId = await freshProject(deps());
+        await loadDataset(deps(), projectId, data);
+        const [engine, expected] = await run(projectId, data, q);
+        assert.deepStrictEqual(engine, expected);
+      }),
+      { numRuns: RUNS },
+    );
+
+  it('segmentation agrees with the reference', async function () {
+    this.timeout(120_000);
+    const qArb = fc.record({
+      event: eventNameArb(true), unit: fc.constantFrom('hour' as const, 'day' as const, 'week' as const, 'month' as const),
+      type: fc.constantFrom('total' as const, 'unique' as const), breakdown: fc.option(fc.constantFrom('p', 'q'), { nil: undefined }),
+      filters: fc.array(filterArb, { maxLength: 2 }), range: rangeArb,
+    });
+    await check(qArb, async (projectId, data, q) => {
+      const qc = await analyses().contexts.forProject(projectId);
+      return [await runSegmentation(deps().events, qc, q, q.range), ref.segmentation(data, q, q.range)];
+    });
+  });
+
+  it('funnels agree with the reference', async function () {
+    this.timeout(120_000);
+    const qArb = fc.record({
+      steps: fc.array(eventNameArb(true), { minLength: 2, maxLength: 4 }), windowDays: fc.integer({ min: 1, max: 4 }),
+      breakdown: fc.option(fc.constantFrom('p', 'q'), { nil: undefined }), filters: fc.array(filterArb, { maxLength: 1 }), range: rangeArb,
+    });
+    await check(qArb, async (projectId, data, q) => {
+      const qc = await analyses().contexts.forProject(projectId);
+      return [await runFunnel(deps().events, qc, q, q.range), ref.funnel(data, q, q.range)];
+    });
+  });
+
+  it('retention agrees with the reference', async function () {
+    this.timeout(120_000);
+    const qArb = fc.record({
+      bornEvent: eventNameArb(true), returnEvent: eventNameArb(true), unit: fc.constantFrom('day' as const, 'week' as const),
+      buckets: fc.integer({ min: 1, max: 5 }), range: rangeArb,
+    });
+    await check(qArb, async (projectId, data, q) => {
+      const qc = await analyses().contexts.forProject(projectId);
+      return [await runRetention(deps().events, qc, q, q.range), ref.retention(data, q, q.range)];
+    });
+  });
+
+  it('flows agree with the reference', async function () {
+    this.timeout(120_000);
+    const qArb = fc.record({
+      event: fc.constantFrom('A', 'B', 'D'), direction: fc.constantFrom('after' as const, 'before' as const),
+      steps: fc.integer({ min: 1, max: 3 }), limit: fc.integer({ min: 1, max: 5 }), range: rangeArb,
+    });
+    await check(qArb, async (projectId, data, q) => {
+      const qc = await analyses().contexts.forProject(projectId);
+      return [await runFlows(deps().events, qc, q, q.range), ref.flows(data, q, q.range)];
+    });
+  });
+
+  it('sessions agree with the reference', async function () {
+    this.timeout(120_000);
+    const qArb = fc.record({ unit: fc.constantFrom('hour' as const, 'day' as const, 'week' as const), range: rangeArb });
+    await check(qArb, async (projectId, data, q) => {
+      const qc = await analyses().contexts.forProject(projectId);
+      return [await runSessions(deps().events, qc, q.unit, q.range), ref.sessions(data, q, q.range)];
+    });
+  });
+
+  it('cohort membership agrees with the reference', async function () {
+    this.timeout(120_000);
+    const criterionArb: fc.Arbitrary<ref.RefCriterion> = fc.oneof(
+      fc.record({ kind: fc.constant('property' as const), filter: filterArb }),
+      fc.record({
+        kind: fc.constant('behavior' as const), event: eventNameArb(true), op: fc.constantFrom('gte' as const, 'lte' as const, 'gt' as const, 'lt' as const, 'eq' as const),
+        count: fc.integer({ min: 0, max: 3 }), windowDays: fc.integer({ min: 0, max: 10 }),
+      }),
+    );
+    const qArb = fc.record({ op: fc.constantFrom('and' as const, 'or' as const), criteria: fc.array(criterionArb, { maxLength: 3 }) });
+    const now = T0 + 12 * DAY + 5;
+    await check(qArb, async (projectId, data, def) => [
+      await analyses().membership.members(projectId, def, { now }),
+      ref.cohortMembers(data, def, now),
+    ]);
+  });
+});
+
+async function waitEmpty(count: () => Promise<number>) {
+  const deadline = Date.now() + 30_000;
+  while ((await count()) !== 0) {
+    if (Date.now() > deadline) throw new Error('rows left on a shard after the delete');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
