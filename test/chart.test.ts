@@ -31,6 +31,7 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
     release: 'tally',
     set: [...EXTERNAL.filter((v) => !v.startsWith('externalNats.')), 'externalNats.servers={nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222}', 'externalNats.streamReplicas=3'],
   },
+  'external ClickHouse cluster': { release: 'tally', set: [...EXTERNAL, 'externalClickhouse.cluster=tally', 'externalClickhouse.replicated=true'] },
 };
 
 const rendered: Record<string, RenderResult> = {};
@@ -163,6 +164,12 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(ext.get('CLICKHOUSE_PASSWORD')?.valueFrom, { secretKeyRef: { name: 'tally-ch', key: 'password' } });
     assert.equal(ext.get('NATS_URL')?.value, 'nats://nats.example:4222');
     assert.equal(ext.get('NATS_STREAM_REPLICAS')?.value, '1');
+    assert.equal(ext.get('CLICKHOUSE_CLUSTER'), undefined);
+    for (const kind of [['Deployment', 'tally-api'], ['Deployment', 'tally-worker']] as const) {
+      const ch = envOf(containerOf(objectsOf('external ClickHouse cluster'), kind[0], kind[1]));
+      assert.equal(ch.get('CLICKHOUSE_CLUSTER')?.value, 'tally', kind[1]);
+      assert.equal(ch.get('CLICKHOUSE_REPLICATED')?.value, '1', kind[1]);
+    }
     for (const kind of [['Deployment', 'tally-api'], ['Deployment', 'tally-worker']] as const) {
       const cl = envOf(containerOf(objectsOf('external NATS cluster'), kind[0], kind[1]));
       assert.equal(cl.get('NATS_URL')?.value, 'nats://nats-0.nats:4222,nats://nats-1.nats:4222,nats://nats-2.nats:4222', kind[1]);

@@ -80,6 +80,12 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
   value: {{ .Values.externalClickhouse.username | quote }}
 - name: CLICKHOUSE_PASSWORD
   valueFrom: { secretKeyRef: { name: {{ required "externalClickhouse.existingSecret is required when clickhouse.enabled=false (a Secret holding the ClickHouse password)" .Values.externalClickhouse.existingSecret }}, key: {{ .Values.externalClickhouse.passwordKey }} } }
+{{- with .Values.externalClickhouse.cluster }}
+- name: CLICKHOUSE_CLUSTER
+  value: {{ . | quote }}
+- name: CLICKHOUSE_REPLICATED
+  value: {{ ternary "1" "0" $.Values.externalClickhouse.replicated | quote }}
+{{- end }}
 {{- end }}
 - name: NATS_URL
 {{- if .Values.nats.enabled }}
