@@ -1,7 +1,7 @@
 /**
  * Pipeline benchmark: API -> NATS JetStream -> worker(s) -> ClickHouse, every part a real process.
  *
- *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1] [--drain]
+ *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1] [--drain] [--cluster] [--json]
  *
  * Starts a private nats-server (file store) and clickhouse-server (own ports and data dir), uses
  * PostgreSQL from TEST_DATABASE_URL / DATABASE_URL (scripts/services.sh), runs `api` and `worker`
@@ -10,7 +10,10 @@
  * request to last event queryable), end-to-end lag p50/p99/max (accepted -> queryable in
  * ClickHouse, per event, matching the k-th accepted with the k-th stored), and peak RSS of
  * every process. `--drain` measures the workers alone: the whole load is accepted first (workers
- * stopped, the backlog waits in JetStream), then the workers start and drain it.
+ * stopped, the backlog waits in JetStream), then the workers start and drain it. `--cluster` runs
+ * the same load twice in one run, on one clickhouse-server and on a two-shard cluster
+ * (CLICKHOUSE_CLUSTER, test/support/clickhouse-cluster.ts), and also times an analysis-shaped read
+ * (uniques per event and day) on each; `--json` prints one final JSON line.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +23,7 @@ import pg from 'pg';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
+import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,6 +36,8 @@ const BATCH = arg('batch', 100);
 const CONCURRENCY = arg('concurrency', 16);
 const WORKERS = arg('workers', 1);
 const DRAIN = process.argv.includes('--drain');
+const CLUSTER = process.argv.includes('--cluster');
+const JSON_LINE = process.argv.includes('--json');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
 
 /** Peak RSS (VmHWM) of a process and its descendants (tsx runs the service in a child node). */
@@ -69,12 +75,52 @@ function cpuSeconds(pid: number): number {
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
+/** The event store under test: one server, or the two-shard cluster. */
+interface Store { url: string; pids: Array<[string, number]>; env: Record<string, string>; close(): Promise<void> }
+
+async function singleStore(): Promise<Store> {
+  const ch = await ClickHouseServer.start();
+  return { url: ch.url, pids: [['clickhouse-server', ch.child!.pid]], env: {}, close: () => ch.close() };
+}
+
+async function clusterStore(): Promise<Store> {
+  const c = await ClickHouseCluster.start();
+  return {
+    url: c.url, env: { CLICKHOUSE_CLUSTER: CLUSTER_NAME },
+    pids: c.shards.map((s, i) => [`clickhouse-server shard ${i + 1}`, s.child!.pid] as [string, number]),
+    close: () => c.close(),
+  };
+}
+
 async function main() {
+  if (!CLUSTER) {
+    const r = await run(singleStore);
+    if (!JSON_LINE) console.log(JSON.stringify(r, null, 2));
+    else console.log(JSON.stringify(r));
+    return;
+  }
+  const single = await run(singleStore);
+  const cluster = await run(clusterStore);
+  const report = {
+    single, cluster,
+    ratios: {
+      sustainedEndToEnd: ratio(cluster.sustainedEndToEndPerSec, single.sustainedEndToEndPerSec),
+      queryMs: ratio(cluster.queryMs, single.queryMs),
+    },
+  };
+  if (!JSON_LINE) console.log(JSON.stringify(report, null, 2));
+  else console.log(JSON.stringify(report));
+}
+
+const ratio = (a: unknown, b: unknown) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? Math.round((a / b) * 100) / 100 : null);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function run(openStore: () => Promise<Store>): Promise<Record<string, any>> {
   const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!pgUrl) throw new Error('set TEST_DATABASE_URL (eval "$(bash scripts/services.sh --env)")');
   const logDir = tempDir('bench-pipeline-');
   const children: Child[] = [];
-  const [nats, ch] = await Promise.all([NatsServer.start(), ClickHouseServer.start()]);
+  const [nats, ch] = await Promise.all([NatsServer.start(), openStore()]);
   const dbName = `bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
@@ -86,7 +132,7 @@ async function main() {
     const port = await freePort();
     const env = {
       DATABASE_URL: dbUrl.toString(), CLICKHOUSE_URL: ch.url, CLICKHOUSE_DATABASE: 'bench', NATS_URL: nats.url,
-      SUPERADMIN_KEY, LOG_LEVEL: 'error', DATA_DIR: path.join(logDir, 'data'), HOST: '127.0.0.1',
+      ...ch.env, SUPERADMIN_KEY, LOG_LEVEL: 'error', DATA_DIR: path.join(logDir, 'data'), HOST: '127.0.0.1',
       RATE_LIMIT_PER_IP: '1000000000', RATE_LIMIT_PER_PROJECT: '1000000000',
     };
     const api = startRole('api', 'api', { ...env, PORT: String(port) }, logDir);
@@ -119,7 +165,7 @@ async function main() {
 
     const procs: Array<[string, number]> = [
       ...children.map((c) => [c.name, c.pid] as [string, number]),
-      ['nats-server', nats.child!.pid], ['clickhouse-server', ch.child!.pid], ['load generator (this process)', process.pid],
+      ['nats-server', nats.child!.pid], ...ch.pids, ['load generator (this process)', process.pid],
     ];
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const storedCurve: Array<[number, number]> = [];
@@ -149,13 +195,12 @@ async function main() {
     const doneMs = storedCurve.at(-1)![0];
     if (DRAIN) {
       const workerProcs = children.filter((c) => c.name.startsWith('worker-'));
-      console.log(JSON.stringify({
+      return ({
         mode: 'drain', events: EVENTS, batch: BATCH, workers: WORKERS,
         drainMsIncludingWorkerStart: doneMs,
         workerDrainPerSec: Math.round(EVENTS / ((doneMs - (storedCurve.find(([, k]) => k > 0)?.[0] ?? 0)) / 1000)),
         peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
-      }, null, 2));
-      return;
+      });
     }
     const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((cpuSeconds(pid) - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
 
@@ -173,8 +218,20 @@ async function main() {
     const rss = Object.fromEntries([
       ...children.map((c) => [c.name, peakRssMb(c.pid)]),
       ['nats-server', peakRssMb(nats.child!.pid)],
-      ['clickhouse-server', peakRssMb(ch.child!.pid)],
+      ...ch.pids.map(([name, pid]) => [name, peakRssMb(pid)]),
     ]);
+    // An analysis-shaped read over the stored events (uniques per event and day), median of 5.
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const r = await fetch(`${ch.url}/?database=bench`, {
+        method: 'POST',
+        body: `SELECT event, toStartOfDay(toDateTime(intDiv(time, 1000))) AS d, uniqExact(distinct_id) AS u, count() AS n FROM events FINAL WHERE project_id = ${project.id} GROUP BY event, d FORMAT Null`,
+      });
+      if (!r.ok) throw new Error(`query: ${await r.text()}`);
+      times.push(performance.now() - t0);
+    }
+    times.sort((a, b) => a - b);
     const report = {
       events: EVENTS, batch: BATCH, concurrency: CONCURRENCY, workers: WORKERS, rate: RATE || 'unpaced',
       statuses: load.statuses,
@@ -185,8 +242,9 @@ async function main() {
       /** CPU cores used on average while the load ran (the machine has os.cpus().length). */
       cpuCores: cpu,
       machineCores: os.cpus().length,
+      queryMs: Math.round(times[2] * 10) / 10,
     };
-    console.log(JSON.stringify(report, null, 2));
+    return report;
   } finally {
     for (const c of children) await c.kill('SIGTERM', 10_000).catch(() => undefined);
     await nats.close();
