@@ -164,3 +164,50 @@ async function waitEmpty(count: () => Promise<number>) {
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+describe('ClickHouse cluster mode, replicated (1 shard, 2 replicas)', function () {
+  let cluster: ClickHouseCluster;
+  let t: TestService;
+  let database: string;
+  before(async function () {
+    this.timeout(120_000);
+    cluster = await ClickHouseCluster.start({ replicated: true });
+    t = await startTestService(clusterBackend(cluster), { CLICKHOUSE_REPLICATED: '1' });
+    database = t.svc.deps.config.clickhouse!.database;
+  });
+  after(async function () {
+    this.timeout(120_000);
+    await t?.close();
+    await cluster?.close();
+  });
+
+  it('creates ReplicatedReplacingMergeTree local tables; both replicas hold every row and apply deletes', async function () {
+    this.timeout(60_000);
+    for (const replica of [0, 1]) {
+      const engines = await cluster.query(replica, `SELECT engine FROM system.tables WHERE database = '${database}' AND name LIKE '%_local' ORDER BY name`);
+      assert.deepEqual(engines.split('\n'), ['ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree']);
+    }
+    const deps = t.svc.deps;
+    const projectId = await freshProject(deps);
+    const events = IDS.map((id, i) => ({ event: 'A', distinct_id: id, time: T0 + i, insert_id: `r-${id}`, props: {} }));
+    await loadDataset(deps, projectId, { events, links: [] });
+    const count = async (replica: number) => Number(await cluster.query(replica, `SELECT count() FROM ${database}.events_local WHERE project_id = ${projectId}`));
+    await waitUntil(async () => (await count(0)) === events.length && (await count(1)) === events.length, 'both replicas hold every row');
+    await deps.events.deleteIdentities(projectId, [IDS[0]]);
+    await waitUntil(async () => (await count(0)) === events.length - 1 && (await count(1)) === events.length - 1, 'the delete on both replicas');
+    const qc = await buildAnalyses(deps.db, deps.events).contexts.forProject(projectId);
+    const range = { fromMs: T0, toEndMs: T0 + DAY };
+    assert.deepStrictEqual(
+      await runSegmentation(deps.events, qc, { event: 'A', unit: 'day', type: 'unique', filters: [] }, range),
+      ref.segmentation({ events: events.slice(1), links: [] }, { event: 'A', unit: 'day', type: 'unique', filters: [] }, range),
+    );
+  });
+});
+
+async function waitUntil(probe: () => Promise<boolean>, what: string) {
+  const deadline = Date.now() + 30_000;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -22,7 +22,11 @@ interface Shard { httpPort: number; tcpPort: number; interPort: number; dir: str
 export class ClickHouseCluster {
   private constructor(readonly dir: string, readonly shards: Shard[], private zk: Child) {}
 
-  static async start(): Promise<ClickHouseCluster> {
+  /**
+   * Two shards of one server each; with `replicated`, instead one shard of two replicas
+   * (internal_replication, `{replica}` macros r1/r2) for ReplicatedReplacingMergeTree.
+   */
+  static async start(opts: { replicated?: boolean } = {}): Promise<ClickHouseCluster> {
     requireFile('/usr/share/java/zookeeper.jar', 'apt-get install zookeeper, or run scripts/services.sh');
     requireFile('/usr/bin/java', 'apt-get install zookeeper pulls in a JRE');
     requireFile('/usr/sbin/clickhouse-server', 'apt-get install clickhouse-server, or run scripts/services.sh');
@@ -45,7 +49,10 @@ export class ClickHouseCluster {
         if (!zk.running) throw new Error(`zookeeper exited: see ${zk.logFile}`);
         return tcpOpen(zkPort);
       }, 60_000, 200);
-      const remote = `<remote_servers><${CLUSTER_NAME}>${shards.map((s) => `<shard><internal_replication>false</internal_replication><replica><host>127.0.0.1</host><port>${s.tcpPort}</port></replica></shard>`).join('')}</${CLUSTER_NAME}></remote_servers>`;
+      const replica = (s: Shard) => `<replica><host>127.0.0.1</host><port>${s.tcpPort}</port></replica>`;
+      const remote = `<remote_servers><${CLUSTER_NAME}>${opts.replicated
+        ? `<shard><internal_replication>true</internal_replication>${shards.map(replica).join('')}</shard>`
+        : shards.map((s) => `<shard><internal_replication>false</internal_replication>${replica(s)}</shard>`).join('')}</${CLUSTER_NAME}></remote_servers>`;
       const zkXml = `<zookeeper><node><host>127.0.0.1</host><port>${zkPort}</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>`;
       const template = fs.readFileSync('/etc/clickhouse-server/config.xml', 'utf8');
       await Promise.all(shards.map(async (s, i) => {
@@ -59,10 +66,12 @@ export class ClickHouseCluster {
           .replace(/<interserver_http_port>\d+<\/interserver_http_port>/, `<interserver_http_port>${s.interPort}</interserver_http_port>`)
           .replace(/<remote_servers incl="clickhouse_remote_servers" >[\s\S]*?<\/remote_servers>/, remote)
           .replace(/<zookeeper incl="zookeeper-servers" optional="true" \/>/, zkXml)
-          .replace(/<macros incl="macros" optional="true" \/>/, `<macros><shard>${i + 1}</shard><replica>r1</replica></macros>`)
+          .replace(/<macros incl="macros" optional="true" \/>/, `<macros><shard>${opts.replicated ? 1 : i + 1}</shard><replica>r${opts.replicated ? i + 1 : 1}</replica></macros>`)
           .replace(/\/var\/lib\/clickhouse\//g, data)
           .replace(/\/var\/log\/clickhouse-server\//g, path.join(s.dir, 'log') + '/')
           .replace(/<listen_host>::<\/listen_host>/g, '')
+          .replace(/<interserver_http_host>[^<]*<\/interserver_http_host>/g, '')
+          .replace('</yandex>', '<interserver_http_host>127.0.0.1</interserver_http_host></yandex>')
           .replace(/<users_config>[^<]*<\/users_config>/, `<users_config>/etc/clickhouse-server/users.xml</users_config>`);
         const configFile = path.join(s.dir, 'config.xml');
         fs.writeFileSync(configFile, xml);
