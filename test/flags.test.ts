@@ -6,6 +6,7 @@ import type { Client } from './support/http.js';
 import { bucket, evaluateFlag, pickVariant } from '../apps/flag-evaluation/src/index.js';
 import { isPostgres } from '../apps/server/src/ports/metadata/knex.js';
 import { DefinitionStore } from '../apps/server/src/definitions/store.js';
+import { linkIndexOf } from '../apps/server/src/identity/link-index.js';
 import type { CohortDefinition } from '../apps/server/src/cohorts/schema.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/flag-bucketing.json', import.meta.url), 'utf8'));
@@ -61,6 +62,8 @@ forEachBackend('flags', (backend) => {
   after(async () => t?.close());
 
   const db = () => t.svc.deps.db;
+  /** Links inserted straight into the store (as another process would) reach the evaluator within one poll (docs/flags.md). */
+  const linksPolled = () => new Promise((r) => setTimeout(r, linkIndexOf(db()).pollMs + 300));
   const rowCounts = async () => {
     const [{ n: flags }] = await db()('flags').count({ n: '*' });
     const [{ n: events }] = await db()('flag_events').count({ n: '*' });
@@ -609,6 +612,7 @@ forEachBackend('flags', (backend) => {
         { project_id: ev.project.id, distinct_id: device, canonical_id: user, from_time: 0, created_at: Date.now() },
         { project_id: ev.project.id, distinct_id: '$device:abc', canonical_id: 'the-user', from_time: 0, created_at: Date.now() },
       ]);
+      await linksPolled();
       const dev = (await evalAs({ distinct_id: device })).body.flags;
       assert.equal(dev.thirty.enabled, true, 'device id evaluates as its user');
       const viaDevice = (await evalAs({ distinct_id: '$device:abc' })).body.flags;
@@ -697,6 +701,7 @@ forEachBackend('flags', (backend) => {
       const link = { project_id: ev.project.id, distinct_id: '$device:zz', canonical_id: 'buyer-1', from_time: 0, created_at: now };
       await db()('identity_links').insert(link);
       await t.svc.deps.events.insertRows('identity_links', [link]);
+      await linksPolled();
       const res = async (id: string) => (await evalAs({ distinct_id: id, flag_keys: ['buyers-only'] })).body.flags['buyers-only'];
       assert.deepEqual(await res('buyer-1'), { enabled: true, variant: null, payload: null, reason: 'rule:0' });
       assert.deepEqual(await res('$device:zz'), { enabled: true, variant: null, payload: null, reason: 'rule:0' });

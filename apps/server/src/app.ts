@@ -29,6 +29,7 @@ import { UsageStore } from './usage/store.js';
 import { MemoryCounter, RateLimits } from './http/rate-limit.js';
 import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
+import { existingLinkIndex } from './identity/link-index.js';
 import { startWorkers, type Worker } from './workers.js';
 
 const require = createRequire(import.meta.url);
@@ -136,6 +137,7 @@ export async function startService(
       for (const w of workers) await w.stop();
       await deps.buffer.close();
       await deps.events.close();
+      existingLinkIndex(deps.db)?.stop();
       await deps.db.destroy();
     },
   };

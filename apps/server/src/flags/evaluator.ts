@@ -1,19 +1,50 @@
-import { IdentityStore } from '../identity/store.js';
+import { linkIndexOf, type LinkIndex } from '../identity/link-index.js';
 import type { Db } from '../ports/metadata/knex.js';
-import { evaluateFlag, notFoundResult, type FlagResult } from '../../../flag-evaluation/src/index.js';
+import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '../../../flag-evaluation/src/index.js';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
 
+/** What one set of live flags needs for every request, computed once per set (the set is rebuilt when flags change). */
+interface Prepared {
+  entries: Array<[string, FeatureFlag]>;
+  /** Cohorts referenced by active flags (empty: no store is touched for cohorts). */
+  cohortIds: number[];
+}
+
+const prepared = new WeakMap<Map<string, FeatureFlag>, Prepared>();
+
+function prepare(flags: Map<string, FeatureFlag>): Prepared {
+  let p = prepared.get(flags);
+  if (!p) {
+    p = { entries: [...flags], cohortIds: cohortsOf(flags.values()) };
+    prepared.set(flags, p);
+  }
+  return p;
+}
+
+function cohortsOf(flags: Iterable<FeatureFlag | undefined>): number[] {
+  const ids = new Set<number>();
+  for (const f of flags) {
+    if (!f || !f.active) continue;
+    for (const r of f.rules) if (r.cohortId !== undefined && r.cohortId !== null) ids.add(r.cohortId);
+  }
+  return [...ids];
+}
+
+const notInCohort = () => false;
+
 /**
- * Remote evaluation (POST /flags/evaluate and the preview route): resolves the identity's
- * canonical id (rollout, variants and cohorts use it; overrides match it and the raw id), checks
- * the cohorts the flags reference once each, then runs the shared evaluator (@tally-analytics/flag-evaluation).
+ * Remote evaluation (POST /flags/evaluate, GET /flags and the preview route): resolves the
+ * identity's canonical id from the in-memory link index (identity/link-index.ts; rollout,
+ * variants and cohorts use it; overrides match it and the raw id), checks the cohorts the flags
+ * reference once each, then runs the shared evaluator (@tally-analytics/flag-evaluation). Flags
+ * without cohort rules touch no store once the project's links are loaded.
  */
 export class RemoteEvaluator {
-  private identity: IdentityStore;
+  readonly links: LinkIndex;
 
   constructor(db: Db, private cohorts: CohortChecker) {
-    this.identity = new IdentityStore(db);
+    this.links = linkIndexOf(db);
   }
 
   /**
@@ -21,22 +52,32 @@ export class RemoteEvaluator {
    * picks and orders the result; keys without a live flag get `not_found`.
    */
   async evaluate(projectId: number, flags: Map<string, FeatureFlag>, distinctId: string, keys?: string[]): Promise<Record<string, FlagResult>> {
-    const chosen: Array<[string, FeatureFlag | undefined]> = keys ? keys.map((k) => [k, flags.get(k)]) : [...flags].map(([k, f]) => [k, f]);
-    const canonical = await this.identity.canonicalOf(projectId, distinctId);
-    const cohortIds = new Set<number>();
-    for (const [, f] of chosen) {
-      if (!f || !f.active) continue;
-      for (const r of f.rules) if (r.cohortId !== undefined && r.cohortId !== null) cohortIds.add(r.cohortId);
+    let entries: Array<[string, FeatureFlag | undefined]>;
+    let cohortIds: number[];
+    if (keys) {
+      entries = keys.map((k) => [k, flags.get(k)]);
+      cohortIds = cohortsOf(entries.map((e) => e[1]));
+    } else {
+      ({ entries, cohortIds } = prepare(flags));
     }
-    const membership = new Map<number, boolean>();
-    await Promise.all([...cohortIds].map(async (id) => membership.set(id, await this.cohorts.isMember(projectId, id, canonical))));
-    const who = {
+    const resolved = this.links.canonicalOf(projectId, distinctId);
+    const canonical = typeof resolved === 'string' ? resolved : await resolved;
+    let inCohort: (id: number) => boolean = notInCohort;
+    if (cohortIds.length > 0) {
+      const membership = new Map<number, boolean>();
+      await Promise.all(cohortIds.map(async (id) => membership.set(id, await this.cohorts.isMember(projectId, id, canonical))));
+      inCohort = (id) => membership.get(id) === true;
+    }
+    const who: EvaluationIdentity = {
       bucketingId: canonical,
       overrideIds: canonical === distinctId ? [distinctId] : [distinctId, canonical],
-      inCohort: (id: number) => membership.get(id) === true,
+      inCohort,
     };
     const out: Record<string, FlagResult> = {};
-    for (const [key, flag] of chosen) out[key] = flag ? evaluateFlag(flag, who) : notFoundResult();
+    for (let i = 0; i < entries.length; i++) {
+      const [key, flag] = entries[i];
+      out[key] = flag ? evaluateFlag(flag, who) : notFoundResult();
+    }
     return out;
   }
 }

@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
+import { existingLinkIndex } from './link-index.js';
 
 /**
  * Writing identity links (the ingestion worker's job; readers use identity/store.ts and the SQL
@@ -7,7 +8,10 @@ import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
  * mirrored into the event store's `identity_links` so analyses resolve identities in the engine.
  *
  * Clusters are flat: every link points at the cluster's canonical id, which is never itself
- * linked, so canonical ids never change and a link is never rewritten or removed.
+ * linked, so canonical ids never change and a link is never rewritten (privacy deletion removes
+ * links). Every insert, re-point and delete is numbered by the store's triggers (migration 0012)
+ * for the readers that follow links incrementally (identity/link-index.ts); links made here are
+ * also handed to this process's index when their transaction commits.
  */
 
 export interface IdentityLink {
@@ -77,7 +81,7 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
   if (open.length === 0) return { made: [], existed: sameCluster(valid, before) };
   const ask = [...new Set(open.filter((r) => !retroactiveByRule(r) && !r.aliasHasPendingEvents).map((r) => r.alias))];
   const withHistory = ask.length ? await deps.events.idsWithEvents(projectId, ask) : new Set<string>();
-  return deps.db.transaction(async (trx) => {
+  const applied = await deps.db.transaction(async (trx) => {
     const links = await linksOf(trx, projectId, ids, true);
     // Ids that are some cluster's canonical id (may not join another cluster).
     const canonicals = new Set<string>();
@@ -116,6 +120,8 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
     }
     return { made: made.filter((l) => inserted.has(l.distinct_id)), existed };
   });
+  existingLinkIndex(deps.db)?.applied(projectId, applied.made);
+  return applied;
 }
 
 /** Retroactive whatever is stored under the alias: the $device_id/$user_id rule, or an anonymous alias. */

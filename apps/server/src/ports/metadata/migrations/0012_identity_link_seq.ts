@@ -1,0 +1,83 @@
+import type { Knex } from 'knex';
+import type { Migration } from './index.js';
+
+/**
+ * Change numbers of identity links, so a process can follow one project's links incrementally
+ * (the remote flag evaluator's in-memory index, identity/link-index.ts):
+ *
+ * - `identity_link_seq` holds one row per project: `seq`, the last change number handed out, and
+ *   `epoch`, bumped by every delete (privacy deletion, project deletion).
+ * - `identity_links.seq` is the change number of the row's last insert or `canonical_id` change.
+ *
+ * Triggers stamp every insert and every change of `canonical_id`, whoever writes (the ingestion
+ * worker, /alias in embedded mode, a merge that re-points a cluster, a process of an older
+ * version). The counter row is locked from the first stamped write of a transaction to its
+ * commit, so a project's change numbers become visible in increasing order: a reader that has
+ * seen change N has seen every change below N. Rows written before this migration keep 0 (a
+ * full load reads them).
+ */
+export const identityLinkSeq: Migration = {
+  name: '0012_identity_link_seq',
+  async up(db: Knex) {
+    await db.schema.createTable('identity_link_seq', (t) => {
+      t.integer('project_id').primary().references('projects.id').onDelete('CASCADE');
+      t.bigInteger('seq').notNullable().defaultTo(0);
+      t.bigInteger('epoch').notNullable().defaultTo(0);
+    });
+    await db.schema.alterTable('identity_links', (t) => {
+      t.bigInteger('seq').notNullable().defaultTo(0);
+    });
+    await db.schema.alterTable('identity_links', (t) => {
+      t.index(['project_id', 'seq'], 'identity_links_project_seq');
+    });
+    if (db.client.config.client === 'pg') {
+      await db.raw(`CREATE FUNCTION identity_links_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO identity_link_seq AS s (project_id, seq, epoch) VALUES (NEW.project_id, 1, 0)
+          ON CONFLICT (project_id) DO UPDATE SET seq = s.seq + 1
+          RETURNING s.seq INTO NEW.seq;
+        RETURN NEW;
+      END $$`);
+      await db.raw(`CREATE TRIGGER identity_links_stamp BEFORE INSERT OR UPDATE OF canonical_id ON identity_links
+        FOR EACH ROW EXECUTE FUNCTION identity_links_stamp()`);
+      await db.raw(`CREATE FUNCTION identity_links_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE identity_link_seq SET epoch = epoch + 1 WHERE project_id = OLD.project_id;
+        RETURN NULL;
+      END $$`);
+      await db.raw(`CREATE TRIGGER identity_links_deleted AFTER DELETE ON identity_links
+        FOR EACH ROW EXECUTE FUNCTION identity_links_deleted()`);
+      return;
+    }
+    // SQLite (one writer: change numbers follow commit order by construction).
+    const stamp = `
+        INSERT OR IGNORE INTO identity_link_seq (project_id, seq, epoch) VALUES (NEW.project_id, 0, 0);
+        UPDATE identity_link_seq SET seq = seq + 1 WHERE project_id = NEW.project_id;
+        UPDATE identity_links SET seq = (SELECT seq FROM identity_link_seq WHERE project_id = NEW.project_id)
+          WHERE project_id = NEW.project_id AND distinct_id = NEW.distinct_id;`;
+    await db.raw(`CREATE TRIGGER identity_links_stamp_insert AFTER INSERT ON identity_links BEGIN ${stamp}
+      END`);
+    await db.raw(`CREATE TRIGGER identity_links_stamp_update AFTER UPDATE OF canonical_id ON identity_links BEGIN ${stamp}
+      END`);
+    await db.raw(`CREATE TRIGGER identity_links_deleted AFTER DELETE ON identity_links BEGIN
+        UPDATE identity_link_seq SET epoch = epoch + 1 WHERE project_id = OLD.project_id;
+      END`);
+  },
+  async down(db: Knex) {
+    if (db.client.config.client === 'pg') {
+      await db.raw('DROP TRIGGER IF EXISTS identity_links_stamp ON identity_links');
+      await db.raw('DROP TRIGGER IF EXISTS identity_links_deleted ON identity_links');
+      await db.raw('DROP FUNCTION IF EXISTS identity_links_stamp()');
+      await db.raw('DROP FUNCTION IF EXISTS identity_links_deleted()');
+    } else {
+      for (const t of ['identity_links_stamp_insert', 'identity_links_stamp_update', 'identity_links_deleted']) await db.raw(`DROP TRIGGER IF EXISTS ${t}`);
+    }
+    await db.schema.alterTable('identity_links', (t) => {
+      t.dropIndex(['project_id', 'seq'], 'identity_links_project_seq');
+    });
+    await db.schema.alterTable('identity_links', (t) => {
+      t.dropColumn('seq');
+    });
+    await db.schema.dropTableIfExists('identity_link_seq');
+  },
+};
