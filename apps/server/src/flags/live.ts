@@ -19,6 +19,8 @@ export interface LiveFlags {
  */
 export class LiveFlagsCache {
   private live = new Map<number, LiveFlags>();
+  /** Loads in flight, shared by the requests that find the entry expired at the same time. */
+  private loading = new Map<number, { generation: number; promise: Promise<LiveFlags> }>();
   private generation = 0;
   private invalidatedAt = new Map<number, number>();
 
@@ -29,11 +31,22 @@ export class LiveFlagsCache {
     this.invalidatedAt.set(projectId, ++this.generation);
   }
 
-  async get(projectId: number): Promise<LiveFlags> {
+  get(projectId: number): Promise<LiveFlags> | LiveFlags {
     const cached = this.live.get(projectId);
-    const now = Date.now();
-    if (cached && now - cached.loadedAt < this.ttlMs) return cached;
+    if (cached && Date.now() - cached.loadedAt < this.ttlMs) return cached;
+    // A load started before the last invalidation of this project may miss that write: not shared.
+    const inflight = this.loading.get(projectId);
+    if (inflight && (this.invalidatedAt.get(projectId) ?? 0) <= inflight.generation) return inflight.promise;
     const generation = this.generation;
+    const promise = this.reload(projectId, generation).finally(() => {
+      if (this.loading.get(projectId)?.promise === promise) this.loading.delete(projectId);
+    });
+    this.loading.set(projectId, { generation, promise });
+    return promise;
+  }
+
+  private async reload(projectId: number, generation: number): Promise<LiveFlags> {
+    const now = Date.now();
     const list = await this.load(projectId);
     const definitionsJson = JSON.stringify({ flags: list.map(toFlagDefinition) });
     const etag = `"${createHash('sha1').update(definitionsJson).digest('base64url')}"`;
