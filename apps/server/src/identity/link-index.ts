@@ -39,7 +39,7 @@ interface ProjectLinks {
   usedAt: number;
 }
 
-const DEFAULTS = { pollMs: 1000, maxLinks: 200_000, idleMs: 10 * 60_000 };
+const DEFAULTS = { pollMs: 1000, maxLinks: 100_000, idleMs: 10 * 60_000 };
 
 export class LinkIndex {
   private projects = new Map<number, ProjectLinks>();
