@@ -85,24 +85,48 @@ export class ProjectStore {
     return this.one({ token });
   }
 
-  /** Found projects by token, for ingestion (one metadata query per request was measurable). */
+  /** Found projects by token, for ingestion and flags (one metadata query per request was measurable). */
   private tokenCache = new Map<string, { project: Project; until: number }>();
+  /** Lookups in flight, shared by every request for the same token (one read, not one per request). */
+  private tokenReads = new Map<string, Promise<Project | undefined>>();
 
   /**
-   * byToken, remembered for TOKEN_CACHE_MS. A project deleted through this store is forgotten at
-   * once; in other processes (or deleted by other means) its token is accepted at most that long.
-   * Unknown tokens are not remembered.
+   * byToken, remembered for TOKEN_CACHE_MS. Past that, the remembered project still answers for
+   * one more TOKEN_CACHE_MS while a single background read refreshes it, so a busy token never
+   * makes requests wait on the store. A project deleted through this store is forgotten at once;
+   * in other processes (or deleted by other means) its token is accepted at most 2 × TOKEN_CACHE_MS.
+   * Unknown tokens are not remembered (concurrent lookups of one still share a read).
    */
   async byTokenCached(token: string): Promise<Project | undefined> {
     const now = Date.now();
     const hit = this.tokenCache.get(token);
     if (hit && hit.until > now) return hit.project;
-    const project = await this.byToken(token);
-    if (this.tokenCache.size >= 10_000) this.tokenCache.clear();
-    if (project) this.tokenCache.set(token, { project, until: now + TOKEN_CACHE_MS });
-    else this.tokenCache.delete(token);
-    return project;
+    const read = this.readToken(token);
+    if (hit && hit.until + TOKEN_CACHE_MS > now) {
+      read.catch(() => undefined);
+      return hit.project;
+    }
+    return read;
   }
+
+  private readToken(token: string): Promise<Project | undefined> {
+    const inFlight = this.tokenReads.get(token);
+    if (inFlight) return inFlight;
+    const generation = this.tokenGeneration;
+    const read = this.byToken(token).then((project) => {
+      // A deletion while the read was in flight wins: the read may predate it.
+      if (generation !== this.tokenGeneration) return project;
+      if (this.tokenCache.size >= 10_000) this.tokenCache.clear();
+      if (project) this.tokenCache.set(token, { project, until: Date.now() + TOKEN_CACHE_MS });
+      else this.tokenCache.delete(token);
+      return project;
+    }).finally(() => this.tokenReads.delete(token));
+    this.tokenReads.set(token, read);
+    return read;
+  }
+
+  /** Bumped when the cache is cleared by a deletion, so reads started before it do not refill it. */
+  private tokenGeneration = 0;
 
   byFlagSecretHash(hash: string): Promise<Project | undefined> {
     return this.one({ flag_secret_hash: hash });
@@ -119,11 +143,17 @@ export class ProjectStore {
 
   async rename(id: number, name: string): Promise<void> {
     await this.db('projects').where({ id }).update({ name });
-    this.tokenCache.clear();
+    this.forgetTokens();
   }
 
   async delete(id: number): Promise<void> {
     await this.db('projects').where({ id }).delete();
+    this.forgetTokens();
+  }
+
+  private forgetTokens(): void {
+    this.tokenGeneration++;
     this.tokenCache.clear();
+    this.tokenReads.clear();
   }
 }

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { forEachBackend } from './support/backends.js';
+import { startTestService, type TestService } from './support/service.js';
+import { ProjectStore } from '../apps/server/src/projects/store.js';
+
+/**
+ * The project-token cache on the ingestion and flag paths (projects/store.ts byTokenCached): one
+ * store read per token however many requests arrive at once, a stale entry answering while one
+ * background read refreshes it, and a deletion through the store forgetting the token at once.
+ */
+forEachBackend('projects: token cache', (backend) => {
+  let t: TestService;
+  let store: ProjectStore;
+  before(async () => {
+    t = await startTestService(backend);
+    store = new ProjectStore(t.svc.deps.db);
+  });
+  after(async () => { await t?.close(); });
+
+  /** Reads of the projects table while `fn` runs. */
+  async function projectReads(fn: () => Promise<void>): Promise<number> {
+    let n = 0;
+    const listener = (q: { sql: string }) => { if (/^select .* from [`"]projects[`"]/i.test(q.sql)) n++; };
+    t.svc.deps.db.on('query', listener);
+    try {
+      await fn();
+    } finally {
+      t.svc.deps.db.removeListener('query', listener);
+    }
+    return n;
+  }
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const many = (token: string) => Promise.all(Array.from({ length: 50 }, () => store.byTokenCached(token)));
+
+  it('50 concurrent lookups of a token share one read, cold and after expiry', async () => {
+    const p = await store.create({ orgId: null, name: 'token-cache-cold' });
+    let got: Array<unknown> = [];
+    assert.equal(await projectReads(async () => { got = await many(p.token); }), 1);
+    assert.ok(got.every((x) => (x as { id: number }).id === p.id));
+    await sleep(2100); // past the entry and its grace: callers wait for one read
+    assert.equal(await projectReads(async () => { got = await many(p.token); }), 1);
+    assert.ok(got.every((x) => (x as { id: number }).id === p.id));
+  });
+
+  it('an expired entry answers at once while one background read refreshes it', async () => {
+    const p = await store.create({ orgId: null, name: 'token-cache-stale' });
+    await store.byTokenCached(p.token);
+    // Renamed by another process: this store's entry still holds the old name.
+    await t.svc.deps.db('projects').where({ id: p.id }).update({ name: 'renamed elsewhere' });
+    await sleep(1100);
+    let answers: Array<{ name?: string }> = [];
+    const reads = await projectReads(async () => {
+      answers = (await many(p.token)).map((x) => ({ name: x?.name }));
+      await sleep(200);
+    });
+    assert.ok(answers.every((a) => a.name === 'token-cache-stale'), 'answered from the expired entry, without waiting');
+    assert.equal(reads, 1, 'one background refresh');
+    assert.equal((await store.byTokenCached(p.token))?.name, 'renamed elsewhere', 'the refresh replaced the entry');
+  });
+
+  it('a project deleted through the store is forgotten at once; unknown tokens share a read and are not remembered', async () => {
+    const p = await store.create({ orgId: null, name: 'token-cache-deleted' });
+    assert.equal((await store.byTokenCached(p.token))?.id, p.id);
+    await store.delete(p.id);
+    assert.equal(await store.byTokenCached(p.token), undefined);
+    let got: Array<unknown> = [];
+    assert.equal(await projectReads(async () => { got = await many('no-such-token'); }), 1);
+    assert.ok(got.every((x) => x === undefined));
+    assert.equal(await projectReads(async () => { await store.byTokenCached('no-such-token'); }), 1);
+  });
+});
