@@ -1,21 +1,39 @@
 /**
- * `npm run bench:ingest`: sustained ingestion speed, end to end, into each configured event store.
+ * `npm run bench:ingest`: sustained ingestion speed, end to end, into each configured event store,
+ * on realistic identity traffic, next to the engine's raw insert rate of the same rows.
  *
  * For each store (embedded DuckDB always; ClickHouse when BENCH_CLICKHOUSE_URL or
  * TEST_CLICKHOUSE_URL is set) it starts the whole service (API + ingestion worker, SQLite
  * metadata) in a child process pinned to CPU 0 (`taskset`, when available), while this process,
- * the load generator, pins itself to CPU 1. It then sends a deterministic stream of realistic
- * events (10 properties each, batches of 500, a few keep-alive connections) to POST /track and
- * waits until /api/data/stats counts every event. Reported: accepted events/s (last 200 received),
- * end-to-end events/s (first send to the last event readable), and the server's peak RSS (VmHWM).
+ * the load generator, pins itself to CPU 1. It sends a deterministic stream (makeDataset: visits of
+ * 3-10 events with 13+ properties, /track batches of 500; 20 % of visits start under an anonymous
+ * mixpanel-browser id and are identified later by `$identify` events or POST /alias; /alias calls
+ * for CRM ids; /engage profile sets, some on anonymous ids) over a few keep-alive connections and
+ * waits until /api/data/stats counts every event and the metadata store holds every link.
+ *
+ * Then it checks the answers (the run fails otherwise): a unique count over the range through
+ * POST /api/query/segmentation equals the number of users the generator made (so every anonymous
+ * visit was merged into its user), the links are exactly the ones the traffic asked for, and an
+ * anonymous id's profile reached its user. After the service stops, a child pinned to the
+ * server's CPU reads the stored rows back and times inserting them into a fresh table of the same
+ * shape with the engine's own client (rawDuckDb, rawClickHouse): the "raw" rate.
+ *
+ * Reported per store: accepted events/s (first send to the last request answered), end-to-end
+ * events/s (first send until everything is visible), raw events/s, ratio = end to end / raw, the
+ * server's peak RSS (VmHWM), links applied, and the 1-minute load average (other work on the
+ * machine moves every figure). `--json`: one final JSON line, per store.
  *
  * Env: BENCH_EVENTS (default 300000), BENCH_CONNECTIONS (default 4), BENCH_CPU_SERVER /
  * BENCH_CPU_CLIENT (default 0 / 1), BENCH_NODE_ARGS (extra node flags for the server, e.g. --cpu-prof).
  */
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
+import { EVENT_STORE_DDL } from '../apps/server/src/ports/events/schema.js';
 import { benchApi, startBenchService } from './bench-support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
@@ -40,38 +58,140 @@ const EVENT_NAMES = ['Page Viewed', 'Signed Up', 'Logged In', 'Added to Cart', '
 const BROWSERS = ['Chrome', 'Firefox', 'Safari', 'Edge'];
 const COUNTRIES = ['US', 'DE', 'FR', 'GB', 'IN', 'BR', 'JP'];
 const PLANS = ['free', 'starter', 'pro', 'enterprise'];
+const USERS = 50_000;
+/** Event times: a fixed past day (2026-11-24 from 06:00 UTC), so every run stores the same rows. */
+const T0 = Date.UTC(2026, 10, 24, 6);
+const STEP_MS = Math.max(1, Math.min(200, Math.floor((3 * 86_400_000) / EVENTS)));
+const RANGE = { from: '2026-11-24', to: '2026-11-28' };
+const AUX_BATCH = 50;
 
-/** Batch bodies, serialised ahead of time so the generator spends its CPU on sending. */
-function makeBodies(start: number): string[] {
+/** A deterministic UUID (the anonymous ids mixpanel-browser mints look like `$device:<uuid>`). */
+function uuidOf(r: () => number): string {
+  const hex = Array.from({ length: 32 }, () => Math.floor(r() * 16).toString(16)).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+interface Request { path: '/track' | '/alias' | '/engage'; body: string }
+interface Dataset {
+  requests: Request[];
+  /** Events sent to /track (all stored: none is a `$create_alias`). */
+  events: number;
+  /** Distinct users the visits belong to (what a unique count over the range must answer). */
+  users: number;
+  /** Distinct links the traffic asks for (none is refused: every alias is new to every cluster). */
+  links: number;
+  aliasCalls: number;
+  engageOps: number;
+  /** A user whose anonymous id got a profile before it was identified (its keys must reach the user). */
+  mergedProfile?: { user: string; key: string; value: string };
+}
+
+/**
+ * The stream, serialised ahead of time so the generator spends its CPU on sending. Visits of 3-10
+ * events by one of 50,000 users. 20 % of visits start anonymous, as mixpanel-browser sends them:
+ * `distinct_id` `$device:<uuid>` with `$device_id` `<uuid>`, then identified: three in four by the
+ * SDK's `identify()` (a `$identify` event with `$anon_distinct_id`, then events carrying
+ * `$device_id` and `$user_id`; the service links both ids), one in four by a server-side
+ * `POST /alias {alias: "$device:<uuid>", distinct_id}`. 60 % of identified visits come from a
+ * browser that identified earlier (one or two devices per user: every event repeats the same
+ * `$device_id`/`$user_id` link). 2 % of visits alias a CRM id to the user; /engage sets profiles
+ * (a tenth of visits) and `$set_once`s on anonymous ids before they are identified (merged into
+ * the user's profile by the link). /alias and /engage requests carry 50 records each.
+ */
+function makeDataset(): Dataset {
   const r = rng(42);
-  const bodies: string[] = [];
-  for (let b = 0; b < EVENTS / BATCH; b++) {
-    const batch = [];
-    for (let i = 0; i < BATCH; i++) {
-      const n = b * BATCH + i;
-      const user = Math.floor(r() * 50_000);
-      batch.push({
-        event: EVENT_NAMES[Math.floor(r() * EVENT_NAMES.length)],
-        properties: {
-          distinct_id: `user-${user}`,
-          time: start + n,
-          $insert_id: `bench-${n}`,
-          $browser: BROWSERS[Math.floor(r() * BROWSERS.length)],
-          $os: r() < 0.5 ? 'Windows' : 'macOS',
-          country: COUNTRIES[Math.floor(r() * COUNTRIES.length)],
-          plan: PLANS[Math.floor(r() * PLANS.length)],
-          path: `/products/${Math.floor(r() * 500)}`,
-          referrer: r() < 0.3 ? 'https://www.google.com/' : 'direct',
-          amount: Math.round(r() * 10_000) / 100,
-          logged_in: r() < 0.6,
-          session_length: Math.floor(r() * 3600),
-          experiment: { id: 'exp-1', variant: r() < 0.5 ? 'a' : 'b' },
-        },
-      });
+  const requests: Request[] = [];
+  const users = new Set<number>();
+  const links = new Set<string>();
+  const crm = new Set<number>();
+  let batch: unknown[] = [];
+  let aliases: unknown[] = [];
+  let engage: unknown[] = [];
+  let events = 0;
+  let aliasCalls = 0;
+  let engageOps = 0;
+  let mergedProfile: Dataset['mergedProfile'];
+  const flushTrack = () => {
+    if (batch.length) requests.push({ path: '/track', body: JSON.stringify(batch) });
+    batch = [];
+  };
+  const flushAux = () => {
+    if (aliases.length) requests.push({ path: '/alias', body: JSON.stringify(aliases) });
+    if (engage.length) requests.push({ path: '/engage', body: JSON.stringify(engage) });
+    aliases = [];
+    engage = [];
+  };
+  const userDevice = (user: number, d: number) => uuidOf(rng(user * 2 + d + 1_000_003));
+  while (events < EVENTS) {
+    const user = Math.floor(r() * USERS);
+    const userId = `user-${user}`;
+    users.add(user);
+    const len = Math.min(3 + Math.floor(r() * 8), EVENTS - events);
+    const anonymous = len >= 2 && r() < 0.2;
+    const viaIdentify = r() < 0.75;
+    const browser = r() < 0.6;
+    const device = anonymous ? uuidOf(r) : browser ? userDevice(user, r() < 0.8 ? 0 : 1) : undefined;
+    const anonId = `$device:${device}`;
+    const identifiedAt = anonymous ? 1 + Math.floor(r() * Math.min(3, len - 1)) : 0;
+    if (anonymous && r() < 0.3) {
+      const landing = `/landing/${Math.floor(r() * 20)}`;
+      engage.push({ distinct_id: anonId, $set_once: { first_landing: landing, first_referrer: 'https://www.google.com/' } });
+      engageOps++;
+      mergedProfile ??= { user: userId, key: 'first_landing', value: landing };
     }
-    bodies.push(JSON.stringify(batch));
+    for (let k = 0; k < len; k++) {
+      const n = events++;
+      const before = anonymous && k < identifiedAt;
+      const identifyEvent = anonymous && viaIdentify && k === identifiedAt;
+      const properties: Record<string, unknown> = {
+        distinct_id: before ? anonId : userId,
+        time: T0 + n * STEP_MS,
+        $insert_id: `bench-${n}`,
+        $browser: BROWSERS[Math.floor(r() * BROWSERS.length)],
+        $os: r() < 0.5 ? 'Windows' : 'macOS',
+        country: COUNTRIES[Math.floor(r() * COUNTRIES.length)],
+        plan: PLANS[Math.floor(r() * PLANS.length)],
+        path: `/products/${Math.floor(r() * 500)}`,
+        referrer: r() < 0.3 ? 'https://www.google.com/' : 'direct',
+        amount: Math.round(r() * 10_000) / 100,
+        logged_in: !before,
+        session_length: Math.floor(r() * 3600),
+        experiment: { id: 'exp-1', variant: r() < 0.5 ? 'a' : 'b' },
+      };
+      if (device && (before || viaIdentify || !anonymous)) {
+        properties.$device_id = device;
+        if (!before) {
+          properties.$user_id = userId;
+          links.add(device); // the $device_id/$user_id rule
+        }
+      }
+      if (identifyEvent) {
+        properties.$anon_distinct_id = anonId;
+        links.add(anonId);
+      }
+      batch.push({ event: identifyEvent ? '$identify' : EVENT_NAMES[Math.floor(r() * EVENT_NAMES.length)], properties });
+      if (batch.length === BATCH) flushTrack();
+    }
+    if (anonymous && !viaIdentify) {
+      aliases.push({ alias: anonId, distinct_id: userId });
+      links.add(anonId);
+      aliasCalls++;
+    }
+    if (!crm.has(user) && r() < 0.02) {
+      crm.add(user);
+      aliases.push({ alias: `crm-${user}`, distinct_id: userId });
+      links.add(`crm-${user}`);
+      aliasCalls++;
+    }
+    if (r() < 0.1) {
+      engage.push({ distinct_id: userId, $set: { plan: PLANS[Math.floor(r() * PLANS.length)], $name: `User ${user}` } });
+      engageOps++;
+    }
+    if (aliases.length >= AUX_BATCH || engage.length >= AUX_BATCH) flushAux();
   }
-  return bodies;
+  flushAux();
+  flushTrack();
+  return { requests, events, users: users.size, links: links.size, aliasCalls, engageOps, mergedProfile };
 }
 
 function startServer(env: Record<string, string>) {
@@ -84,17 +204,17 @@ function startServer(env: Record<string, string>) {
 
 const api = benchApi;
 
-function post(agent: http.Agent, url: URL, token: string, body: string): Promise<number> {
+function post(agent: http.Agent, url: URL, token: string, req: Request): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: url.hostname, port: url.port, path: '/track', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-service-token': token } },
+    const r = http.request(
+      { host: url.hostname, port: url.port, path: req.path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(req.body), 'x-service-token': token } },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
       },
     );
-    req.on('error', reject);
-    req.end(body);
+    r.on('error', reject);
+    r.end(req.body);
   });
 }
 
@@ -103,12 +223,43 @@ const peakRss = (pid: number) => {
   return m ? Number(m[1]) / 1024 : NaN;
 };
 
-async function run(store: string, env: Record<string, string>) {
+interface Result {
+  store: string;
+  events: number;
+  stored: number;
+  failedRequests: number;
+  acceptedPerSec: number;
+  endToEndPerSec: number;
+  rawPerSec: number;
+  ratio: number;
+  seconds: number;
+  peakRssMiB: number;
+  users: number;
+  uniqueUsers: number;
+  linksExpected: number;
+  linksApplied: number;
+  aliasCalls: number;
+  engageOps: number;
+  checks: 'ok' | string;
+  load1: number;
+}
+
+/** Identity links the service holds (its SQLite metadata store in DATA_DIR). */
+async function linkCount(dataDir: string, projectId: number): Promise<number> {
+  const db = openMetadataStore({ dataDir });
+  try {
+    const rows: Array<{ n: number }> = await db('identity_links').where({ project_id: projectId }).count({ n: '*' });
+    return Number(rows[0].n);
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function run(store: string, env: Record<string, string>, data: Dataset): Promise<Result> {
   const { url, child, dataDir } = await startServer(env);
   try {
     const org = await api(url, 'POST', '/admin/orgs', { name: 'bench' });
     const project = await api(url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'bench' });
-    const bodies = makeBodies(Date.now() - 3_600_000);
     const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     const target = new URL(url);
     const t0 = performance.now();
@@ -116,41 +267,184 @@ async function run(store: string, env: Record<string, string>) {
     let failures = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
-        while (next < bodies.length) {
-          const body = bodies[next++];
-          const status = await post(agent, target, project.token, body);
+        while (next < data.requests.length) {
+          const status = await post(agent, target, project.token, data.requests[next++]);
           if (status !== 200) failures++;
         }
       }),
     );
     const accepted = performance.now() - t0;
+    // Visible: /api/data/stats counts every event and the metadata store holds every link.
     let stored = 0;
+    let links = 0;
     for (;;) {
       const stats = await api(url, 'GET', `/api/data/stats?projectId=${project.id}`);
       stored = stats.events;
-      if (stored >= EVENTS || performance.now() - t0 > 600_000) break;
+      if (stored >= data.events) links = await linkCount(dataDir, project.id);
+      if ((stored >= data.events && links >= data.links) || performance.now() - t0 > 600_000) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const endToEnd = performance.now() - t0;
     agent.destroy();
-    const result = {
-      store,
-      events: EVENTS,
-      stored,
-      failedRequests: failures,
-      acceptedPerSec: Math.round(EVENTS / (accepted / 1000)),
-      endToEndPerSec: Math.round(stored / (endToEnd / 1000)),
-      seconds: Math.round(endToEnd) / 1000,
-      peakRssMiB: Math.round(peakRss(child.pid!)),
-    };
-    console.log(JSON.stringify(result));
-    return result;
-  } finally {
+    const rss = peakRss(child.pid!);
+    const load = Math.round(loadavg()[0] * 10) / 10;
+    // The answers: one unique user per generated user (anonymous visits merged into their user).
+    const seg = await api(url, 'POST', '/api/query/segmentation', { projectId: String(project.id), event: '$all_events', ...RANGE, unit: 'month', type: 'unique' });
+    const uniqueUsers = (seg.series as Array<{ data: Array<{ value: number }> }>).reduce((s, x) => s + x.data.reduce((a, d) => a + d.value, 0), 0);
+    const problems: string[] = [];
+    if (failures) problems.push(`${failures} requests failed`);
+    if (stored !== data.events) problems.push(`stored ${stored} of ${data.events} events`);
+    if (uniqueUsers !== data.users) problems.push(`unique users ${uniqueUsers}, generated ${data.users}`);
+    if (links !== data.links) problems.push(`links ${links}, expected ${data.links}`);
+    if (data.mergedProfile) {
+      const { user, key, value } = data.mergedProfile;
+      const detail = await api(url, 'GET', `/api/data/users/${encodeURIComponent(user)}?projectId=${project.id}&limit=1`);
+      if (!JSON.stringify(detail).includes(`"${key}":"${value}"`)) problems.push(`profile of ${user} lacks ${key}=${value} set on its anonymous id`);
+    }
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
+    const raw = rawInsert(store, store === 'duckdb' ? [path.join(dataDir, 'events.duckdb')] : [env.CLICKHOUSE_URL, env.CLICKHOUSE_DATABASE]);
+    const endToEndPerSec = Math.round(stored / (endToEnd / 1000));
+    const result: Result = {
+      store,
+      events: data.events,
+      stored,
+      failedRequests: failures,
+      acceptedPerSec: Math.round(data.events / (accepted / 1000)),
+      endToEndPerSec,
+      rawPerSec: raw.perSec,
+      ratio: Math.round((endToEndPerSec / raw.perSec) * 1000) / 1000,
+      seconds: Math.round(endToEnd) / 1000,
+      peakRssMiB: Math.round(rss),
+      users: data.users,
+      uniqueUsers,
+      linksExpected: data.links,
+      linksApplied: links,
+      aliasCalls: data.aliasCalls,
+      engageOps: data.engageOps,
+      checks: problems.length ? problems.join('; ') : 'ok',
+      load1: load,
+    };
+    if (!JSON_ONLY) {
+      console.log(`${store}: ${result.stored} events in ${result.seconds} s: accepted ${result.acceptedPerSec} ev/s, end to end ${result.endToEndPerSec} ev/s, ` +
+        `raw insert ${result.rawPerSec} ev/s (${raw.rows} rows, ${raw.how}), ratio ${result.ratio}; server peak RSS ${result.peakRssMiB} MiB; ` +
+        `unique users ${uniqueUsers}/${data.users}, links ${links}/${data.links}; load ${load}; checks: ${result.checks}`);
+    }
+    return result;
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
+
+/**
+ * The engine's raw insert rate of the rows the service stored: a child process (pinned to the
+ * server's CPU) reads them back from the stopped service's store, then times inserting them into
+ * a fresh table of the same shape with the engine's own client, 10,000 rows per insert.
+ */
+function rawInsert(store: string, args: string[]): { perSec: number; rows: number; how: string } {
+  const r = spawnSync(...nodeCommand(['--raw', store, ...args]), { env: process.env, encoding: 'utf8', maxBuffer: 1 << 20 });
+  if (r.status !== 0) throw new Error(`raw insert (${store}) failed: ${r.stderr}`);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop()!);
+  return { perSec: Math.round(out.rows / (out.ms / 1000)), rows: out.rows, how: out.how };
+}
+
+/** `taskset -c <server CPU> node --import tsx <this script> ...args`. */
+function nodeCommand(args: string[]): [string, string[]] {
+  const node = [process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), ...args];
+  return hasTaskset ? ['taskset', ['-c', CPU_SERVER, ...node]] : [node[0], node.slice(1)];
+}
+
+const RAW_CHUNK = 10_000;
+const EVENT_COLUMNS = 'project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at';
+
+/**
+ * DuckDB: the appender into a temporary table with the lists joined into one string each, then
+ * `INSERT INTO events SELECT ... string_split(...)`: the fastest path from Node we measured
+ * (appending the lists element by element with `appendList` ran at ~3,000 rows/s, a DataChunk of
+ * list values no faster than this). The service does the same plus its dedup anti-join.
+ */
+async function rawDuckDb(source: string) {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const src = await DuckDBInstance.create(source, { access_mode: 'READ_ONLY' });
+  const srcConn = await src.connect();
+  const rows = (await srcConn.runAndReadAll(`SELECT ${EVENT_COLUMNS} FROM events`)).getRows();
+  srcConn.closeSync();
+  src.closeSync();
+  const dir = mkdtempSync(path.join(tmpdir(), 'bench-ingest-raw-'));
+  try {
+    // The service's instance settings (ports/events/duckdb.ts) and its events table.
+    const db = await DuckDBInstance.create(path.join(dir, 'raw.duckdb'), {
+      threads: String(Math.max(1, availableParallelism() - 1)), checkpoint_threshold: '256MB', memory_limit: '2048MB',
+    });
+    const conn = await db.connect();
+    await conn.run(EVENT_STORE_DDL.duckdb[0]);
+    await conn.run(`CREATE TEMP TABLE staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR, time BIGINT,
+      insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT)`);
+    const joined = (list: unknown) => {
+      let s = '';
+      for (const x of (list as { items: string[] }).items) s += '\u0000' + x;
+      return s;
+    };
+    const t0 = performance.now();
+    for (let i = 0; i < rows.length; i += RAW_CHUNK) {
+      const a = await conn.createAppender('staging', null, 'temp');
+      for (let j = i; j < Math.min(rows.length, i + RAW_CHUNK); j++) {
+        const row = rows[j];
+        a.appendInteger(row[0] as number);
+        a.appendBigInt(row[1] as bigint);
+        a.appendVarchar(row[2] as string);
+        a.appendVarchar(row[3] as string);
+        a.appendBigInt(row[4] as bigint);
+        a.appendVarchar(row[5] as string);
+        a.appendVarchar(row[6] as string);
+        a.appendVarchar(joined(row[7]));
+        a.appendVarchar(joined(row[8]));
+        a.appendBigInt(row[9] as bigint);
+        a.endRow();
+      }
+      a.closeSync();
+      await conn.run(`INSERT INTO events SELECT project_id, id, event, distinct_id, time, insert_id, properties,
+        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at FROM staging`);
+      await conn.run('DELETE FROM staging');
+    }
+    const ms = performance.now() - t0;
+    const n = Number((await conn.runAndReadAll('SELECT count(*) FROM events')).getRows()[0][0]);
+    if (n !== rows.length) throw new Error(`raw table holds ${n} of ${rows.length} rows`);
+    conn.closeSync();
+    db.closeSync();
+    return { rows: rows.length, ms, how: 'appender into a staging table + INSERT SELECT, 10,000 rows per insert' };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function rawClickHouse(url: string, database: string) {
+  const { createClient } = await import('@clickhouse/client');
+  const client = createClient({ url, database });
+  const rawDb = `${database}_raw`;
+  try {
+    const rows = await (await client.query({ query: `SELECT ${EVENT_COLUMNS} FROM events`, format: 'JSONEachRow' })).json<Record<string, unknown>>();
+    await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${rawDb}` });
+    await client.command({ query: EVENT_STORE_DDL.clickhouse[0].replace('CREATE TABLE IF NOT EXISTS events', `CREATE TABLE ${rawDb}.events`) });
+    const t0 = performance.now();
+    for (let i = 0; i < rows.length; i += RAW_CHUNK) {
+      await client.insert({ table: `${rawDb}.events`, values: rows.slice(i, i + RAW_CHUNK), format: 'JSONEachRow' });
+    }
+    const ms = performance.now() - t0;
+    const n = Number((await (await client.query({ query: `SELECT count() AS n FROM ${rawDb}.events`, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+    if (n !== rows.length) throw new Error(`raw table holds ${n} of ${rows.length} rows`);
+    return { rows: rows.length, ms, how: '@clickhouse/client insert JSONEachRow, 10,000 rows per insert' };
+  } finally {
+    await client.command({ query: `DROP DATABASE IF EXISTS ${rawDb}` }).catch(() => undefined);
+    await client.close();
+  }
+}
+
+const JSON_ONLY = process.argv.includes('--json');
 
 async function main() {
   // Pipeline mode (API -> JetStream -> worker -> ClickHouse, separate processes): scripts/bench-pipeline.ts.
@@ -158,21 +452,43 @@ async function main() {
     await import('./bench-pipeline.js');
     return;
   }
+  const rawAt = process.argv.indexOf('--raw');
+  if (rawAt >= 0) {
+    const [store, a, b] = process.argv.slice(rawAt + 1);
+    console.log(JSON.stringify(store === 'duckdb' ? await rawDuckDb(a) : await rawClickHouse(a, b)));
+    return;
+  }
   if (hasTaskset && process.env.BENCH_PINNED !== '1') {
     // Re-run this script pinned to the generator's CPU.
-    const r = spawnSync('taskset', ['-c', CPU_CLIENT, process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url)], {
+    const r = spawnSync('taskset', ['-c', CPU_CLIENT, process.execPath, '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
       stdio: 'inherit', env: { ...process.env, BENCH_PINNED: '1' },
     });
     process.exit(r.status ?? 1);
   }
-  console.log(`bench:ingest: ${EVENTS} events, batches of ${BATCH}, ${CONNECTIONS} connections; server on CPU ${hasTaskset ? CPU_SERVER : 'any'}, generator on CPU ${hasTaskset ? CPU_CLIENT : 'any'}`);
-  await run('duckdb', {});
+  const data = makeDataset();
+  if (!JSON_ONLY) {
+    console.log(`bench:ingest: ${data.events} events (${data.users} users; ${data.links} identity links, ${data.aliasCalls} of them by /alias; ${data.engageOps} /engage ops) ` +
+      `in ${data.requests.length} requests (/track batches of ${BATCH}, /alias and /engage of ${AUX_BATCH}), ${CONNECTIONS} connections; ` +
+      `server on CPU ${hasTaskset ? CPU_SERVER : 'any'}, generator on CPU ${hasTaskset ? CPU_CLIENT : 'any'}`);
+  }
+  const results: Result[] = [await run('duckdb', {}, data)];
   const ch = process.env.BENCH_CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
   if (ch) {
     const db = `bench_ingest_${process.pid}`;
-    await run('clickhouse', { CLICKHOUSE_URL: ch, CLICKHOUSE_DATABASE: db });
-    await fetch(ch, { method: 'POST', body: `DROP DATABASE IF EXISTS ${db}` }).catch(() => undefined);
+    try {
+      results.push(await run('clickhouse', { CLICKHOUSE_URL: ch, CLICKHOUSE_DATABASE: db }, data));
+    } finally {
+      await fetch(ch, { method: 'POST', body: `DROP DATABASE IF EXISTS ${db}` }).catch(() => undefined);
+    }
   }
+  if (JSON_ONLY) {
+    const pick = (r: Result) => ({
+      events: r.stored, acceptedPerSec: r.acceptedPerSec, endToEndPerSec: r.endToEndPerSec, rawPerSec: r.rawPerSec, ratio: r.ratio,
+      peakRssMiB: r.peakRssMiB, linksApplied: r.linksApplied, uniqueUsers: r.uniqueUsers, users: r.users, load1: r.load1, checks: r.checks,
+    });
+    console.log(JSON.stringify(Object.fromEntries(results.map((r) => [r.store, pick(r)]))));
+  }
+  if (results.some((r) => r.checks !== 'ok')) process.exitCode = 1;
 }
 
 main().catch((err) => {
