@@ -3,12 +3,21 @@
  * 40 event names, 10 properties, 90 days, visits of 8 events one minute apart, 20% of visits under
  * anonymous ids linked to their user; dataset v3: file events-v3-N.duckdb, ClickHouse database bench_query_v3)
  * into each configured store, generated inside the engine (DuckDB: range(); ClickHouse: numbers()),
- * then reports each analysis' median latency next to a bare `SELECT count()` with the same filter.
+ * then reports each analysis' median latency next to a bare scan of the same rows and columns.
+ *
+ * The bare scan: `SELECT sum(hash(<columns>))` (ClickHouse: `cityHash64`) over the events in the
+ * analysis' range (same project and time filter), where <columns> are the ones the analysis reads:
+ * `event, distinct_id, time` for every case, plus `prop_keys, prop_values` for the cases that
+ * filter or break down on a property. Hashing makes the engine read and decode every value (a bare
+ * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
+ * once. ClickHouse's scan is without FINAL (the analyses read FINAL; the loaded table is merged,
+ * and the scan with FINAL is printed alongside). The identity join is the analysis' own work.
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v3)
  *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
  *   BENCH_CASES=flows,sessions ...             # only the cases whose name starts so
+ *   npm run bench:query -- --json              # also one final JSON line: per engine, per case median ms, bare-scan ms, ratio
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -99,8 +108,14 @@ async function bench(store: EventStore) {
   const d = dialectFor(store.dialect);
   const q: QueryContext = { d, projectId: PROJECT, events: new EventMatcher(d, new Map()) };
   const where = `project_id = ${PROJECT} AND time >= ${range.fromMs} AND time < ${range.toEndMs}`;
-  const scan = await median(() => store.query(`SELECT count(*) AS n FROM events WHERE ${where}`));
-  const scanFinal = store.dialect === 'clickhouse' ? await median(() => store.query(`SELECT count(*) AS n FROM events FINAL WHERE ${where}`)) : undefined;
+  const hash = store.dialect === 'clickhouse' ? 'cityHash64' : 'hash';
+  const scanSql = (cols: string, final = '') => `SELECT sum(${hash}(${cols})) AS h FROM events${final} WHERE ${where}`;
+  const BASE = 'event, distinct_id, time';
+  const PROPS = `${BASE}, prop_keys, prop_values`;
+  const scans = { [BASE]: await median(() => store.query(scanSql(BASE))), [PROPS]: await median(() => store.query(scanSql(PROPS))) };
+  const scanFinal = store.dialect === 'clickhouse' ? await median(() => store.query(scanSql(BASE, ' FINAL'))) : undefined;
+  /** Cases that filter or break down on a property read the property arrays too. */
+  const readsProps = (name: string) => /by p1|A-B|p1=v1/.test(name);
   const cases: Array<[string, () => Promise<unknown>]> = [
     ['segmentation total/day', () => runSegmentation(store, q, { event: 'e1', unit: 'day', type: 'total' }, range)],
     ['segmentation unique/week by p1', () => runSegmentation(store, q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)],
@@ -131,33 +146,50 @@ async function bench(store: EventStore) {
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
   );
-  console.log(`\n${store.dialect}: bare scan SELECT count() ${scan.toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}`);
-  console.log('| analysis | median ms | × bare scan |');
-  console.log('|---|---:|---:|');
+  console.log(`\n${store.dialect}: bare scan ${hash}(${BASE}) ${scans[BASE].toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}, ${hash}(${PROPS}) ${scans[PROPS].toFixed(0)} ms`);
+  console.log('| analysis | median ms | bare scan ms | × bare scan |');
+  console.log('|---|---:|---:|---:|');
   const only = process.env.BENCH_CASES?.split(',');
+  const out: EngineResult = { events: N, scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), cases: {} };
+  if (scanFinal !== undefined) out.scanFinalMs = Math.round(scanFinal);
   for (const [name, fn] of cases) {
     if (only && !only.some((o) => name.startsWith(o))) continue;
+    const scan = scans[readsProps(name) ? PROPS : BASE];
     try {
       const ms = await median(fn);
-      console.log(`| ${name} | ${ms.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);
+      console.log(`| ${name} | ${ms.toFixed(0)} | ${scan.toFixed(0)} | ${(ms / scan).toFixed(1)} |`);
+      out.cases[name] = { medianMs: Math.round(ms), bareScanMs: Math.round(scan), ratio: Math.round((ms / scan) * 100) / 100 };
     } catch (e) {
-      console.log(`| ${name} | failed: ${String((e as Error).message ?? e).split('\n')[0].slice(0, 120)} | |`);
+      const error = String((e as Error).message ?? e).split('\n')[0].slice(0, 120);
+      console.log(`| ${name} | failed: ${error} | | |`);
+      out.cases[name] = { error };
     }
   }
+  return out;
+}
+
+interface EngineResult {
+  events: number;
+  scanMs: number;
+  scanPropsMs: number;
+  scanFinalMs?: number;
+  cases: Record<string, { medianMs: number; bareScanMs: number; ratio: number } | { error: string }>;
 }
 
 const dir = process.env.BENCH_DIR ?? '/tmp/bench-query';
 fs.mkdirSync(dir, { recursive: true });
 console.log(`dataset: ${N} events, ${IDS} identities, 40 names, 10 properties, ${DAYS} days; median of ${RUNS} runs`);
 const engines = (process.env.BENCH_ENGINES ?? 'duckdb,clickhouse').split(',');
+const results: Record<string, EngineResult> = {};
 if (engines.includes('duckdb')) {
   const duck = new DuckDbEventStore(path.join(dir, `events-v3-${N}.duckdb`));
-  await bench(duck);
+  results.duckdb = await bench(duck);
   await duck.close();
 }
 const chUrl = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
 if (chUrl && engines.includes('clickhouse')) {
   const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query_v3' });
-  await bench(ch);
+  results.clickhouse = await bench(ch);
   await ch.close();
 }
+if (process.argv.includes('--json')) console.log(JSON.stringify(results));
