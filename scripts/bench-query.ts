@@ -165,6 +165,7 @@ async function bench(store: EventStore) {
       out.cases[name] = { error };
     }
   }
+  await meta.destroy(); // its pool kept the process alive after the last engine
   return out;
 }
 
