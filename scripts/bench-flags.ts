@@ -304,6 +304,8 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   const sendLag: number[] = [];
   let errors = 0;
   let pending = 0;
+  let finished = false;
+  let lastAnswer = 0;
   const head = Object.entries(target.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   const request = (id: string) => {
     const body = target.body?.(id) ?? '';
@@ -328,7 +330,8 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
       if (w.buf.length < headEnd + 4 + len) return;
     }
     if (!h.startsWith('HTTP/1.1 200')) errors++;
-    latencies.push(performance.now() - w.scheduled);
+    lastAnswer = performance.now();
+    latencies.push(lastAnswer - w.scheduled);
     waiting.delete(sock);
     pending--;
     const next = queue.shift();
@@ -340,7 +343,19 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
       const sock = net.connect(Number(url.port), url.hostname, () => resolve(sock));
       sock.setNoDelay(true);
       sock.on('data', (c) => onData(sock, c));
-      sock.on('error', () => { if (waiting.delete(sock)) { errors++; pending--; } });
+      sock.on('error', () => undefined);
+      // a server closing an idle keep-alive socket races with a request written on it: drop the
+      // socket and send that request again on another one, as HTTP clients do (same scheduled time)
+      sock.on('close', () => {
+        const i = idle.indexOf(sock);
+        if (i >= 0) idle.splice(i, 1);
+        all.splice(all.indexOf(sock), 1);
+        const w = waiting.get(sock);
+        if (!w || finished) return;
+        waiting.delete(sock);
+        if (w.buf.length) { errors++; pending--; return; } // it had started answering
+        void socket().then((fresh) => write(fresh, w.scheduled));
+      });
       all.push(sock);
     });
   for (let i = 0; i < 32; i++) idle.push(await socket());
@@ -369,13 +384,14 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   // then enters the latencies with its age at the cutoff (so p50/p99 are lower bounds)
   const cutoff = performance.now() + seconds * 1000;
   while (pending > 0 && performance.now() < cutoff) await new Promise((r) => setTimeout(r, 5));
-  const elapsed = (performance.now() - start) / 1000;
+  finished = true;
+  const elapsed = ((pending > 0 ? performance.now() : lastAnswer) - start) / 1000;
   const answered = latencies.length;
   const now = performance.now();
   for (const w of waiting.values()) latencies.push(now - w.scheduled);
   for (const q of queue) latencies.push(now - q);
   const unanswered = pending;
-  for (const s of all) s.destroy();
+  for (const s of [...all]) s.destroy();
   const quantile = (xs: number[], p: number) => {
     xs.sort((a, b) => a - b);
     return round2(xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]);
