@@ -7,7 +7,7 @@
  * 50% rollout over 3 weighted variants), for a distinct user id per request (user-0 … user-9999):
  *
  * - ours: POST /flags/evaluate of the service (all 100 flags), on a fresh PostgreSQL database
- *   (DATABASE_URL when set instead);
+ *   (DATABASE_URL when set instead; BENCH_OURS_EMBEDDED=1: the embedded SQLite store);
  * - unleash: unleash-server's frontend API, GET /api/frontend?userId=… with a frontend token, on a
  *   fresh database of the same PostgreSQL; the flags are created through its admin API as
  *   flexibleRollout strategies (userId IN constraints for the override lists) with variants;
@@ -568,7 +568,7 @@ async function main() {
   const started = performance.now();
   const versions = ensurePeers();
   const suffix = `${process.pid}_${Date.now() % 1_000_000}`;
-  const oursDb = process.env.DATABASE_URL ? undefined : `bench_flags_${suffix}`;
+  const oursDb = process.env.DATABASE_URL || process.env.BENCH_OURS_EMBEDDED === '1' ? undefined : `bench_flags_${suffix}`;
   const unleashDb = `bench_flags_unleash_${suffix}`;
   await withPg(async (c) => {
     if (oursDb) await c.query(`CREATE DATABASE ${oursDb}`);
@@ -578,7 +578,10 @@ async function main() {
   let dataDir: string | undefined;
   let local: Awaited<ReturnType<typeof startUnleash>> | undefined;
   try {
-    const svc = await startBenchService({ name: 'bench-flags', role: 'api', env: oursDb ? { DATABASE_URL: databaseUrl(oursDb) } : {} });
+    const svc = await startBenchService({ name: 'bench-flags', role: 'api',
+      // the /flags/evaluate token bucket (2,000/s per project by default) out of the way
+      env: { FLAGS_EVALUATE_RATE_PER_SECOND: '1000000000', FLAGS_EVALUATE_RATE_BURST: '1000000000', ...(oursDb ? { DATABASE_URL: databaseUrl(oursDb) } : {}) },
+    });
     children.push(svc.child);
     dataDir = svc.dataDir;
     const org = await benchApi(svc.url, 'POST', '/admin/orgs', { name: 'bench' });
@@ -630,7 +633,7 @@ async function main() {
       }
       sizes[t.name] = { bytes: Math.round(bytes / 200), on: Math.round(on / 2) / 100 };
     }
-    const stores = `${process.env.DATABASE_URL ? 'DATABASE_URL' : 'PostgreSQL'} + ${process.env.CLICKHOUSE_URL ? 'ClickHouse' : 'DuckDB'}`;
+    const stores = `${process.env.DATABASE_URL ? 'DATABASE_URL' : oursDb ? `PostgreSQL ${oursDb}` : 'SQLite'} + ${process.env.CLICKHOUSE_URL ? 'ClickHouse' : 'DuckDB'}`;
     say(`${FLAGS} flags x 10 rules, ids user-0..user-${IDS - 1} rotating per request; node ${process.version}; ${cpus().length} CPUs (${cpus()[0]?.model.trim()}); load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     say(pinned ? 'servers pinned to core 0 (taskset -c 0), load generator to core 1 (taskset -c 1)'
       : TASKSET ? 'pinning with taskset did not take on every thread: processes NOT pinned, servers and load generator share the cores'
