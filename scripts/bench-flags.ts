@@ -25,7 +25,8 @@
  * BENCH_RATE req/s (default 1000) and at a rate every server sustains (BENCH_LOW_RATE, default half
  * the lowest saturated throughput, at most half BENCH_RATE, rounded down to 50). Per phase: req/s,
  * p50/p99 latency, and CPU ms per request of the server's processes (utime+stime from /proc/<pid>/stat
- * over the phase, divided by the requests answered).
+ * over the phase, divided by the requests answered). Before the load, each server's CPU with no load
+ * (ms per second over 5 s): at a low rate it is a large part of the CPU per request.
  *
  * Then (BENCH_LOCAL=0 skips it) local evaluations per second in this process: the Node SDK from
  * the polled definitions, @growthbook/growthbook and unleash-client on equivalent definitions.
@@ -640,6 +641,14 @@ async function main() {
         : 'taskset unavailable (or a single CPU): processes NOT pinned, servers and load generator share the cores');
     say(`ours: ${svc.url} [${stores}]; unleash-server ${versions['unleash-server']} on PostgreSQL (${unleashDb}); @unleash/proxy ${versions['@unleash/proxy']}; ${DURATION} s per phase (+${WARMUP} s warm-up)`);
 
+    // background CPU of each server with no load (timers, caches, pollers): part of every phase's CPU
+    const idleBefore = targets.map((x) => cpuMs(x.pid));
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, Math.min(5, DURATION) * 1000));
+    const idleSeconds = (performance.now() - idleStart) / 1000;
+    const idleCpu: Record<string, number> = Object.fromEntries(targets.map((x, i) => [x.name, Math.round((cpuMs(x.pid) - idleBefore[i]) / idleSeconds)]));
+    say(`  idle CPU ms per second: ${targets.map((x) => `${x.name} ${idleCpu[x.name]}`).join(', ')}`);
+
     const results: Record<string, Record<string, Phase>> = Object.fromEntries(targets.map((t) => [t.name, {}]));
     for (const t of targets) {
       await cannon(t, WARMUP);
@@ -687,6 +696,7 @@ async function main() {
     say('');
     say(table(targets, results, [['saturated', `saturated, ${CONNECTIONS} connections`], ['open', `open loop ${RATE.toLocaleString('en')} req/s`], ['openLow', `open loop ${LOW_RATE.toLocaleString('en')} req/s`]], sizes));
     say(`* not sustained (below 97% of the offered rate, errors or unanswered, or p99 over 250 ms: the backlog is in the latency); ! errors`);
+    say(`idle CPU ms per second (no load): ${targets.map((x) => `${x.name} ${idleCpu[x.name]}`).join(', ')}; at a low rate it weighs on CPU ms/req`);
     say(`bytes: mean response body; flags on: mean flags enabled per response (Unleash answers only the enabled ones, ours all ${FLAGS})`);
     say(`saturated throughput: ours / fastest peer (${fastestPeer}) = ${ratios.saturatedOursOverFastestPeer}; ours / floor = ${ratios.saturatedOursOverFloor}`);
     say(`CPU per request at ${LOW_RATE} req/s, ours / peer: unleash ${ratios.cpuPerRequestAtLowRateOursOver.unleash}, proxy ${ratios.cpuPerRequestAtLowRateOursOver.proxy}, floor ${ratios.cpuPerRequestAtLowRateOursOver.floor}`);
@@ -701,7 +711,7 @@ async function main() {
       console.log(JSON.stringify({
         bench: 'flags', date: new Date().toISOString(), node: process.version, cpus: cpus().length, pinned,
         durationSeconds: DURATION, connections: CONNECTIONS, rate: RATE, lowRate: LOW_RATE, flags: FLAGS, versions,
-        servers: Object.fromEntries(targets.map((t) => [t.name, { label: t.label, ...sizes[t.name], ...results[t.name] }])),
+        servers: Object.fromEntries(targets.map((t) => [t.name, { label: t.label, ...sizes[t.name], idleCpuMsPerSecond: idleCpu[t.name], ...results[t.name] }])),
         ratios, local: localResult ?? null, totalSeconds,
       }));
     }
