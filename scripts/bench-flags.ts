@@ -238,7 +238,8 @@ interface Phase {
   sustained?: boolean;
   /** Open loop: requests still unanswered at the cutoff (counted in errors). */
   unanswered?: number;
-  /** Open loop: p99 of how late the generator sent the requests it did not have to queue. */
+  /** Open loop: p50 / p99 of how late the generator sent the requests it did not have to queue. */
+  lag50?: number;
   lag99?: number;
 }
 
@@ -374,7 +375,8 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   let sent = 0;
   await new Promise<void>((done) => {
     const tick = () => {
-      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * ratePerSecond));
+      // request k is scheduled at k / rate seconds: floor(elapsed * rate) + 1 of them are due
+      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * ratePerSecond) + 1);
       while (sent < due) void send(start + (sent++ * 1000) / ratePerSecond);
       if (sent >= total) done();
       else setTimeout(tick, 2);
@@ -400,7 +402,7 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   const rps = Math.round(answered / elapsed);
   const p99 = quantile(latencies, 0.99);
   return {
-    rps, requests: answered, p50: quantile(latencies, 0.5), p99, errors: errors + unanswered, unanswered, lag99: quantile(sendLag, 0.99),
+    rps, requests: answered, p50: quantile(latencies, 0.5), p99, errors: errors + unanswered, unanswered, lag50: quantile(sendLag, 0.5), lag99: quantile(sendLag, 0.99),
     // kept up: (nearly) the offered rate, no errors, and no backlog building up over the phase
     sustained: errors + unanswered === 0 && rps >= ratePerSecond * 0.97 && p99 < 250,
   };
@@ -662,7 +664,7 @@ async function main() {
       for (const t of targets) {
         const r = await measured(t, targets, () => uniformLoad(t, rate, DURATION));
         results[t.name][key] = r;
-        say(`  ${String(rate).padStart(5)} req/s ${t.label}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuMsPerRequest} CPU ms/req, errors ${r.errors}${r.unanswered ? ` (${r.unanswered} unanswered at the cutoff)` : ''}${r.sustained ? '' : ' (not sustained)'}, generator send delay p99 ${r.lag99} ms`);
+        say(`  ${String(rate).padStart(5)} req/s ${t.label}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuMsPerRequest} CPU ms/req, errors ${r.errors}${r.unanswered ? ` (${r.unanswered} unanswered at the cutoff)` : ''}${r.sustained ? '' : ' (not sustained)'}, generator send delay p50 ${r.lag50} ms, p99 ${r.lag99} ms`);
       }
     }
 
