@@ -1,9 +1,10 @@
 /**
- * `npx tsx scripts/bench-rate-limits.ts`: what a shared request count costs (docs/hardening.md).
+ * `npm run bench:rate-limits [-- --json]`: what a shared request count costs (docs/hardening.md).
  * On a fresh database of DATABASE_URL (default: TEST_DATABASE_URL of scripts/services.sh), calls
  * SharedCounter directly: ingestion's two windows (20 client IPs, one hot project) and a token
  * bucket (10 keys), sequentially and with 10 calls in flight. Limits are set high so every call
- * takes the PostgreSQL path (refusals are answered from memory and cost nothing).
+ * takes the PostgreSQL path (refusals are answered from memory and cost nothing). `--json`: one
+ * final line with every figure.
  */
 import { loadavg } from 'node:os';
 import pg from 'pg';
@@ -13,6 +14,8 @@ import { SharedCounter } from '../apps/server/src/http/rate-limit-shared.js';
 const base = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (!base) throw new Error('set DATABASE_URL (or eval "$(bash scripts/services.sh --env)")');
 const calls = Number(process.env.BENCH_CALLS ?? 3000);
+const jsonLine = process.argv.includes('--json');
+const figures: Record<string, unknown> = { calls };
 const name = `bench_rl_${Date.now()}`;
 const admin = new pg.Client({ connectionString: base });
 await admin.connect();
@@ -37,8 +40,11 @@ try {
     await Promise.all(Array.from({ length: 10 }, async (_, w) => { for (let i = 0; i < calls / 10; i++) await call(i * 10 + w); }));
     const perSecond = calls / ((performance.now() - t) / 1000);
     console.log(`${label}: ${sequentialMs.toFixed(2)} ms per call one at a time, ${Math.round(perSecond)} calls/s with 10 in flight`);
+    figures[label.startsWith('token') ? 'bucket' : 'windows'] = { ms_per_call_sequential: +sequentialMs.toFixed(3), calls_per_second_10_in_flight: Math.round(perSecond) };
   }
   console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  figures.load1 = +loadavg()[0].toFixed(2);
+  if (jsonLine) console.log(JSON.stringify(figures));
 } finally {
   await db.destroy();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
