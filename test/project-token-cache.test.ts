@@ -43,19 +43,29 @@ forEachBackend('projects: token cache', (backend) => {
   });
 
   it('an expired entry answers at once while one background read refreshes it', async () => {
-    const p = await store.create({ orgId: null, name: 'token-cache-stale' });
-    await store.byTokenCached(p.token);
-    // Renamed by another process: this store's entry still holds the old name.
-    await t.svc.deps.db('projects').where({ id: p.id }).update({ name: 'renamed elsewhere' });
-    await sleep(1100);
-    let answers: Array<{ name?: string }> = [];
-    const reads = await projectReads(async () => {
-      answers = (await many(p.token)).map((x) => ({ name: x?.name }));
-      await sleep(200);
-    });
-    assert.ok(answers.every((a) => a.name === 'token-cache-stale'), 'answered from the expired entry, without waiting');
-    assert.equal(reads, 1, 'one background refresh');
-    assert.equal((await store.byTokenCached(p.token))?.name, 'renamed elsewhere', 'the refresh replaced the entry');
+    // The entry expires 1 s after its read and answers stale for 1 s more; a loaded machine may
+    // wake the test outside that second, so such an attempt is tried again with a new project.
+    for (let attempt = 1; ; attempt++) {
+      const p = await store.create({ orgId: null, name: 'token-cache-stale' });
+      const before = Date.now();
+      await store.byTokenCached(p.token);
+      const filled = Date.now();
+      // Renamed by another process: this store's entry still holds the old name.
+      await t.svc.deps.db('projects').where({ id: p.id }).update({ name: 'renamed elsewhere' });
+      await sleep(1100 - (Date.now() - filled));
+      let answers: Array<{ name?: string }> = [];
+      let asked = 0;
+      const reads = await projectReads(async () => {
+        asked = Date.now();
+        answers = (await many(p.token)).map((x) => ({ name: x?.name }));
+        await sleep(200);
+      });
+      if ((asked - filled < 1000 || asked - before >= 2000) && attempt < 3) continue;
+      assert.ok(answers.every((a) => a.name === 'token-cache-stale'), 'answered from the expired entry, without waiting');
+      assert.equal(reads, 1, 'one background refresh');
+      assert.equal((await store.byTokenCached(p.token))?.name, 'renamed elsewhere', 'the refresh replaced the entry');
+      return;
+    }
   });
 
   it('a project deleted through the store is forgotten at once; unknown tokens share a read and are not remembered', async () => {
