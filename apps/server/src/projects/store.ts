@@ -89,6 +89,8 @@ export class ProjectStore {
   private tokenCache = new Map<string, { project: Project; until: number }>();
   /** Lookups in flight, shared by every request for the same token (one read, not one per request). */
   private tokenReads = new Map<string, Promise<Project | undefined>>();
+  /** Bumped when the cache is cleared by a deletion, so reads started before it do not refill it. */
+  private tokenGeneration = 0;
 
   /**
    * byToken, remembered for TOKEN_CACHE_MS. Past that, the remembered project still answers for
@@ -120,13 +122,13 @@ export class ProjectStore {
       if (project) this.tokenCache.set(token, { project, until: Date.now() + TOKEN_CACHE_MS });
       else this.tokenCache.delete(token);
       return project;
-    }).finally(() => this.tokenReads.delete(token));
+    }).finally(() => {
+      // A deletion meanwhile may have let a newer read take this token's place: leave that one.
+      if (this.tokenReads.get(token) === read) this.tokenReads.delete(token);
+    });
     this.tokenReads.set(token, read);
     return read;
   }
-
-  /** Bumped when the cache is cleared by a deletion, so reads started before it do not refill it. */
-  private tokenGeneration = 0;
 
   byFlagSecretHash(hash: string): Promise<Project | undefined> {
     return this.one({ flag_secret_hash: hash });
