@@ -3,6 +3,7 @@ import knex from 'knex';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ingest } from './ingestion.support.js';
+import { statementsDuring } from './support/queries.js';
 import { bucket } from '../apps/flag-evaluation/src/index.js';
 import { LinkIndex, linkIndexOf } from '../apps/server/src/identity/link-index.js';
 import type { Db } from '../apps/server/src/ports/metadata/knex.js';
@@ -57,18 +58,7 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
     }
     return { user: inside, device: outside };
   };
-  /** Metadata statements while `fn` runs (knex's query event: every statement sent to PostgreSQL/SQLite). */
-  async function queriesDuring(fn: () => Promise<void>): Promise<Array<{ sql: string; bindings: unknown[] }>> {
-    const seen: Array<{ sql: string; bindings: unknown[] }> = [];
-    const listener = (q: { sql: string; bindings?: unknown[] }) => seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
-    db().on('query', listener);
-    try {
-      await fn();
-    } finally {
-      db().removeListener('query', listener);
-    }
-    return seen;
-  }
+  const queriesDuring = (fn: () => Promise<void>) => statementsDuring(db(), fn);
   /** Waits until `probe` holds, for at most `ms`; the time it took. */
   async function within(ms: number, probe: () => Promise<boolean>): Promise<number> {
     const start = Date.now();

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
 import { ProjectStore } from '../apps/server/src/projects/store.js';
+import { sleep } from './support/processes.js';
+import { statementsDuring } from './support/queries.js';
 
 /**
  * The project-token cache on the ingestion and flag paths (projects/store.ts byTokenCached): one
@@ -18,18 +20,8 @@ forEachBackend('projects: token cache', (backend) => {
   after(async () => { await t?.close(); });
 
   /** Reads of the projects table while `fn` runs. */
-  async function projectReads(fn: () => Promise<void>): Promise<number> {
-    let n = 0;
-    const listener = (q: { sql: string }) => { if (/^select .* from [`"]projects[`"]/i.test(q.sql)) n++; };
-    t.svc.deps.db.on('query', listener);
-    try {
-      await fn();
-    } finally {
-      t.svc.deps.db.removeListener('query', listener);
-    }
-    return n;
-  }
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const projectReads = async (fn: () => Promise<void>) =>
+    (await statementsDuring(t.svc.deps.db, fn)).filter((q) => /^select .* from [`"]projects[`"]/i.test(q.sql)).length;
   const many = (token: string) => Promise.all(Array.from({ length: 50 }, () => store.byTokenCached(token)));
 
   it('50 concurrent lookups of a token share one read, cold and after expiry', async () => {

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { writeAtomically } from './support/kube/index.js';
+import { statementsDuring } from './support/queries.js';
 import { ingest } from './ingestion.support.js';
 import { sha256Hex } from '../apps/server/src/auth/credentials.js';
 import { TenantConfigWatcher } from '../apps/server/src/tenants/watcher.js';
@@ -138,18 +139,8 @@ forEachBackend('tenant config in the API', (backend) => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** Metadata queries run while `fn` runs (knex's query event: every statement sent to PostgreSQL/SQLite). */
-  async function queriesDuring(fn: () => Promise<void>): Promise<string[]> {
-    const seen: string[] = [];
-    const listener = (q: { sql: string }) => seen.push(q.sql);
-    t.svc.deps.db.on('query', listener);
-    try {
-      await fn();
-    } finally {
-      t.svc.deps.db.removeListener('query', listener);
-    }
-    return seen;
-  }
+  /** Metadata statements (their SQL) while `fn` runs. */
+  const queriesDuring = async (fn: () => Promise<void>) => (await statementsDuring(t.svc.deps.db, fn)).map((q) => q.sql);
   const readsProjects = (sql: string[]) => sql.filter((s) => /\bprojects\b/.test(s) || /\bmachine_tokens\b|\busers\b|\bmemberships\b/.test(s));
 
   it('starts with an empty config (no file yet) and shows it in /health', async () => {
