@@ -49,7 +49,7 @@ import pg from 'pg';
 import { GrowthBookClient } from '@growthbook/growthbook';
 import { Unleash } from 'unleash-client';
 import { Tally } from '../apps/sdk/src/index.js';
-import { ROOT, benchApi, startBenchService } from './bench-support.js';
+import { ROOT, benchApi, cpuMs, processTree, startBenchService } from './bench-support.js';
 
 // autocannon ships no type declarations.
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<any>;
@@ -113,36 +113,6 @@ function pin(pid: number, core: number): boolean {
   }
   return ok;
 }
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
-
-/** `pid` and its descendants (through /proc/<pid>/task/<tid>/children). */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) {
-    let tids: string[] = [];
-    try { tids = readdirSync(`/proc/${out[i]}/task`); } catch { continue; }
-    for (const tid of tids) {
-      try {
-        for (const c of readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
-      } catch { /* exited */ }
-    }
-  }
-  return out;
-}
-
-/** CPU milliseconds (user + system) spent so far by `pid` and its descendants. */
-function cpuMs(pid: number): number {
-  let ticks = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
-    } catch { /* exited */ }
-  }
-  return (ticks * 1000) / CLK_TCK;
-}
-
 function peerVersions() {
   const version = (name: string) => {
     try { return JSON.parse(readFileSync(path.join(PEERS_DIR, 'node_modules', name, 'package.json'), 'utf8')).version as string; } catch { return undefined; }

@@ -24,6 +24,7 @@ import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
+import { peakRssMb } from './bench-support.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -39,28 +40,6 @@ const DRAIN = process.argv.includes('--drain');
 const CLUSTER = process.argv.includes('--cluster');
 const JSON_LINE = process.argv.includes('--json');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
-
-/** Peak RSS (VmHWM) of a process and its descendants (tsx runs the service in a child node). */
-function peakRssMb(pid: number): number {
-  const all = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  const parent = new Map<number, number>();
-  for (const d of all) {
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch { /* gone */ }
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) for (const [p, pp] of parent) if (pp === tree[i]) tree.push(p);
-  let max = 0;
-  for (const p of tree) {
-    try {
-      const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
-      if (m) max = Math.max(max, Number(m[1]) / 1024);
-    } catch { /* gone */ }
-  }
-  return Math.round(max);
-}
 
 /** CPU seconds (user + system) a process has used so far. */
 function cpuSeconds(pid: number): number {

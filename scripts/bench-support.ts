@@ -1,6 +1,6 @@
 /** What the benchmark scripts share: starting the service in a child process and calling its API. */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,4 +54,46 @@ export async function benchApi(url: string, method: string, p: string, body?: un
   const json = await res.json();
   if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
   return json;
+}
+
+/** `pid` and its descendants (through /proc/<pid>/task/<tid>/children; tsx runs the service in a child node). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let tids: string[] = [];
+    try { tids = readdirSync(`/proc/${out[i]}/task`); } catch { continue; }
+    for (const tid of tids) {
+      try {
+        for (const c of readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' ')) if (c.trim()) out.push(Number(c));
+      } catch { /* exited */ }
+    }
+  }
+  return out;
+}
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
+
+/** CPU milliseconds (user + system) spent so far by `pid` and its descendants. */
+export function cpuMs(pid: number): number {
+  let ticks = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    } catch { /* exited */ }
+  }
+  return (ticks * 1000) / CLK_TCK;
+}
+
+/** Peak RSS (VmHWM, MiB) of the largest of `pid` and its descendants. */
+export function peakRssMb(pid: number): number {
+  let max = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) max = Math.max(max, Number(m[1]) / 1024);
+    } catch { /* exited */ }
+  }
+  return Math.round(max);
 }
