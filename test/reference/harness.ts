@@ -7,14 +7,33 @@ import { dedup, type RefData, type RefEvent, type RefFilter } from './index.js';
 let nextId = 1;
 
 /**
+ * How a dataset's identities reach the store, chosen from the dataset itself so the generated
+ * runs cover all three: `links only` (rows without person_id, every link unfolded: rows written
+ * before persons on events), `late links` (rows carry the person_id of the links known when they
+ * were written, every second link; those are folded, the rest (the first link among them) arrived later and are unfolded
+ * overrides) and `folded` (as `late links`, then the real fold rewrites the rows).
+ */
+export type IdentityLoad = 'links only' | 'late links' | 'folded';
+export function identityLoadOf(data: RefData): IdentityLoad {
+  return (['links only', 'late links', 'folded'] as const)[(data.events.length + data.links.length) % 3];
+}
+
+/**
  * Loads a dataset the way ingestion leaves it: DuckDB dedups at write, so it receives each key
  * once; ClickHouse receives the duplicates in a second insert (a separate part that only FINAL
- * collapses).
+ * collapses). Identities as `identityLoadOf` says.
  */
-export async function loadDataset(deps: Deps, projectId: number, data: RefData): Promise<void> {
+export async function loadDataset(deps: Deps, projectId: number, data: RefData, mode = identityLoadOf(data)): Promise<void> {
+  const known = new Map(mode === 'links only' ? [] : data.links.filter((_, i) => i % 2 === 1).map((l) => [l.distinct_id, l]));
+  const personOf = (e: RefEvent) => {
+    if (mode === 'links only') return undefined;
+    const l = known.get(e.distinct_id);
+    return l && e.time >= l.from_time ? l.canonical_id : e.distinct_id;
+  };
   const toRow = (e: RefEvent): StoredEvent => ({
     project_id: projectId, id: nextId++, event: e.event, distinct_id: e.distinct_id, time: e.time, insert_id: e.insert_id,
     properties: JSON.stringify(e.props), prop_keys: Object.keys(e.props), prop_values: Object.values(e.props), received_at: e.time,
+    ...(personOf(e) !== undefined ? { person_id: personOf(e) } : {}),
   });
   const unique = dedup(data.events);
   await deps.events.insertEvents(unique.map(toRow));
@@ -24,8 +43,11 @@ export async function loadDataset(deps: Deps, projectId: number, data: RefData):
     if (dups.length) await deps.events.insertEvents(dups.map(toRow));
   }
   if (data.links.length) {
-    await deps.events.insertRows('identity_links', data.links.map((l) => ({ project_id: projectId, ...l, created_at: 1 })));
+    await deps.events.insertRows('identity_links', data.links.map((l) => ({
+      project_id: projectId, ...l, created_at: 1, folded: mode === 'late links' && known.has(l.distinct_id) ? 1 : 0,
+    })));
   }
+  if (mode === 'folded') await deps.events.foldLinks(1_000_000);
   if (data.profiles?.length) {
     await deps.events.insertRows('profiles', data.profiles.map((p) => ({
       project_id: projectId, distinct_id: p.distinct_id, properties: JSON.stringify(p.props), prop_keys: Object.keys(p.props),

@@ -2,6 +2,7 @@ import type { Deps } from './deps.js';
 import { startMetricsServer } from './metrics/server.js';
 import { ingestionWorker } from './ingestion/worker.js';
 import { privacyWorker } from './privacy/runner.js';
+import { identityFoldWorker } from './identity/fold.js';
 import type { Worker } from './worker.js';
 
 export type { Worker } from './worker.js';
@@ -12,5 +13,6 @@ export async function startWorkers(deps: Deps): Promise<Worker[]> {
     ...(await startMetricsServer(deps)),
     ingestionWorker(deps),
     privacyWorker(deps),
+    identityFoldWorker(deps),
   ];
 }

@@ -52,7 +52,8 @@ export interface LinksApplied {
 
 const CHUNK = 500;
 
-async function linksOf(db: Deps['db'], projectId: number, ids: string[], lock: boolean): Promise<Map<string, IdentityLink>> {
+/** The stored links of `ids` (those that have one), by distinct_id; `lock` reads them FOR UPDATE. */
+export async function linksOf(db: Deps['db'], projectId: number, ids: string[], lock = false): Promise<Map<string, IdentityLink>> {
   const out = new Map<string, IdentityLink>();
   for (let i = 0; i < ids.length; i += CHUNK) {
     const q = db('identity_links').where({ project_id: projectId }).whereIn('distinct_id', ids.slice(i, i + CHUNK)).select('*');

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
-import { linkIdentities, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
+import { linkIdentities, linksOf, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { propArrays, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch, type EngageBatch, type TrackBatch } from './batch.js';
@@ -69,7 +69,21 @@ async function applyTrack(deps: Deps, batch: TrackBatch) {
   // batch and those sent before it in the batch (aliasHasPendingEvents), never on events sent
   // after it. A redelivery finds its links already made, so the order also keeps it idempotent.
   await applyLinks(deps, batch, links);
+  await resolvePersons(deps, batch.projectId, rows);
   await deps.events.writeEvents(batch.projectId, rows, { redelivered: batch.redelivered === true });
+}
+
+/**
+ * Persons on events: each row gets its identity under the links stored now (the batch's own
+ * included), one metadata read per batch. A link made later reaches these rows through the
+ * readers' join of unfolded links until the fold (identity/fold.ts) rewrites them.
+ */
+async function resolvePersons(deps: Deps, projectId: number, rows: StoredEvent[]) {
+  const links = await linksOf(deps.db, projectId, [...new Set(rows.map((r) => r.distinct_id))]);
+  for (const r of rows) {
+    const link = links.get(r.distinct_id);
+    r.person_id = link && r.time >= Number(link.from_time) ? link.canonical_id : r.distinct_id;
+  }
 }
 
 function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number): StoredEvent {

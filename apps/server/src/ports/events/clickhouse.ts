@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
-import { EVENT_STORE_DDL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
+/** Largest fold mutation's text: the links travel as literal arrays (18.16 has no joinGet). */
+const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
 /**
  * The client's warnings and errors (its default level), without the reads the cost guard stopped:
@@ -71,6 +73,16 @@ export class ClickHouseEventStore implements EventStore {
     }
     const ddl = this.opts.cluster ? clusterDdl(this.opts.database, this.opts.cluster) : EVENT_STORE_DDL.clickhouse;
     for (const q of ddl) await this.client.command({ query: q });
+    for (const { table, column, type } of ADDED_COLUMNS) {
+      // Cluster mode: the shards' local table first, then the Distributed table that reads it.
+      for (const t of this.opts.cluster ? [this.storedTable(table), table] : [table]) {
+        const has = await this.query<{ n: number }>(`SELECT count() AS n FROM system.columns
+          WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', t)} AND name = ${sqlString('clickhouse', column)}`);
+        if (Number(has[0]?.n ?? 0) > 0) continue;
+        const on = this.opts.cluster ? ` ON CLUSTER ${quoteIdent(this.opts.cluster.name)}` : '';
+        await this.command(`ALTER TABLE ${quoteIdent(this.opts.database)}.${t}${on} ADD COLUMN ${column} ${type.clickhouse}`);
+      }
+    }
   }
 
   async ping(): Promise<void> {
@@ -170,6 +182,32 @@ export class ClickHouseEventStore implements EventStore {
     return this.insertRows('identity_links', rows as unknown as Record<string, unknown>[]);
   }
 
+  /**
+   * One `ALTER … UPDATE person_id` mutation per project and chunk of links (the links as literal
+   * arrays: transform maps distinct_id to its canonical id and from_time), then, once every
+   * events mutation is done, one marking the links folded. Until then readers still join them.
+   */
+  async foldLinks(maxLinks: number): Promise<number> {
+    const links = await this.query<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>(
+      `SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE folded = 0 ORDER BY project_id LIMIT ${sqlInt(maxLinks)}`,
+    );
+    if (links.length === 0) return 0;
+    const chunks = foldChunks(links);
+    for (const c of chunks) {
+      const ids = `[${c.ids.join(', ')}]`;
+      await this.command(this.mutationSql('events', `UPDATE person_id = if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
+          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`,
+        `project_id = ${sqlInt(c.projectId)} AND distinct_id IN (${c.ids.join(', ')})`), { max_query_size: String(2 * FOLD_SQL_BYTES) });
+    }
+    await this.waitForMutations(['events']);
+    for (const c of chunks) {
+      await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', `project_id = ${sqlInt(c.projectId)} AND distinct_id IN (${c.ids.join(', ')})`),
+        { max_query_size: String(2 * FOLD_SQL_BYTES) });
+    }
+    await this.waitForMutations(['identity_links']);
+    return links.length;
+  }
+
   deleteProject(projectId: number): Promise<void> {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
   }
@@ -181,14 +219,19 @@ export class ClickHouseEventStore implements EventStore {
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
     if (distinctIds.length === 0) return;
     for (const t of DATA_TABLES) await this.command(this.deleteSql(t, identitiesCondition('clickhouse', t, projectId, distinctIds)));
+    await this.waitForMutations(DATA_TABLES);
+  }
+
+  /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */
+  private async waitForMutations(tables: readonly string[]): Promise<void> {
     const deadline = Date.now() + MUTATION_TIMEOUT_MS;
     const mutations = this.opts.cluster ? `cluster(${sqlString('clickhouse', this.opts.cluster.name)}, system.mutations)` : 'system.mutations';
     for (;;) {
       const rows = await this.query<{ n: number }>(
-        `SELECT count() AS n FROM ${mutations} WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table IN (${DATA_TABLES.map((t) => `'${this.storedTable(t)}'`).join(', ')}) AND is_done = 0`,
+        `SELECT count() AS n FROM ${mutations} WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table IN (${tables.map((t) => `'${this.storedTable(t)}'`).join(', ')}) AND is_done = 0`,
       );
       if (Number(rows[0]?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) throw new Error('ClickHouse delete mutations did not finish in time');
+      if (Date.now() > deadline) throw new Error(`ClickHouse mutations on ${tables.join(', ')} did not finish in time`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -214,10 +257,14 @@ export class ClickHouseEventStore implements EventStore {
     return this.opts.cluster && (SHARDED_TABLES as readonly string[]).includes(table) ? `${table}_local` : table;
   }
 
-  /** Cluster mode: the mutation runs ON CLUSTER on every shard's local table. */
   private deleteSql(table: string, condition: string): string {
-    if (!this.opts.cluster) return `ALTER TABLE ${table} DELETE WHERE ${condition}`;
-    return `ALTER TABLE ${quoteIdent(this.opts.database)}.${this.storedTable(table)} ON CLUSTER ${quoteIdent(this.opts.cluster.name)} DELETE WHERE ${condition}`;
+    return this.mutationSql(table, 'DELETE', condition);
+  }
+
+  /** `ALTER TABLE … <action> WHERE …`; cluster mode: ON CLUSTER on every shard's local table. */
+  private mutationSql(table: string, action: string, condition: string): string {
+    if (!this.opts.cluster) return `ALTER TABLE ${table} ${action} WHERE ${condition}`;
+    return `ALTER TABLE ${quoteIdent(this.opts.database)}.${this.storedTable(table)} ON CLUSTER ${quoteIdent(this.opts.cluster.name)} ${action} WHERE ${condition}`;
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {
@@ -260,8 +307,8 @@ export class ClickHouseEventStore implements EventStore {
     }
   }
 
-  async command(sql: string): Promise<void> {
-    await this.client.command({ query: sql });
+  async command(sql: string, settings?: Record<string, string>): Promise<void> {
+    await this.client.command({ query: sql, ...(settings ? { clickhouse_settings: settings } : {}) });
   }
 
   async close(): Promise<void> {
@@ -281,4 +328,24 @@ function limitError(err: unknown, aborted: boolean, limits: QueryLimits): unknow
   if (code === '159' || /Code: 159\b|Timeout exceeded: elapsed/.test(text)) return new QueryLimitExceeded('timeout', limits);
   if (code === '241' || /Code: 241\b|Memory limit \(for query\) exceeded/.test(text)) return new QueryLimitExceeded('memory', limits);
   return err;
+}
+
+/** Unfolded links per project, in chunks whose literal arrays stay under FOLD_SQL_BYTES. */
+function foldChunks(links: Array<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>) {
+  const out: Array<{ projectId: number; ids: string[]; canonicals: string[]; froms: string[] }> = [];
+  let size = 0;
+  for (const l of links) {
+    let c = out[out.length - 1];
+    const id = sqlString('clickhouse', l.distinct_id);
+    const canonical = sqlString('clickhouse', l.canonical_id);
+    if (!c || c.projectId !== Number(l.project_id) || size > FOLD_SQL_BYTES) {
+      out.push((c = { projectId: Number(l.project_id), ids: [], canonicals: [], froms: [] }));
+      size = 0;
+    }
+    c.ids.push(id);
+    c.canonicals.push(canonical);
+    c.froms.push(sqlInt(Number(l.from_time)));
+    size += 3 * id.length + canonical.length + 20;
+  }
+  return out;
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
-import { EVENT_STORE_DDL } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
@@ -80,6 +80,7 @@ export class DuckDbEventStore implements EventStore {
   async migrate(): Promise<void> {
     const conn = await this.connection();
     for (const ddl of EVENT_STORE_DDL.duckdb) await conn.run(ddl);
+    for (const { table, column, type } of ADDED_COLUMNS) await conn.run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.duckdb}`);
   }
 
   async ping(): Promise<void> {
@@ -155,6 +156,31 @@ export class DuckDbEventStore implements EventStore {
     await this.command(`INSERT OR IGNORE INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) VALUES ${values}`);
   }
 
+  /** Both updates in one transaction on the write chain: no link or event arrives between them. */
+  async foldLinks(maxLinks: number): Promise<number> {
+    return this.serialise(async () => {
+      const conn = await this.connection();
+      await conn.run('BEGIN TRANSACTION');
+      try {
+        await conn.run(`CREATE OR REPLACE TEMP TABLE fold_links AS
+          SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links WHERE folded = 0 LIMIT ${sqlInt(maxLinks)}`);
+        const n = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM fold_links')).getRowObjects()[0].n);
+        if (n > 0) {
+          await conn.run(`UPDATE events SET person_id = CASE WHEN events.time >= l.from_time THEN l.canonical_id ELSE events.distinct_id END
+            FROM fold_links l WHERE events.project_id = l.project_id AND events.distinct_id = l.distinct_id`);
+          await conn.run(`UPDATE identity_links SET folded = 1 FROM fold_links l
+            WHERE identity_links.project_id = l.project_id AND identity_links.distinct_id = l.distinct_id`);
+        }
+        await conn.run('DROP TABLE fold_links');
+        await conn.run('COMMIT');
+        return n;
+      } catch (err) {
+        await conn.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
   deleteProject(projectId: number): Promise<void> {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
   }
@@ -220,7 +246,7 @@ export class DuckDbEventStore implements EventStore {
       const conn = await this.connection();
       if (!this.staging) {
         await conn.run(`CREATE TEMP TABLE IF NOT EXISTS ingest_staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR,
-          time BIGINT, insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT)`);
+          time BIGINT, insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT, person_id VARCHAR)`);
         this.staging = true;
       }
       await conn.run('DELETE FROM ingest_staging');
@@ -238,14 +264,15 @@ export class DuckDbEventStore implements EventStore {
             a.appendVarchar(joinList(r.prop_keys));
             a.appendVarchar(joinList(r.prop_values));
             a.appendBigInt(BigInt(r.received_at));
+            a.appendVarchar(r.person_id ?? '');
             a.endRow();
           }
         } finally {
           a.closeSync(); // flushes the rows into the staging table
         }
-        await conn.run(`INSERT INTO events
+        await conn.run(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id)
           SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties,
-                 string_split(n.prop_keys, chr(0))[2:], string_split(n.prop_values, chr(0))[2:], n.received_at
+                 string_split(n.prop_keys, chr(0))[2:], string_split(n.prop_values, chr(0))[2:], n.received_at, n.person_id
           FROM ingest_staging n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e

@@ -42,6 +42,12 @@ export interface StoredEvent {
   prop_values: string[];
   /** Unix ms when the API accepted the event. */
   received_at: number;
+  /**
+   * The event's identity under the links stored when it was written (the link's canonical_id
+   * when one exists for distinct_id and time >= from_time, else distinct_id). Absent or '' when
+   * the writer did not resolve it (fixtures): readers then resolve the row through the links.
+   */
+  person_id?: string;
 }
 
 export interface WriteEventsOptions {
@@ -105,6 +111,12 @@ export interface EventStore {
   writeProfiles(rows: StoredProfile[]): Promise<void>;
   /** Mirrors links (idempotent: writing a stored link again changes nothing). */
   writeLinks(rows: StoredLink[]): Promise<void>;
+  /**
+   * Folds up to `maxLinks` unfolded links into the events (identity/fold.ts): sets `person_id`
+   * of every event row of each link's distinct_id to the link's answer, and only once readers
+   * see those rows marks the links `folded`. Idempotent; returns how many links it folded.
+   */
+  foldLinks(maxLinks: number): Promise<number>;
   /**
    * Removes every event, link and profile of the project. May finish after it resolves
    * (ClickHouse runs deletes as mutations); readers stop seeing the project at the metadata store.

@@ -6,10 +6,14 @@ import type { EventDialect } from './port.js';
  * - `events`: one row per event; properties kept as JSON plus parallel key/value arrays so both
  *   engines can filter and group on any key. ClickHouse: ReplacingMergeTree on the dedup key
  *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
+ *   `person_id`: the event's identity under the links stored when it was written (persons on
+ *   events), '' for rows written without one (fixtures, rows older than the column).
  * - `identity_links`: (distinct_id -> canonical_id from from_time), mirrored from the metadata
  *   store so analyses resolve identities inside the engine: an event's identity is
  *   `canonical_id` when a link for its distinct_id exists and `time >= from_time`, else its own
- *   distinct_id.
+ *   distinct_id. `folded = 1` once every event row of the distinct_id carries the link's answer
+ *   in `person_id` (identity/fold.ts): readers join only the unfolded links (the overrides) and
+ *   take `person_id` for the rest, so the hot path joins a small table instead of every link.
  * - `profiles`: one row per profile version (the latest `updated_at` per (project_id,
  *   distinct_id) wins; `deleted = 1` marks a `$delete`), properties as JSON plus key/value arrays.
  *   Keyed by the cluster's CANONICAL id at write time (ingestion resolves the op's distinct_id
@@ -32,7 +36,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       properties String,
       prop_keys Array(String),
       prop_values Array(String),
-      received_at Int64
+      received_at Int64,
+      person_id String DEFAULT ''
     ) ENGINE = ReplacingMergeTree()
     PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000)))
     ORDER BY (project_id, event, time, distinct_id, insert_id)`,
@@ -41,7 +46,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       distinct_id String,
       canonical_id String,
       from_time Int64,
-      created_at Int64
+      created_at Int64,
+      folded UInt8 DEFAULT 0
     ) ENGINE = ReplacingMergeTree(created_at)
     ORDER BY (project_id, distinct_id)`,
     `CREATE TABLE IF NOT EXISTS profiles (
@@ -67,7 +73,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       properties VARCHAR NOT NULL,
       prop_keys VARCHAR[] NOT NULL,
       prop_values VARCHAR[] NOT NULL,
-      received_at BIGINT NOT NULL
+      received_at BIGINT NOT NULL,
+      person_id VARCHAR NOT NULL DEFAULT ''
     )`,
     `CREATE TABLE IF NOT EXISTS identity_links (
       project_id INTEGER NOT NULL,
@@ -75,6 +82,7 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       canonical_id VARCHAR NOT NULL,
       from_time BIGINT NOT NULL,
       created_at BIGINT NOT NULL,
+      folded UTINYINT NOT NULL DEFAULT 0,
       PRIMARY KEY (project_id, distinct_id)
     )`,
     `CREATE TABLE IF NOT EXISTS profiles (
@@ -91,6 +99,16 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
     `ALTER TABLE profiles ADD COLUMN IF NOT EXISTS batch_id VARCHAR DEFAULT ''`,
   ],
 };
+
+/**
+ * Columns added after a table's first release, for stores created before them (the CREATE
+ * statements above already hold them). ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS: the
+ * adapter checks system.columns first. Added at the end of the table, where CREATE puts them too.
+ */
+export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string> }> = [
+  { table: 'events', column: 'person_id', type: { clickhouse: "String DEFAULT ''", duckdb: "VARCHAR DEFAULT ''" } },
+  { table: 'identity_links', column: 'folded', type: { clickhouse: 'UInt8 DEFAULT 0', duckdb: 'UTINYINT DEFAULT 0' } },
+];
 
 /** ClickHouse cluster mode (CLICKHOUSE_CLUSTER): where the event store's tables live. */
 export interface ClickHouseCluster {

@@ -82,8 +82,10 @@ export interface Dialect {
   /**
    * Events of a project (deduplicated) with their identity resolved: columns `event`, `time`,
    * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
-   * columns (event, time, distinct_id, prop_keys, prop_values). `identity: false` skips the
-   * link lookup (cid = distinct_id) for counts that never look at identities.
+   * columns (event, time, distinct_id, prop_keys, prop_values). The identity is the row's
+   * `person_id` (resolved at write time) unless its distinct_id has an unfolded link, whose rule
+   * then decides: only those few links are joined. `identity: false` skips the link lookup
+   * (cid = distinct_id) for counts that never look at identities.
    * `dedup: false` allows unmerged duplicates of the dedup key (ClickHouse reads without FINAL):
    * only for analyses a duplicate cannot change (unique counts, funnels, retention, sessions) or
    * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).

@@ -5,6 +5,14 @@ import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
 import { data } from './data.js';
 
+/**
+ * The links not yet folded into the events' person_id (identity/fold.ts): the only ones a read
+ * joins. A row whose distinct_id has none answers with its person_id (or its distinct_id when
+ * written without one); an unfolded link is the whole truth for its distinct_id.
+ */
+const unfoldedLinks = (projectId: number) =>
+  `(SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)} AND folded = 0)`;
+
 /** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
 export const clickhouse: Dialect = {
   name: 'clickhouse',
@@ -28,16 +36,16 @@ export const clickhouse: Dialect = {
     const from = `events${dedup ? ' FINAL' : ''} WHERE ${conds.map((c) => `(${c})`).join(' AND ')}`;
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (SELECT ${cols.join(', ')} FROM ${from}))`;
-    return `(SELECT event, time, if(canonical_id != '' AND time >= from_time, canonical_id, distinct_id) AS cid${tail}
-      FROM (SELECT ${cols.join(', ')} FROM ${from})
-      ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
+    return `(SELECT event, time, if(canonical_id != '', if(time >= from_time, canonical_id, distinct_id), if(person_id != '', person_id, distinct_id)) AS cid${tail}
+      FROM (SELECT ${cols.join(', ')}, person_id FROM ${from})
+      ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },
   canonicalIds(projectId, where) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
-    return `(SELECT arrayJoin(arrayConcat(if(canonical_id != '' AND mx >= from_time, [canonical_id], emptyArrayString()),
-        if(canonical_id = '' OR mn < from_time, [distinct_id], emptyArrayString()))) AS cid
-      FROM (SELECT distinct_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id)
-      ANY LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
+    return `(SELECT arrayJoin(if(canonical_id != '', arrayConcat(if(mx >= from_time, [canonical_id], emptyArrayString()), if(mn < from_time, [distinct_id], emptyArrayString())),
+        [if(person_id != '', person_id, distinct_id)])) AS cid
+      FROM (SELECT distinct_id, person_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id, person_id)
+      ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];

@@ -5,6 +5,10 @@ import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
 import { data } from './data.js';
 
+/** The links not yet folded into the events' person_id: the only ones a read joins (see the ClickHouse dialect). */
+const unfoldedLinks = (projectId: number) =>
+  `(SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0)`;
+
 /** DuckDB spelling of the same shapes (list functions, arrow lambdas, ordered aggregates). */
 export const duckdb: Dialect = {
   name: 'duckdb',
@@ -28,16 +32,18 @@ export const duckdb: Dialect = {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const tail = (p: string) => [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${p}${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail('')} FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
-    return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL AND e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END AS cid${tail('e.')}
-      FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
-      LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
+    return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL THEN (CASE WHEN e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END)
+        WHEN e.person_id != '' THEN e.person_id ELSE e.distinct_id END AS cid${tail('e.')}
+      FROM (SELECT ${cols.join(', ')}, person_id FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
+      LEFT JOIN ${unfoldedLinks(projectId)} l USING (distinct_id))`;
   },
   canonicalIds(projectId, where) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
-    return `(SELECT unnest(list_concat(CASE WHEN l.canonical_id IS NOT NULL AND e.mx >= l.from_time THEN [l.canonical_id] ELSE []::VARCHAR[] END,
-        CASE WHEN l.canonical_id IS NULL OR e.mn < l.from_time THEN [e.distinct_id] ELSE []::VARCHAR[] END)) AS cid
-      FROM (SELECT distinct_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id) e
-      LEFT JOIN (SELECT distinct_id, canonical_id, from_time FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
+    return `(SELECT unnest(CASE WHEN l.canonical_id IS NULL THEN [CASE WHEN e.person_id != '' THEN e.person_id ELSE e.distinct_id END]
+        ELSE list_concat(CASE WHEN e.mx >= l.from_time THEN [l.canonical_id] ELSE []::VARCHAR[] END,
+          CASE WHEN e.mn < l.from_time THEN [e.distinct_id] ELSE []::VARCHAR[] END) END) AS cid
+      FROM (SELECT distinct_id, person_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id, person_id) e
+      LEFT JOIN ${unfoldedLinks(projectId)} l USING (distinct_id))`;
   },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];

@@ -1,0 +1,66 @@
+import type { Deps } from '../deps.js';
+import type { Worker } from '../worker.js';
+import { int } from '../env.js';
+
+/**
+ * Identity at write time ("persons on events" with overrides, as PostHog does it): the ingestion
+ * worker writes each event with `person_id`, its identity under the links stored then. A link
+ * made afterwards (an anonymous visitor identified later, an /alias) changes the identity of rows
+ * already written; until this fold runs, readers join that link (an unfolded link: an override)
+ * and ignore the rows' person_id for its distinct_id. The fold rewrites person_id of every row
+ * of those distinct_ids (ClickHouse: an ALTER … UPDATE mutation; DuckDB: an UPDATE) and then
+ * marks the links folded, so the overrides stay a small table and the hot path of every
+ * analysis reads person_id without joining every link of the project.
+ *
+ * Safe to run at any time and from several processes (each step is idempotent): a link is
+ * marked folded only after every events row existing when the fold started carries its answer,
+ * and rows written later were resolved with it (a project's batches are applied in order, and
+ * a batch's links are stored before its events are resolved and written).
+ */
+export interface FoldSettings {
+  /** Pause between fold runs (IDENTITY_FOLD_INTERVAL_MS); 0 turns the fold off. */
+  intervalMs: number;
+  /** Links folded per run at most (IDENTITY_FOLD_BATCH): one ClickHouse mutation per project and ~4 MB of ids. */
+  batch: number;
+}
+
+export function foldSettings(env = process.env): FoldSettings {
+  return {
+    intervalMs: int(env, 'IDENTITY_FOLD_INTERVAL_MS', 30_000),
+    batch: Math.max(1, int(env, 'IDENTITY_FOLD_BATCH', 100_000)),
+  };
+}
+
+/** Folds every unfolded link (in runs of `batch`); returns how many it folded. */
+export async function foldIdentityLinks(deps: Pick<Deps, 'events'>, batch = foldSettings().batch): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await deps.events.foldLinks(batch);
+    total += n;
+    if (n < batch) return total;
+  }
+}
+
+export function identityFoldWorker(deps: Deps, settings = foldSettings()): Worker {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> = Promise.resolve();
+  const tick = async () => {
+    try {
+      const n = await foldIdentityLinks(deps, settings.batch);
+      if (n > 0) deps.log.info('identity links folded into events', { links: n });
+    } catch (err) {
+      deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) });
+    }
+    if (!stopped) timer = setTimeout(() => { current = tick(); }, settings.intervalMs);
+  };
+  if (settings.intervalMs > 0) timer = setTimeout(() => { current = tick(); }, settings.intervalMs);
+  return {
+    name: 'identity-fold',
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await current;
+    },
+  };
+}
