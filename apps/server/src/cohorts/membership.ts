@@ -39,14 +39,14 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
   const counted = criteria.flatMap((c) => (c.kind === 'behavior'
     ? [`(${q.events.condition(c.event)}${c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : ''})`] : []));
   const countedSql = counted.length
-    ? `SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, where: [...where, counted.join(' OR ')], props: needProps })} ce
+    ? `SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: [...where, counted.join(' OR ')], props: needProps })} ce
       UNION ALL
       ` : '';
   const prSel = ['cid', ...profileCols].join(', ');
   // Identities with no counted event and no profile: only worth listing (a pass over every event)
   // when such an identity (every count 0, no profile) satisfies the definition.
   const universeSql = holdsWithoutData(def)
-    ? `SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where)} ci
+    ? `SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where, q.overrides)} ci
       UNION ALL
       ` : '';
   const agg = criteria.map((c, i) => (c.kind === 'behavior' ? `sum(c${i}) AS n${i}` : `max(c${i}) AS n${i}`));

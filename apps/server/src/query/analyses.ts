@@ -17,7 +17,7 @@ export interface Analyses {
 /** Built once at start-up (routes.ts, through `analysesOf`) and handed to each domain's routes. */
 export function buildAnalyses(db: Db, events: EventStore): Analyses {
   const definitions = definitionStores(db);
-  const contexts = new QueryContexts(events.dialect, definitions.derivedEvents);
+  const contexts = new QueryContexts(events, definitions.derivedEvents);
   return { definitions, contexts, membership: new CohortMembership(events, contexts, definitions.cohorts), annotations: new AnnotationStore(db) };
 }
 

@@ -1,4 +1,4 @@
-import type { EventDialect } from '../ports/events/index.js';
+import type { EventStore } from '../ports/events/index.js';
 import { dialectFor, type Dialect } from './dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
 import type { DefinitionStore } from '../definitions/store.js';
@@ -9,19 +9,25 @@ export interface QueryContext {
   d: Dialect;
   projectId: number;
   events: EventMatcher;
+  /**
+   * Whether the project has links not yet folded into its events' person_id (identity/fold.ts):
+   * then reads join them; otherwise person_id alone is every event's identity. Absent: true
+   * (always correct, only slower).
+   */
+  overrides?: boolean;
 }
 
 /** Builds a project's query context (its derived events read per query, so edits apply at once). */
 export class QueryContexts {
   private d: Dialect;
 
-  constructor(dialect: EventDialect, private derivedEvents: DefinitionStore<DerivedEventDefinition>) {
-    this.d = dialectFor(dialect);
+  constructor(private store: EventStore, private derivedEvents: DefinitionStore<DerivedEventDefinition>) {
+    this.d = dialectFor(store.dialect);
   }
 
   async forProject(projectId: number): Promise<QueryContext> {
-    const rows = await this.derivedEvents.list(projectId);
+    const [rows, overrides] = await Promise.all([this.derivedEvents.list(projectId), this.store.hasUnfoldedLinks(projectId)]);
     const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
-    return { d: this.d, projectId, events: new EventMatcher(this.d, derived) };
+    return { d: this.d, projectId, events: new EventMatcher(this.d, derived), overrides };
   }
 }

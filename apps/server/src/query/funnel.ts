@@ -46,7 +46,7 @@ export function funnelPathsSql(q: QueryContext, f: FunnelSpec, range: DateRange)
     ...conds.map((c, k): [string, string] => [`f${k}`, `CASE WHEN ${c} THEN 1 ELSE 0 END`]),
   ];
   // Duplicates of the dedup key have the same identity, time and flags: they change no chain.
-  const ev = d.canonicalEvents({ projectId: q.projectId, where, exprs, dedup: false });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, dedup: false });
   return d.funnelPaths(`SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`, n, f.windowDays * DAY_MS);
 }
 

@@ -193,19 +193,25 @@ export class ClickHouseEventStore implements EventStore {
     );
     if (links.length === 0) return 0;
     const chunks = foldChunks(links);
+    // Array literals are one AST node each (an IN list is one per element, past max_ast_elements),
+    // and transform over constant arrays is a hash lookup: it also makes the WHERE.
+    const settings = { max_query_size: String(2 * FOLD_SQL_BYTES) };
+    const has = (c: FoldChunk) => `project_id = ${sqlInt(c.projectId)} AND transform(distinct_id, [${c.ids.join(', ')}], [${c.ids.map(() => '1').join(', ')}], 0) = 1`;
     for (const c of chunks) {
       const ids = `[${c.ids.join(', ')}]`;
       await this.command(this.mutationSql('events', `UPDATE person_id = if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
-          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`,
-        `project_id = ${sqlInt(c.projectId)} AND distinct_id IN (${c.ids.join(', ')})`), { max_query_size: String(2 * FOLD_SQL_BYTES) });
+          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`, has(c)), settings);
     }
     await this.waitForMutations(['events']);
-    for (const c of chunks) {
-      await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', `project_id = ${sqlInt(c.projectId)} AND distinct_id IN (${c.ids.join(', ')})`),
-        { max_query_size: String(2 * FOLD_SQL_BYTES) });
-    }
+    for (const c of chunks) await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', has(c)), settings);
     await this.waitForMutations(['identity_links']);
     return links.length;
+  }
+
+  /** Any version of an unfolded link counts (no FINAL): a stale one only costs the join. */
+  async hasUnfoldedLinks(projectId: number): Promise<boolean> {
+    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`);
+    return rows.length > 0;
   }
 
   deleteProject(projectId: number): Promise<void> {
@@ -267,8 +273,9 @@ export class ClickHouseEventStore implements EventStore {
     return `ALTER TABLE ${quoteIdent(this.opts.database)}.${this.storedTable(table)} ON CLUSTER ${quoteIdent(this.opts.cluster.name)} ${action} WHERE ${condition}`;
   }
 
+  /** person_id filled here: 18.16's JSONEachRow gives an omitted column its type's default, not the column's. */
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows as unknown as Record<string, unknown>[]);
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: r.person_id || r.distinct_id })));
   }
 
   async insertRows(table: string, rows: Record<string, unknown>[]): Promise<void> {
@@ -331,8 +338,9 @@ function limitError(err: unknown, aborted: boolean, limits: QueryLimits): unknow
 }
 
 /** Unfolded links per project, in chunks whose literal arrays stay under FOLD_SQL_BYTES. */
-function foldChunks(links: Array<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>) {
-  const out: Array<{ projectId: number; ids: string[]; canonicals: string[]; froms: string[] }> = [];
+interface FoldChunk { projectId: number; ids: string[]; canonicals: string[]; froms: string[] }
+function foldChunks(links: Array<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>): FoldChunk[] {
+  const out: FoldChunk[] = [];
   let size = 0;
   for (const l of links) {
     let c = out[out.length - 1];
@@ -345,7 +353,7 @@ function foldChunks(links: Array<{ project_id: number; distinct_id: string; cano
     c.ids.push(id);
     c.canonicals.push(canonical);
     c.froms.push(sqlInt(Number(l.from_time)));
-    size += 3 * id.length + canonical.length + 20;
+    size += 4 * id.length + canonical.length + 24;
   }
   return out;
 }

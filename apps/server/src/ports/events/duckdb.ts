@@ -81,6 +81,13 @@ export class DuckDbEventStore implements EventStore {
     const conn = await this.connection();
     for (const ddl of EVENT_STORE_DDL.duckdb) await conn.run(ddl);
     for (const { table, column, type } of ADDED_COLUMNS) await conn.run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.duckdb}`);
+    // A DuckDB default cannot name another column: rows from before person_id take their distinct_id.
+    await conn.run(`UPDATE events SET person_id = distinct_id WHERE person_id = '' OR person_id IS NULL`);
+  }
+
+  async hasUnfoldedLinks(projectId: number): Promise<boolean> {
+    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`);
+    return rows.length > 0;
   }
 
   async ping(): Promise<void> {
@@ -206,7 +213,7 @@ export class DuckDbEventStore implements EventStore {
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows as unknown as Record<string, unknown>[]);
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: r.person_id || r.distinct_id })));
   }
 
   /** Inserts through a VALUES list built from JSON (one statement per call). */
@@ -264,7 +271,7 @@ export class DuckDbEventStore implements EventStore {
             a.appendVarchar(joinList(r.prop_keys));
             a.appendVarchar(joinList(r.prop_values));
             a.appendBigInt(BigInt(r.received_at));
-            a.appendVarchar(r.person_id ?? '');
+            a.appendVarchar(r.person_id || r.distinct_id);
             a.endRow();
           }
         } finally {

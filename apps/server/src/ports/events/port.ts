@@ -44,8 +44,9 @@ export interface StoredEvent {
   received_at: number;
   /**
    * The event's identity under the links stored when it was written (the link's canonical_id
-   * when one exists for distinct_id and time >= from_time, else distinct_id). Absent or '' when
-   * the writer did not resolve it (fixtures): readers then resolve the row through the links.
+   * when one exists for distinct_id and time >= from_time, else distinct_id). Absent: the
+   * adapters store distinct_id (a writer that resolved no link; fixtures, whose links are then
+   * unfolded overrides). Never empty in the store.
    */
   person_id?: string;
 }
@@ -117,6 +118,8 @@ export interface EventStore {
    * see those rows marks the links `folded`. Idempotent; returns how many links it folded.
    */
   foldLinks(maxLinks: number): Promise<number>;
+  /** Whether the project has a link not folded yet (readers must then join the unfolded links). */
+  hasUnfoldedLinks(projectId: number): Promise<boolean>;
   /**
    * Removes every event, link and profile of the project. May finish after it resolves
    * (ClickHouse runs deletes as mutations); readers stop seeing the project at the metadata store.

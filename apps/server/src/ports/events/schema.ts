@@ -7,7 +7,7 @@ import type { EventDialect } from './port.js';
  *   engines can filter and group on any key. ClickHouse: ReplacingMergeTree on the dedup key
  *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
  *   `person_id`: the event's identity under the links stored when it was written (persons on
- *   events), '' for rows written without one (fixtures, rows older than the column).
+ *   events); distinct_id for rows written without one (fixtures, rows older than the column).
  * - `identity_links`: (distinct_id -> canonical_id from from_time), mirrored from the metadata
  *   store so analyses resolve identities inside the engine: an event's identity is
  *   `canonical_id` when a link for its distinct_id exists and `time >= from_time`, else its own
@@ -37,7 +37,7 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       prop_keys Array(String),
       prop_values Array(String),
       received_at Int64,
-      person_id String DEFAULT ''
+      person_id String DEFAULT distinct_id
     ) ENGINE = ReplacingMergeTree()
     PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000)))
     ORDER BY (project_id, event, time, distinct_id, insert_id)`,
@@ -106,7 +106,7 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
  * adapter checks system.columns first. Added at the end of the table, where CREATE puts them too.
  */
 export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string> }> = [
-  { table: 'events', column: 'person_id', type: { clickhouse: "String DEFAULT ''", duckdb: "VARCHAR DEFAULT ''" } },
+  { table: 'events', column: 'person_id', type: { clickhouse: 'String DEFAULT distinct_id', duckdb: "VARCHAR DEFAULT ''" } },
   { table: 'identity_links', column: 'folded', type: { clickhouse: 'UInt8 DEFAULT 0', duckdb: 'UTINYINT DEFAULT 0' } },
 ];
 

@@ -84,8 +84,9 @@ export interface Dialect {
    * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
    * columns (event, time, distinct_id, prop_keys, prop_values). The identity is the row's
    * `person_id` (resolved at write time) unless its distinct_id has an unfolded link, whose rule
-   * then decides: only those few links are joined. `identity: false` skips the link lookup
-   * (cid = distinct_id) for counts that never look at identities.
+   * then decides: only those few links are joined, and `overrides: false` (the project has none,
+   * QueryContext.overrides) skips the join and reads person_id alone. `identity: false` skips
+   * identities (cid = distinct_id) for counts that never look at them.
    * `dedup: false` allows unmerged duplicates of the dedup key (ClickHouse reads without FINAL):
    * only for analyses a duplicate cannot change (unique counts, funnels, retention, sessions) or
    * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).
@@ -94,13 +95,13 @@ export interface Dialect {
    * arrays (on ClickHouse 18.16 carrying `prop_keys`/`prop_values` through the join doubled the
    * cost of a breakdown).
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; dedup?: boolean; cols?: string[]; exprs?: Array<[string, string]> }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; overrides?: boolean; dedup?: boolean; cols?: string[]; exprs?: Array<[string, string]> }): string;
   /**
    * Canonical ids (column `cid`, possibly repeated) of the identities with at least one event
    * matching `where` (raw event columns), any duplicates allowed: events are reduced per
    * distinct_id (first and last time) before the link lookup, so the join sees one row per id.
    */
-  canonicalIds(projectId: number, where: string[]): string;
+  canonicalIds(projectId: number, where: string[], overrides?: boolean): string;
   /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
   canonicalProfiles(projectId: number, where?: string[]): string;
   /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */

@@ -13,18 +13,18 @@ import type { EventMetric, QueryV2 } from './schema.js';
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
 export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
-  const rows = await analysesOf(deps).definitions.derivedEvents.list(projectId);
-  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })));
+  const [rows, overrides] = await Promise.all([analysesOf(deps).definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId)]);
+  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), overrides);
 }
 
 /** The same from a list of the project's derived events (benchmarks and callers that have them). */
-export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[]): QueryContext {
+export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[], overrides?: boolean): QueryContext {
   const derived = new Map<string, DerivedEventDef>(derivedEvents.map((r) => [r.name, r]));
   for (const m of q.metrics) {
     if (m.kind !== 'event') continue;
     derived.set(metricEventName(m.id), { name: metricEventName(m.id), sources: metricSources(m, derived) });
   }
-  return { d, projectId, events: new EventMatcher(d, derived) };
+  return { d, projectId, events: new EventMatcher(d, derived), overrides };
 }
 
 function metricSources(m: EventMetric, derived: Map<string, DerivedEventDef>): DerivedEventDef['sources'] {

@@ -36,7 +36,7 @@ const PCT: Record<string, number> = { p50: 50, p75: 75, p90: 90, p95: 95, p99: 9
 export function propertyAggregateSql(q: QueryContext, s: MetricScope, op: PropertyOp, property: string, unit: Unit | null, range: DateRange): string {
   const { d } = q;
   const exprs: Array<[string, string]> = [['b', unit ? d.bucket(unit, 'time') : '0'], ['seg', segExpr(q, s.breakdown)], ['x', d.propNumber(property)]];
-  const ev = d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs, identity: false, dedup: true });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs, identity: false, dedup: true });
   if (op in PCT) {
     // Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), the same on both engines.
     return `SELECT b, seg, xs[${d.intDiv(`${PCT[op]} * n + 99`, '100')}] AS v FROM (
@@ -48,7 +48,7 @@ export function propertyAggregateSql(q: QueryContext, s: MetricScope, op: Proper
 
 /** Distinct (cid, seg) of the identities behind a metric in a range, optionally one segment only. */
 export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange, segment?: string): string {
-  const ev = q.d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs: [['seg', segExpr(q, s.breakdown)]], dedup: false });
+  const ev = q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs: [['seg', segExpr(q, s.breakdown)]], dedup: false });
   return `SELECT DISTINCT cid, seg FROM ${ev} ev${segment === undefined ? '' : ` WHERE seg = ${q.d.str(segment)}`}`;
 }
 
@@ -59,7 +59,7 @@ export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange,
  */
 export function uniqueBucketsSql(q: QueryContext, s: MetricScope, unit: Unit, range: DateRange): string {
   const { d } = q;
-  const ev = d.canonicalEvents({ projectId: q.projectId, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
   return `SELECT b, seg, count(*) AS v FROM (
       SELECT seg, ${d.explode(d.concat(d.distinct('bs'), '[-1]'))} AS b FROM (SELECT cid, seg, ${d.groupArray('bk')} AS bs FROM ${ev} ev GROUP BY cid, seg) ub
     ) ue GROUP BY b, seg`;

@@ -29,21 +29,24 @@ export const clickhouse: Dialect = {
     return `toFloat64OrZero(${this.propValue(key)})`;
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
-  canonicalEvents({ projectId, where, props, identity = true, dedup = true, cols: extra = [], exprs = [] }) {
+  canonicalEvents({ projectId, where, props, identity = true, overrides = true, dedup = true, cols: extra = [], exprs = [] }) {
     const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const from = `events${dedup ? ' FINAL' : ''} WHERE ${conds.map((c) => `(${c})`).join(' AND ')}`;
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (SELECT ${cols.join(', ')} FROM ${from}))`;
-    return `(SELECT event, time, if(canonical_id != '', if(time >= from_time, canonical_id, distinct_id), if(person_id != '', person_id, distinct_id)) AS cid${tail}
+    // No override: person_id alone answers (distinct_id is not read unless asked for).
+    if (!overrides) return `(SELECT event, time, person_id AS cid${tail} FROM (SELECT ${cols.filter((c) => c !== 'distinct_id' || extra.includes(c)).join(', ')}, person_id FROM ${from}))`;
+    return `(SELECT event, time, if(canonical_id != '', if(time >= from_time, canonical_id, distinct_id), person_id) AS cid${tail}
       FROM (SELECT ${cols.join(', ')}, person_id FROM ${from})
       ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },
-  canonicalIds(projectId, where) {
+  canonicalIds(projectId, where, overrides = true) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
+    if (!overrides) return `(SELECT DISTINCT person_id AS cid FROM events WHERE ${conds})`;
     return `(SELECT arrayJoin(if(canonical_id != '', arrayConcat(if(mx >= from_time, [canonical_id], emptyArrayString()), if(mn < from_time, [distinct_id], emptyArrayString())),
-        [if(person_id != '', person_id, distinct_id)])) AS cid
+        [person_id])) AS cid
       FROM (SELECT distinct_id, person_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id, person_id)
       ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },

@@ -25,21 +25,23 @@ export const duckdb: Dialect = {
     return `coalesce(TRY_CAST(${this.propValue(key)} AS DOUBLE), 0)`;
   },
   contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
-  canonicalEvents({ projectId, where, props, identity = true, cols: extra = [], exprs = [] }) {
+  canonicalEvents({ projectId, where, props, identity = true, overrides = true, cols: extra = [], exprs = [] }) {
     // DuckDB deduplicates at write: `dedup` needs nothing here.
     const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const tail = (p: string) => [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${p}${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail('')} FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
+    if (!overrides) return `(SELECT event, time, person_id AS cid${tail('')} FROM (SELECT ${cols.filter((c) => c !== 'distinct_id' || extra.includes(c)).join(', ')}, person_id FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
     return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL THEN (CASE WHEN e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END)
-        WHEN e.person_id != '' THEN e.person_id ELSE e.distinct_id END AS cid${tail('e.')}
+        ELSE e.person_id END AS cid${tail('e.')}
       FROM (SELECT ${cols.join(', ')}, person_id FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
       LEFT JOIN ${unfoldedLinks(projectId)} l USING (distinct_id))`;
   },
-  canonicalIds(projectId, where) {
+  canonicalIds(projectId, where, overrides = true) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where].map((c) => `(${c})`).join(' AND ');
-    return `(SELECT unnest(CASE WHEN l.canonical_id IS NULL THEN [CASE WHEN e.person_id != '' THEN e.person_id ELSE e.distinct_id END]
+    if (!overrides) return `(SELECT DISTINCT person_id AS cid FROM events WHERE ${conds})`;
+    return `(SELECT unnest(CASE WHEN l.canonical_id IS NULL THEN [e.person_id]
         ELSE list_concat(CASE WHEN e.mx >= l.from_time THEN [l.canonical_id] ELSE []::VARCHAR[] END,
           CASE WHEN e.mn < l.from_time THEN [e.distinct_id] ELSE []::VARCHAR[] END) END) AS cid
       FROM (SELECT distinct_id, person_id, min(time) AS mn, max(time) AS mx FROM events WHERE ${conds} GROUP BY distinct_id, person_id) e
