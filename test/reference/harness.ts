@@ -47,7 +47,7 @@ export async function loadDataset(deps: Deps, projectId: number, data: RefData, 
       project_id: projectId, ...l, created_at: 1, folded: mode === 'late links' && known.has(l.distinct_id) ? 1 : 0,
     })));
   }
-  if (mode === 'folded') await deps.events.foldLinks(1_000_000);
+  if (mode === 'folded') await deps.events.foldLinks(1_000_000, Date.now());
   if (data.profiles?.length) {
     await deps.events.insertRows('profiles', data.profiles.map((p) => ({
       project_id: projectId, distinct_id: p.distinct_id, properties: JSON.stringify(p.props), prop_keys: Object.keys(p.props),

@@ -20,22 +20,31 @@ import { int } from '../env.js';
 export interface FoldSettings {
   /** Pause between fold runs (IDENTITY_FOLD_INTERVAL_MS); 0 turns the fold off. */
   intervalMs: number;
-  /** Links folded per run at most (IDENTITY_FOLD_BATCH): one ClickHouse mutation per project and ~4 MB of ids. */
+  /** Links folded per step at most (IDENTITY_FOLD_BATCH). */
   batch: number;
+  /**
+   * Only links at least this old are folded (IDENTITY_FOLD_MIN_AGE_MS). With several pipeline
+   * workers a batch resolved just before a link was stored may still be inserting when the link
+   * is new (docs/pipeline.md, order per project): its rows must exist when the fold starts.
+   */
+  minAgeMs: number;
 }
 
 export function foldSettings(env = process.env): FoldSettings {
   return {
     intervalMs: int(env, 'IDENTITY_FOLD_INTERVAL_MS', 30_000),
     batch: Math.max(1, int(env, 'IDENTITY_FOLD_BATCH', 100_000)),
+    minAgeMs: int(env, 'IDENTITY_FOLD_MIN_AGE_MS', 60_000),
   };
 }
 
-/** Folds every unfolded link (in runs of `batch`); returns how many it folded. */
-export async function foldIdentityLinks(deps: Pick<Deps, 'events'>, batch = foldSettings().batch): Promise<number> {
+/** Folds every unfolded link old enough (in steps of `batch`); returns how many it folded. */
+export async function foldIdentityLinks(deps: Pick<Deps, 'events'>, opts: Partial<Pick<FoldSettings, 'batch' | 'minAgeMs'>> = {}): Promise<number> {
+  const { batch, minAgeMs } = { ...foldSettings(), ...opts };
+  const createdBefore = Date.now() - minAgeMs;
   let total = 0;
   for (;;) {
-    const n = await deps.events.foldLinks(batch);
+    const n = await deps.events.foldLinks(batch, createdBefore);
     total += n;
     if (n < batch) return total;
   }
@@ -47,7 +56,7 @@ export function identityFoldWorker(deps: Deps, settings = foldSettings()): Worke
   let current: Promise<void> = Promise.resolve();
   const tick = async () => {
     try {
-      const n = await foldIdentityLinks(deps, settings.batch);
+      const n = await foldIdentityLinks(deps, settings);
       if (n > 0) deps.log.info('identity links folded into events', { links: n });
     } catch (err) {
       deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) });

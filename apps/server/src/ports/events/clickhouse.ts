@@ -187,9 +187,10 @@ export class ClickHouseEventStore implements EventStore {
    * arrays: transform maps distinct_id to its canonical id and from_time), then, once every
    * events mutation is done, one marking the links folded. Until then readers still join them.
    */
-  async foldLinks(maxLinks: number): Promise<number> {
+  async foldLinks(maxLinks: number, createdBefore: number): Promise<number> {
     const links = await this.query<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>(
-      `SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE folded = 0 ORDER BY project_id LIMIT ${sqlInt(maxLinks)}`,
+      `SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links FINAL
+       WHERE folded = 0 AND created_at < ${sqlInt(createdBefore)} ORDER BY project_id LIMIT ${sqlInt(maxLinks)}`,
     );
     if (links.length === 0) return 0;
     const chunks = foldChunks(links);

@@ -164,13 +164,14 @@ export class DuckDbEventStore implements EventStore {
   }
 
   /** Both updates in one transaction on the write chain: no link or event arrives between them. */
-  async foldLinks(maxLinks: number): Promise<number> {
+  async foldLinks(maxLinks: number, createdBefore: number): Promise<number> {
     return this.serialise(async () => {
       const conn = await this.connection();
       await conn.run('BEGIN TRANSACTION');
       try {
         await conn.run(`CREATE OR REPLACE TEMP TABLE fold_links AS
-          SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links WHERE folded = 0 LIMIT ${sqlInt(maxLinks)}`);
+          SELECT project_id, distinct_id, canonical_id, from_time FROM identity_links
+          WHERE folded = 0 AND created_at < ${sqlInt(createdBefore)} LIMIT ${sqlInt(maxLinks)}`);
         const n = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM fold_links')).getRowObjects()[0].n);
         if (n > 0) {
           await conn.run(`UPDATE events SET person_id = CASE WHEN events.time >= l.from_time THEN l.canonical_id ELSE events.distinct_id END

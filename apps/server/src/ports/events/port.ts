@@ -113,11 +113,12 @@ export interface EventStore {
   /** Mirrors links (idempotent: writing a stored link again changes nothing). */
   writeLinks(rows: StoredLink[]): Promise<void>;
   /**
-   * Folds up to `maxLinks` unfolded links into the events (identity/fold.ts): sets `person_id`
-   * of every event row of each link's distinct_id to the link's answer, and only once readers
-   * see those rows marks the links `folded`. Idempotent; returns how many links it folded.
+   * Folds up to `maxLinks` unfolded links created before `createdBefore` (Unix ms) into the
+   * events (identity/fold.ts): sets `person_id` of every event row of each link's distinct_id to
+   * the link's answer, and only once readers see those rows marks the links `folded`.
+   * Idempotent; returns how many links it folded.
    */
-  foldLinks(maxLinks: number): Promise<number>;
+  foldLinks(maxLinks: number, createdBefore: number): Promise<number>;
   /** Whether the project has a link not folded yet (readers must then join the unfolded links). */
   hasUnfoldedLinks(projectId: number): Promise<boolean>;
   /**
