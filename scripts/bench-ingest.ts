@@ -359,7 +359,7 @@ function nodeCommand(args: string[]): [string, string[]] {
 }
 
 const RAW_CHUNK = 10_000;
-const EVENT_COLUMNS = 'project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at';
+const EVENT_COLUMNS = 'project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id';
 
 /**
  * DuckDB: the appender into a temporary table with the lists joined into one string each, then
@@ -383,7 +383,7 @@ async function rawDuckDb(source: string) {
     const conn = await db.connect();
     await conn.run(EVENT_STORE_DDL.duckdb[0]);
     await conn.run(`CREATE TEMP TABLE staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR, time BIGINT,
-      insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT)`);
+      insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT, person_id VARCHAR)`);
     const joined = (list: unknown) => {
       let s = '';
       for (const x of (list as { items: string[] }).items) s += '\u0000' + x;
@@ -404,11 +404,12 @@ async function rawDuckDb(source: string) {
         a.appendVarchar(joined(row[7]));
         a.appendVarchar(joined(row[8]));
         a.appendBigInt(row[9] as bigint);
+        a.appendVarchar(row[10] as string);
         a.endRow();
       }
       a.closeSync();
-      await conn.run(`INSERT INTO events SELECT project_id, id, event, distinct_id, time, insert_id, properties,
-        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at FROM staging`);
+      await conn.run(`INSERT INTO events (${EVENT_COLUMNS}) SELECT project_id, id, event, distinct_id, time, insert_id, properties,
+        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at, person_id FROM staging`);
       await conn.run('DELETE FROM staging');
     }
     const ms = performance.now() - t0;

@@ -46,7 +46,8 @@ export interface StoredEvent {
    * The event's identity under the links stored when it was written (the link's canonical_id
    * when one exists for distinct_id and time >= from_time, else distinct_id). Absent: the
    * adapters store distinct_id (a writer that resolved no link; fixtures, whose links are then
-   * unfolded overrides). Never empty in the store.
+   * unfolded overrides). Never empty in the store: a statement writing events around the
+   * adapter (fixtures in SQL) must set it, since DuckDB cannot default one column to another.
    */
   person_id?: string;
 }
