@@ -37,7 +37,7 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
   };
   /** Unique users of the week, and of each event name, through the API. */
   const answers = async () => {
-    const out: Record<string, number> = {};
+    const out: Record<string, number | string> = {};
     for (const event of ['$all_events', 'Viewed', 'Bought']) {
       const r = await acme.owner.post('/api/query/segmentation', { projectId: acme.project.id, event, from: '2024-07-01', to: '2024-07-07', unit: 'week', type: 'unique' });
       assert.equal(r.status, 200, r.text);
@@ -49,6 +49,11 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
     const c = await acme.owner.post('/api/cohorts/preview', { projectId: acme.project.id, definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'Viewed', op: 'gte', count: 2, windowDays: 0 }] } });
     assert.equal(c.status, 200, c.text);
     out.cohortViewedTwice = c.body.count;
+    // Data browsing resolves the same way: the people behind the stored events, oldest first.
+    const list = await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&limit=1000`);
+    assert.equal(list.status, 200, list.text);
+    out.browsed = (list.body.events as Array<{ time: number; distinct_id: string }>).sort((a, b) => a.time - b.time)
+      .map((e) => `${Number(e.time) - T0}:${e.distinct_id}`).join(' ');
     return out;
   };
 
@@ -74,7 +79,10 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
     ]);
     assert.deepEqual(await folded('$device:f1'), [0]);
     const before = await answers();
-    assert.deepEqual(before, { $all_events: 2, Viewed: 2, Bought: 1, funnelConverted: 1, cohortViewedTwice: 1 });
+    assert.deepEqual(before, {
+      $all_events: 2, Viewed: 2, Bought: 1, funnelConverted: 1, cohortViewedTwice: 1,
+      browsed: '0:fold-user 500:crm-7 1000:fold-user 2000:fold-user 3000:fold-user 4000:fold-user',
+    });
 
     assert.equal(await foldIdentityLinks(t.svc.deps), 0, 'the links are younger than IDENTITY_FOLD_MIN_AGE_MS');
     assert.equal(await foldIdentityLinks(t.svc.deps, { minAgeMs: 0 }), 2);
@@ -94,6 +102,6 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
     // A redelivered link (SDKs repeat $device_id/$user_id) is mirrored again unfolded: still the same answers.
     await send(ev('Viewed', 'fold-user', { $device_id: '$device:f1', $user_id: 'fold-user', time: T0 + 5000 }));
     await drained(t);
-    assert.deepEqual(await answers(), before);
+    assert.deepEqual(await answers(), { ...before, browsed: `${before.browsed} 5000:fold-user` });
   });
 });

@@ -16,7 +16,7 @@ export interface DataSql {
   /**
    * The project's deduplicated events (ClickHouse FINAL; DuckDB dedups at write) with `columns` plus
    * `person`: the link's canonical_id when a link exists for the distinct_id and `time >= from_time`,
-   * else the distinct_id. `where` filters raw events (unqualified `events` columns) before the join.
+   * else the distinct_id (read as the row's person_id, joining only the unfolded links). `where` filters raw events (unqualified `events` columns) before the join.
    */
   resolvedEvents(p: string, where: string, columns: string[]): string;
   /** Current profiles resolved to their cluster (ignoring from_time): `person`, `properties`, `updated_at`, one row per person, deleted ones excluded. */

@@ -9,9 +9,10 @@ const CH_NO_TIME_MAX = '9007199254740991';
 export const data: DataSql = {
   resolvedEvents: (p, where, columns) => {
     const cols = columns.join(', ');
-    return `(SELECT ${cols}, if(l_canonical != '' AND time >= l_from, l_canonical, distinct_id) AS person
-    FROM (SELECT ${cols} FROM events FINAL WHERE project_id = ${p} AND (${where}))
-    ANY LEFT JOIN (SELECT distinct_id, canonical_id AS l_canonical, from_time AS l_from FROM identity_links FINAL WHERE project_id = ${p})
+    // person_id unless the distinct_id has an unfolded link (identity/fold.ts), whose rule decides.
+    return `(SELECT ${cols}, if(l_canonical != '', if(time >= l_from, l_canonical, distinct_id), person_id) AS person
+    FROM (SELECT ${cols}, person_id FROM events FINAL WHERE project_id = ${p} AND (${where}))
+    ANY LEFT JOIN (SELECT distinct_id, canonical_id AS l_canonical, from_time AS l_from FROM identity_links FINAL WHERE project_id = ${p} AND folded = 0)
     USING (distinct_id))`;
   },
   resolvedProfiles: (p) => `(SELECT person, argMax(p_json, p_version) AS properties, max(p_version) AS updated_at FROM (

@@ -8,9 +8,10 @@ export const data: DataSql = {
   resolvedEvents: (p, where, columns) => {
     const cols = columns.join(', ');
     const ecols = columns.map((c) => `e.${c}`).join(', ');
-    return `(SELECT ${ecols}, CASE WHEN l.canonical_id IS NOT NULL AND e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END AS person
-  FROM (SELECT ${cols} FROM events WHERE project_id = ${p} AND (${where})) e
-  LEFT JOIN identity_links l ON l.project_id = ${p} AND l.distinct_id = e.distinct_id)`;
+    // person_id unless the distinct_id has an unfolded link (identity/fold.ts), whose rule decides.
+    return `(SELECT ${ecols}, CASE WHEN l.canonical_id IS NULL THEN e.person_id WHEN e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END AS person
+  FROM (SELECT ${cols}, person_id FROM events WHERE project_id = ${p} AND (${where})) e
+  LEFT JOIN identity_links l ON l.project_id = ${p} AND l.distinct_id = e.distinct_id AND l.folded = 0)`;
   },
   resolvedProfiles: (p) => `(SELECT person, arg_max(p_json, p_version) AS properties, max(p_version) AS updated_at FROM (
     SELECT coalesce(l.canonical_id, pr.distinct_id) AS person, pr.properties AS p_json, pr.updated_at AS p_version
