@@ -172,6 +172,11 @@ export interface Dialect {
   funnelPaths(perEvent: string, steps: number, windowMs: number): string;
   /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
   flowPaths(spec: FlowPathsSpec): string;
+  /**
+   * Unique identities per bucket and segment, and over the whole range per segment, in one pass:
+   * rows `b`, `seg`, `v` from `events` (columns `cid`, `seg`, `bk`), the range totals as `b` = -1.
+   */
+  uniqueBuckets(events: string): string;
   /** The data-browsing queries. */
   readonly data: DataSql;
 }

@@ -52,17 +52,11 @@ export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange,
   return `SELECT DISTINCT cid, seg FROM ${ev} ev${segment === undefined ? '' : ` WHERE seg = ${q.d.str(segment)}`}`;
 }
 
-/**
- * Unique identities per (bucket, segment) and, as bucket -1, over the whole range per segment: one
- * scan and one grouping per (identity, segment) whose bucket list gets a -1 appended — the range
- * total costs no second pass.
- */
+/** Unique identities per (bucket, segment) and, as bucket -1, over the whole range per segment, in one scan (Dialect.uniqueBuckets). */
 export function uniqueBucketsSql(q: QueryContext, s: MetricScope, unit: Unit, range: DateRange): string {
   const { d } = q;
   const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
-  return `SELECT b, seg, count(*) AS v FROM (
-      SELECT seg, ${d.explode(d.concat(d.distinct('bs'), '[-1]'))} AS b FROM (SELECT cid, seg, ${d.groupArray('bk')} AS bs FROM ${ev} ev GROUP BY cid, seg) ub
-    ) ue GROUP BY b, seg`;
+  return d.uniqueBuckets(ev);
 }
 
 /** Per segment: identities of `cmp` absent from `primary` (the series' `dropped`). */

@@ -109,4 +109,12 @@ export const clickhouse: Dialect = {
   flowPaths(spec) {
     return flowPaths(this, spec);
   },
+  // Exact uniq states per (segment, bucket), merged again for the segment's range total: half the
+  // time of grouping per (identity, segment) at 10M, same answers.
+  uniqueBuckets: (events) => `SELECT b, seg, v FROM (
+      SELECT seg, arrayConcat(bks, [toInt64(-1)]) AS bs, arrayConcat(vs, [total]) AS ns FROM (
+        SELECT seg, groupArray(toInt64(bk)) AS bks, groupArray(finalizeAggregation(st)) AS vs, uniqExactMerge(st) AS total FROM (
+          SELECT seg, bk, uniqExactState(cid) AS st FROM ${events} ev GROUP BY seg, bk
+        ) GROUP BY seg)
+    ) ARRAY JOIN bs AS b, ns AS v`,
 };

@@ -101,4 +101,8 @@ export const duckdb: Dialect = {
   flowPaths(spec) {
     return flowPaths(this, spec);
   },
+  // One grouping per (identity, segment) whose bucket list gets a -1 appended: the range total costs no second pass.
+  uniqueBuckets: (events) => `SELECT b, seg, count(*) AS v FROM (
+      SELECT seg, unnest(list_concat(list_distinct(bs), [-1])) AS b FROM (SELECT cid, seg, list(bk) AS bs FROM ${events} ev GROUP BY cid, seg) ub
+    ) ue GROUP BY b, seg`,
 };
