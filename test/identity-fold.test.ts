@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
-import { foldIdentityLinks } from '../apps/server/src/identity/fold.js';
+import { foldExclusively, foldIdentityLinks } from '../apps/server/src/identity/fold.js';
 
 /**
  * Identity at write time through the real ingestion path: events carry the person_id of the
@@ -85,7 +85,24 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
     });
 
     assert.equal(await foldIdentityLinks(t.svc.deps), 0, 'the links are younger than IDENTITY_FOLD_MIN_AGE_MS');
-    assert.equal(await foldIdentityLinks(t.svc.deps, { minAgeMs: 0 }), 2);
+    if (t.svc.deps.db.client.config.client === 'pg') {
+      // Another process folding (holding the advisory lock): the worker's run steps aside.
+      let release!: () => void;
+      const held = new Promise<void>((r) => { release = r; });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => { locked = r; });
+      const other = t.svc.deps.db.transaction(async (trx) => {
+        await trx.raw('SELECT pg_advisory_xact_lock(?)', [0x666f_6c64]);
+        locked();
+        await held;
+      });
+      await isLocked;
+      assert.equal(await foldExclusively(t.svc.deps, { minAgeMs: 0 }), null);
+      release();
+      await other;
+      assert.deepEqual(await folded('$device:f1'), [0], 'nothing folded while the other process held the lock');
+    }
+    assert.equal(await foldExclusively(t.svc.deps, { minAgeMs: 0 }), 2);
     assert.deepEqual(await rows(), [
       '$device:f1@0 -> fold-user',
       'crm-7@500 -> crm-7',

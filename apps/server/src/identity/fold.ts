@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { Worker } from '../worker.js';
 import { int } from '../env.js';
+import { isPostgres } from '../ports/metadata/knex.js';
 
 /**
  * Identity at write time ("persons on events" with overrides, as PostHog does it): the ingestion
@@ -12,7 +13,8 @@ import { int } from '../env.js';
  * marks the links folded, so the overrides stay a small table and the hot path of every
  * analysis reads person_id without joining every link of the project.
  *
- * Safe to run at any time and from several processes (each step is idempotent): a link is
+ * Safe to run at any time, even from several processes at once (each step is idempotent; the
+ * worker still takes turns, see foldExclusively): a link is
  * marked folded only after every events row existing when the fold started carries its answer,
  * and rows written later were resolved with it (a project's batches are applied in order, and
  * a batch's links are stored before its events are resolved and written).
@@ -50,14 +52,31 @@ export async function foldIdentityLinks(deps: Pick<Deps, 'events'>, opts: Partia
   }
 }
 
+/** Key of the PostgreSQL advisory lock one fold run holds (any constant shared by all processes). */
+const FOLD_LOCK = 0x666f_6c64; // 'fold'
+
+/**
+ * One fold run unless another process sharing the metadata store is folding: the chart runs two
+ * workers, and both folding would send ClickHouse the same mutations. On PostgreSQL a
+ * transaction-scoped advisory lock (a crash releases it); SQLite serves one process. Answers
+ * null when the other process had the lock.
+ */
+export async function foldExclusively(deps: Pick<Deps, 'events' | 'db'>, opts: Partial<Pick<FoldSettings, 'batch' | 'minAgeMs'>> = {}): Promise<number | null> {
+  if (!isPostgres(deps.db)) return foldIdentityLinks(deps, opts);
+  return deps.db.transaction(async (trx) => {
+    const r = await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS ok', [FOLD_LOCK]);
+    return r.rows[0].ok ? foldIdentityLinks(deps, opts) : null;
+  });
+}
+
 export function identityFoldWorker(deps: Deps, settings = foldSettings()): Worker {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> = Promise.resolve();
   const tick = async () => {
     try {
-      const n = await foldIdentityLinks(deps, settings);
-      if (n > 0) deps.log.info('identity links folded into events', { links: n });
+      const n = await foldExclusively(deps, settings);
+      if (n) deps.log.info('identity links folded into events', { links: n });
     } catch (err) {
       deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) });
     }
