@@ -11,7 +11,8 @@
  * filter or break down on a property. Hashing makes the engine read and decode every value (a bare
  * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
  * once. ClickHouse's scan is without FINAL (the analyses read FINAL; the loaded table is merged,
- * and the scan with FINAL is printed alongside). The identity join is the analysis' own work.
+ * and the scan with FINAL is printed alongside). After the fold the analyses read person_id alone
+ * (no identity join); "grouped per person" is the floor of the per-identity analyses.
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v4)
