@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { Worker } from '../worker.js';
+import { pollingWorker, type Worker } from '../worker.js';
 import { int } from '../env.js';
 import { isPostgres } from '../ports/metadata/knex.js';
 
@@ -70,25 +70,9 @@ export async function foldExclusively(deps: Pick<Deps, 'events' | 'db'>, opts: P
 }
 
 export function identityFoldWorker(deps: Deps, settings = foldSettings()): Worker {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<void> = Promise.resolve();
-  const tick = async () => {
-    try {
-      const n = await foldExclusively(deps, settings);
-      if (n) deps.log.info('identity links folded into events', { links: n });
-    } catch (err) {
-      deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) });
-    }
-    if (!stopped) timer = setTimeout(() => { current = tick(); }, settings.intervalMs);
-  };
-  if (settings.intervalMs > 0) timer = setTimeout(() => { current = tick(); }, settings.intervalMs);
-  return {
-    name: 'identity-fold',
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await current;
-    },
-  };
+  if (settings.intervalMs <= 0) return { name: 'identity-fold', stop: async () => undefined };
+  return pollingWorker('identity-fold', { firstDelayMs: settings.intervalMs, intervalMs: settings.intervalMs }, async () => {
+    const n = await foldExclusively(deps, settings);
+    if (n) deps.log.info('identity links folded into events', { links: n });
+  }, (err) => deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) }));
 }

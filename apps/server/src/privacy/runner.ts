@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { Worker } from '../worker.js';
+import { pollingWorker, type Worker } from '../worker.js';
 import { int } from '../env.js';
 import { IdentityStore } from '../identity/store.js';
 import { existingLinkIndex } from '../identity/link-index.js';
@@ -51,9 +51,6 @@ export async function executeRequest(deps: Deps, store: PrivacyStore, r: Privacy
 
 export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
   const store = new PrivacyStore(deps.db);
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<void> = Promise.resolve();
 
   const runOne = async (): Promise<boolean> => {
     const r = await store.claim(settings.staleMs);
@@ -72,21 +69,7 @@ export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
     return true;
   };
 
-  const tick = async () => {
-    try {
-      while (!stopped && (await runOne()));
-    } catch (err) {
-      deps.log.error('privacy runner', { err: err instanceof Error ? err.message : String(err) });
-    }
-    if (!stopped) timer = setTimeout(() => { current = tick(); }, settings.pollMs);
-  };
-  timer = setTimeout(() => { current = tick(); }, 0);
-  return {
-    name: 'privacy',
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await current;
-    },
-  };
+  return pollingWorker('privacy', { firstDelayMs: 0, intervalMs: settings.pollMs }, async (stopping) => {
+    while (!stopping() && (await runOne()));
+  }, (err) => deps.log.error('privacy runner', { err: err instanceof Error ? err.message : String(err) }));
 }
