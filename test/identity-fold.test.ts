@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
-import { foldExclusively, foldIdentityLinks } from '../apps/server/src/identity/fold.js';
+import { FOLD_LOCK, foldExclusively, foldIdentityLinks } from '../apps/server/src/identity/fold.js';
 
 /**
  * Identity at write time through the real ingestion path: events carry the person_id of the
@@ -92,7 +92,7 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
       let locked!: () => void;
       const isLocked = new Promise<void>((r) => { locked = r; });
       const other = t.svc.deps.db.transaction(async (trx) => {
-        await trx.raw('SELECT pg_advisory_xact_lock(?)', [0x666f_6c64]);
+        await trx.raw('SELECT pg_advisory_xact_lock(?)', [FOLD_LOCK]);
         locked();
         await held;
       });

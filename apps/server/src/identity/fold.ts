@@ -53,7 +53,7 @@ export async function foldIdentityLinks(deps: Pick<Deps, 'events'>, opts: Partia
 }
 
 /** Key of the PostgreSQL advisory lock one fold run holds (any constant shared by all processes). */
-const FOLD_LOCK = 0x666f_6c64; // 'fold'
+export const FOLD_LOCK = 0x666f_6c64; // 'fold'
 
 /**
  * One fold run unless another process sharing the metadata store is folding: the chart runs two

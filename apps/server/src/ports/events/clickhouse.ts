@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
-import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 import { ADDED_COLUMNS, EVENT_STORE_DDL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
@@ -197,14 +197,17 @@ export class ClickHouseEventStore implements EventStore {
     // Array literals are one AST node each (an IN list is one per element, past max_ast_elements),
     // and transform over constant arrays is a hash lookup: it also makes the WHERE.
     const settings = { max_query_size: String(2 * FOLD_SQL_BYTES) };
-    const has = (c: FoldChunk) => `project_id = ${sqlInt(c.projectId)} AND transform(distinct_id, [${c.ids.join(', ')}], [${c.ids.map(() => '1').join(', ')}], 0) = 1`;
-    for (const c of chunks) {
+    const steps = chunks.map((c) => {
       const ids = `[${c.ids.join(', ')}]`;
+      const where = `project_id = ${sqlInt(c.projectId)} AND transform(distinct_id, ${ids}, [${c.ids.map(() => '1').join(', ')}], 0) = 1`;
+      return { c, ids, where };
+    });
+    for (const { c, ids, where } of steps) {
       await this.command(this.mutationSql('events', `UPDATE person_id = if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
-          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`, has(c)), settings);
+          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`, where), settings);
     }
     await this.waitForMutations(['events']);
-    for (const c of chunks) await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', has(c)), settings);
+    for (const { where } of steps) await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', where), settings);
     await this.waitForMutations(['identity_links']);
     return links.length;
   }
@@ -276,7 +279,7 @@ export class ClickHouseEventStore implements EventStore {
 
   /** person_id filled here: 18.16's JSONEachRow gives an omitted column its type's default, not the column's. */
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: r.person_id || r.distinct_id })));
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })));
   }
 
   async insertRows(table: string, rows: Record<string, unknown>[]): Promise<void> {

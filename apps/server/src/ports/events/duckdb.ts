@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { ADDED_COLUMNS, EVENT_STORE_DDL } from './schema.js';
-import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, toProfileVersion } from './port.js';
+import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
 const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
@@ -214,7 +214,7 @@ export class DuckDbEventStore implements EventStore {
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: r.person_id || r.distinct_id })));
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })));
   }
 
   /** Inserts through a VALUES list built from JSON (one statement per call). */
@@ -272,7 +272,7 @@ export class DuckDbEventStore implements EventStore {
             a.appendVarchar(joinList(r.prop_keys));
             a.appendVarchar(joinList(r.prop_values));
             a.appendBigInt(BigInt(r.received_at));
-            a.appendVarchar(r.person_id || r.distinct_id);
+            a.appendVarchar(storedPersonId(r));
             a.endRow();
           }
         } finally {

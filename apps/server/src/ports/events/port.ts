@@ -151,6 +151,9 @@ export interface EventStore {
 /** Where a page of eventsOfIdentities ends (its last row's ordering key). */
 export type EventPageKey = Pick<StoredEvent, 'time' | 'distinct_id' | 'event' | 'insert_id'>;
 
+/** The person_id a row is stored with: its own, or its distinct_id when the writer resolved none. */
+export const storedPersonId = (r: Pick<StoredEvent, 'person_id' | 'distinct_id'>) => r.person_id || r.distinct_id;
+
 /** Rows of the data tables that belong to the given ids (links are matched on both ends). */
 export function identitiesCondition(dialect: EventDialect, table: (typeof DATA_TABLES)[number], projectId: number, distinctIds: string[]): string {
   const ids = distinctIds.map((id) => sqlString(dialect, id)).join(', ');
