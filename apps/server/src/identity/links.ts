@@ -46,6 +46,8 @@ export interface LinkRequest {
 export interface LinksApplied {
   /** Links made by these requests, in request order. */
   made: IdentityLink[];
+  /** For each of `made`, the index in `requests` of the request that made it. */
+  madeBy: number[];
   /** Requests whose link already existed (redelivery, SDKs repeating a link): to re-mirror. */
   existed: IdentityLink[];
 }
@@ -69,17 +71,21 @@ export async function linksOf(db: Deps['db'], projectId: number, ids: string[], 
  * alias that is itself a cluster's canonical id (that would merge two users), or an id linked to
  * itself. One event-store read (which aliases have history), one metadata transaction and no
  * event-store write: the caller mirrors `made` and `existed` together (mirrorLinks). Idempotent:
- * a redelivered request finds its link in `existed`.
+ * a redelivered request finds its link in `existed`. `known`: the stored links of (at least) the
+ * requests' ids, read by the caller just before (saves that read).
  */
-export async function linkIdentities(deps: Deps, projectId: number, requests: LinkRequest[]): Promise<LinksApplied> {
-  const valid = requests.filter((r) => r.alias && r.distinctId && r.alias !== r.distinctId);
-  if (valid.length === 0) return { made: [], existed: [] };
+export async function linkIdentities(deps: Deps, projectId: number, requests: LinkRequest[], known?: Map<string, IdentityLink>): Promise<LinksApplied> {
+  const valid: Array<LinkRequest & { index: number }> = [];
+  requests.forEach((r, index) => {
+    if (r.alias && r.distinctId && r.alias !== r.distinctId) valid.push({ ...r, index });
+  });
+  if (valid.length === 0) return { made: [], madeBy: [], existed: [] };
   const ids = [...new Set(valid.flatMap((r) => [r.alias, r.distinctId]))];
   // Decided before the transaction: the event store is not part of it, and the worker applies one
   // project's batches in order, so nothing under an alias appears meanwhile.
-  const before = await linksOf(deps.db, projectId, ids, false);
+  const before = known ?? await linksOf(deps.db, projectId, ids, false);
   const open = valid.filter((r) => !before.has(r.alias));
-  if (open.length === 0) return { made: [], existed: sameCluster(valid, before) };
+  if (open.length === 0) return { made: [], madeBy: [], existed: sameCluster(valid, before) };
   const ask = [...new Set(open.filter((r) => !retroactiveByRule(r) && !r.aliasHasPendingEvents).map((r) => r.alias))];
   const withHistory = ask.length ? await deps.events.idsWithEvents(projectId, ask) : new Set<string>();
   const applied = await deps.db.transaction(async (trx) => {
@@ -93,6 +99,7 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
       for (const r of rows) canonicals.add(r.canonical_id);
     }
     const made: IdentityLink[] = [];
+    const madeBy: number[] = [];
     const madeNow = new Set<string>();
     const existed: IdentityLink[] = [];
     const createdAt = nowMs();
@@ -109,6 +116,7 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
       links.set(r.alias, link);
       canonicals.add(canonical);
       made.push(link);
+      madeBy.push(r.index);
       madeNow.add(r.alias);
     }
     // Rows read under lock above cannot change, but a concurrent writer may have inserted one of
@@ -119,7 +127,8 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
         .onConflict(['project_id', 'distinct_id']).ignore().returning('distinct_id');
       for (const row of rows) inserted.add(row.distinct_id);
     }
-    return { made: made.filter((l) => inserted.has(l.distinct_id)), existed };
+    const kept = made.map((l, i) => i).filter((i) => inserted.has(made[i].distinct_id));
+    return { made: kept.map((i) => made[i]), madeBy: kept.map((i) => madeBy[i]), existed };
   });
   existingLinkIndex(deps.db)?.applied(projectId, applied.made);
   return applied;

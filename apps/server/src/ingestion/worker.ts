@@ -1,11 +1,19 @@
 import type { Deps } from '../deps.js';
+import type { IngestionBatch } from '../ports/buffer/port.js';
 import type { Worker } from '../worker.js';
-import { applyBatch, isMergeable } from './apply.js';
+import { ingestMetrics } from '../metrics/registry.js';
+import { applyBatch, applyUnit, isMergeable } from './apply.js';
 
-/** The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after each. */
+/**
+ * The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after
+ * each. The in-process buffer hands over every queued batch of a project at once (applyUnit: one
+ * write per store and table for the lot); JetStream hands over one batch, or consecutive
+ * mergeable track batches merged into one.
+ */
 export function ingestionWorker(deps: Deps): Worker {
   const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), {
     mergeable: isMergeable,
+    applyUnit: (batches) => applyCounted(deps, batches),
     // a batch failing again and again while both stores answer is dead-lettered (JetStream)
     storesHealthy: () => Promise.all([deps.events.ping(), deps.db.raw('select 1')]).then(() => true, () => false),
   });
@@ -13,4 +21,18 @@ export function ingestionWorker(deps: Deps): Worker {
     name: 'ingestion',
     stop: () => consumer.stop(),
   };
+}
+
+/** applyUnit with the figures the buffer's instrumentation records for a handler call (metrics/instrument.ts). */
+async function applyCounted(deps: Deps, batches: IngestionBatch[]): Promise<void> {
+  const end = ingestMetrics.insertSeconds.startTimer();
+  try {
+    await applyUnit(deps, batches);
+  } catch (err) {
+    if (!(err as { poison?: boolean })?.poison) ingestMetrics.storeFailures.inc();
+    throw err;
+  } finally {
+    end();
+  }
+  for (const b of batches) ingestMetrics.stored.inc({ kind: b.kind }, b.records.length);
 }

@@ -1,5 +1,5 @@
 import type { BufferConsumer, BufferLag, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
-import { mergeBatches, mergeUnits } from './batches.js';
+import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
 
 /** Batches the in-process buffer holds before a publish waits for room (see publish). */
 const MAX_QUEUED_BATCHES = 8;
@@ -19,6 +19,7 @@ export class MemoryBuffer implements IngestionBuffer {
   private queue: IngestionBatch[] = [];
   private handler?: (batch: IngestionBatch) => Promise<void>;
   private mergeable: (batch: IngestionBatch) => boolean = () => false;
+  private applyUnit?: (batches: IngestionBatch[]) => Promise<void>;
   private draining?: Promise<void>;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -40,6 +41,7 @@ export class MemoryBuffer implements IngestionBuffer {
     if (this.handler) throw new Error('the in-process buffer has one consumer');
     this.handler = handler;
     this.mergeable = opts.mergeable ?? (() => false);
+    this.applyUnit = opts.applyUnit;
     this.stopped = false;
     this.kick();
     return {
@@ -47,6 +49,7 @@ export class MemoryBuffer implements IngestionBuffer {
         this.stopped = true;
         await this.draining;
         this.handler = undefined;
+        this.applyUnit = undefined;
       },
     };
   }
@@ -83,10 +86,12 @@ export class MemoryBuffer implements IngestionBuffer {
       // The head, merged with the mergeable batches of its project queued right behind it.
       // Taken off the queue while it is applied, so publishers get room meanwhile (the backlog
       // bound counts waiting batches); put back at the head if the handler fails.
-      const unit = mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
+      // With applyUnit: the head and every batch of its project queued right behind it, of any kind.
+      const unit = this.applyUnit ? projectRun(this.queue) : mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
       this.queue.splice(0, unit.length);
       try {
-        await this.handler(mergeBatches(unit));
+        if (this.applyUnit) await this.applyUnit(unit);
+        else await this.handler(mergeBatches(unit));
         backoffMs = 50;
       } catch (err) {
         this.queue.unshift(...unit.map((b) => ({ ...b, redelivered: true })));
@@ -103,4 +108,16 @@ export class MemoryBuffer implements IngestionBuffer {
     this.stopped = true;
     await this.draining;
   }
+}
+
+/** The head of the queue and the batches of its project right behind it (up to MAX_MERGED_RECORDS records). */
+function projectRun(queue: IngestionBatch[]): IngestionBatch[] {
+  const head = queue[0];
+  let records = head.records.length;
+  let n = 1;
+  while (n < queue.length && queue[n].projectId === head.projectId && records + queue[n].records.length <= MAX_MERGED_RECORDS) {
+    records += queue[n].records.length;
+    n++;
+  }
+  return queue.slice(0, n);
 }

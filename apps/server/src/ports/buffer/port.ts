@@ -32,6 +32,13 @@ export interface ConsumeOptions {
    */
   mergeable?: (batch: IngestionBatch) => boolean;
   /**
+   * In-process buffer only: when set, the consecutive batches of one project it holds (any kinds,
+   * in acceptance order, up to MAX_MERGED_RECORDS records) reach this in one call instead of
+   * reaching `handler` one (merged) batch at a time. A failed unit goes back to the head of the
+   * queue (flagged redelivered), so the next unit starts with its batches. JetStream ignores it.
+   */
+  applyUnit?: (batches: IngestionBatch[]) => Promise<void>;
+  /**
    * Asked when a batch keeps failing (JetStream: NATS_POISON_AFTER_DELIVERIES deliveries): true
    * (the stores answer) means the batch itself is at fault, and it is dead-lettered like a
    * PoisonError instead of blocking its project forever. Unset: retried as long as it fails.
