@@ -10,14 +10,17 @@
  * `event, distinct_id, time` for every case, plus `prop_keys, prop_values` for the cases that
  * filter or break down on a property. Hashing makes the engine read and decode every value (a bare
  * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
- * once. ClickHouse's scan is without FINAL (the analyses read FINAL; the loaded table is merged,
- * and the scan with FINAL is printed alongside). After the fold the analyses read person_id alone
- * (no identity join); "grouped per person" is the floor of the per-identity analyses.
+ * once. ClickHouse's scan is without FINAL (the scan with FINAL is printed alongside); the loaded
+ * table is merged, so analyses that count every row read it as stored, as they read any month
+ * the service's compaction merged (BENCH_UNMERGED=1 leaves the last month unmerged: read FINAL).
+ * After the fold the analyses read person_id alone (no identity join); "grouped per person" is
+ * the floor of the per-identity analyses.
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v4)
  *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
  *   BENCH_CASES=flows,sessions ...             # only the cases whose name starts so
+ *   BENCH_UNMERGED=1 ...                       # ClickHouse: the range's last month holds an unmerged copy
  *   npm run bench:query -- --json              # also one final JSON line: per engine, per case median ms, bare-scan ms, ratio
  */
 import path from 'node:path';
@@ -52,6 +55,8 @@ const PROJECT = 1;
 const T0 = Date.UTC(2024, 0, 1);
 const DAYS = 90;
 const range = { fromMs: T0, toEndMs: T0 + DAYS * 86_400_000 };
+/** BENCH_UNMERGED=1: the last month of the range holds an unmerged copy (ClickHouse reads that month FINAL). */
+const UNMERGED = process.env.BENCH_UNMERGED === '1';
 
 /** Row generator shared by both engines (only the spelling differs). `i` is the row number. */
 function generatorSql(dialect: 'duckdb' | 'clickhouse', start: number, count: number): string {
@@ -96,11 +101,9 @@ async function load(store: EventStore): Promise<void> {
     ? `SELECT ${PROJECT}, concat('a', toString(number)), concat('u', toString(number)), 0, 1 FROM numbers(${IDS})`
     : `SELECT ${PROJECT}, 'a' || i, 'u' || i, 0, 1 FROM range(${IDS}) t(i)`;
   await store.command(`INSERT INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) ${links}`);
-  if (store.dialect === 'clickhouse') {
-    // One month partition per statement: a whole 50M-row table took longer than the client's request timeout.
-    const parts = await store.query<{ partition: string }>(`SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`);
-    for (const { partition } of parts) await store.command(`OPTIMIZE TABLE events PARTITION ${partition} FINAL`);
-  }
+  // ClickHouse: every month merged as the service's compaction leaves a quiet month (one OPTIMIZE per
+  // partition: a whole 50M-row table took longer than the client's request timeout).
+  await store.mergeQuietPartitions(0, 1000);
   console.log(`  ${store.dialect}: loaded ${N} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const folding = Date.now();
   const folded = await foldIdentityLinks({ events: store });
@@ -127,7 +130,12 @@ async function bench(store: EventStore) {
   const d = dialectFor(store.dialect);
   // As the API builds it: after the fold the project has no unfolded link, so reads skip the join.
   const overrides = await store.hasUnfoldedLinks(PROJECT);
-  const q: QueryContext = { d, projectId: PROJECT, events: new EventMatcher(d, new Map()), overrides };
+  if (UNMERGED && store.dialect === 'clickhouse') {
+    // A month still receiving writes: one stored row of the range's last month written again.
+    await store.command(`INSERT INTO events SELECT * FROM events WHERE project_id = ${PROJECT} AND time >= ${Date.UTC(2024, 2, 1)} LIMIT 1`);
+  }
+  const unmerged = await store.unmergedRanges();
+  const q: QueryContext = { d, projectId: PROJECT, events: new EventMatcher(d, new Map()), overrides, unmerged };
   const where = `project_id = ${PROJECT} AND time >= ${range.fromMs} AND time < ${range.toEndMs}`;
   const hash = store.dialect === 'clickhouse' ? 'cityHash64' : 'hash';
   const scanSql = (cols: string, final = '') => `SELECT sum(${hash}(${cols})) AS h FROM events${final} WHERE ${where}`;
@@ -162,14 +170,14 @@ async function bench(store: EventStore) {
   };
   const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
   await migrateMetadataStore(meta);
-  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, [], overrides), doc, doc.analysis as never, range);
-  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () => store.query(drilldownSql(irMetricContext(d, PROJECT, doc, [], overrides), doc, sel, { limit: 50, offset: 0 }, range));
+  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, doc.analysis as never, range);
+  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () => store.query(drilldownSql(irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, sel, { limit: 50, offset: 0 }, range));
   const uniqueByP1 = ir({ metrics: [{ id: 'A', kind: 'event', event: '$all_events', aggregation: { op: 'unique' } }], breakdown: { property: 'p1' }, analysis: { kind: 'trend', unit: 'week' } });
   const funnel3 = ir({ metrics: ['e0', 'e1', 'e2'].map((e, i) => ({ id: 'ABC'[i], kind: 'event', event: e, aggregation: { op: 'unique' } })), analysis: { kind: 'funnel', steps: ['A', 'B', 'C'], window: { value: 7, unit: 'day' } } });
   cases.push(
     ['IR trend total/day', irTrend(ir({ metrics: [{ id: 'A', kind: 'event', event: 'e1', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }))],
     ['IR trend unique/week by p1', irTrend(uniqueByP1)],
-    ['IR funnel 3 steps, 7 days', () => runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, [], overrides), funnel3, funnel3.analysis as never, range)],
+    ['IR funnel 3 steps, 7 days', () => runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, [], { overrides, unmerged }), funnel3, funnel3.analysis as never, range)],
     ['IR drilldown 50: trend week 3, p1=v1', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v1' })],
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
@@ -181,6 +189,7 @@ async function bench(store: EventStore) {
   const out: EngineResult = { events: N, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), cases: {} };
   if (foldMs[store.dialect] !== undefined) out.foldMs = foldMs[store.dialect];
   if (scanFinal !== undefined) out.scanFinalMs = Math.round(scanFinal);
+  if (unmerged) out.unmergedMonths = unmerged.length;
   for (const [name, fn] of cases) {
     if (only && !only.some((o) => name.startsWith(o))) continue;
     const scan = scans[readsProps(name) ? PROPS : BASE];
@@ -196,12 +205,15 @@ async function bench(store: EventStore) {
       out.cases[name] = { error };
     }
   }
+  if (UNMERGED) await store.mergeQuietPartitions(0, 1000); // the copy merged away: the dataset is reused as loaded
   await meta.destroy(); // its pool kept the process alive after the last engine
   return out;
 }
 
 interface EngineResult {
   events: number;
+  /** Months of the table read with FINAL by the analyses that count every row. */
+  unmergedMonths?: number;
   scanMs: number;
   scanPropsMs: number;
   scanFinalMs?: number;

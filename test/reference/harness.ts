@@ -11,7 +11,8 @@ let nextId = 1;
  * runs cover all three: `links only` (rows without person_id, every link unfolded: rows written
  * before persons on events), `late links` (rows carry the person_id of the links known when they
  * were written, every second link; those are folded, the rest (the first link among them) arrived later and are unfolded
- * overrides) and `folded` (as `late links`, then the real fold rewrites the rows).
+ * overrides) and `folded` (as `late links`, then the real fold rewrites the rows and the months
+ * are merged, so ClickHouse reads them without FINAL until another dataset writes to them).
  */
 export type IdentityLoad = 'links only' | 'late links' | 'folded';
 export function identityLoadOf(data: RefData): IdentityLoad {
@@ -47,7 +48,11 @@ export async function loadDataset(deps: Deps, projectId: number, data: RefData, 
       project_id: projectId, ...l, created_at: 1, folded: mode === 'late links' && known.has(l.distinct_id) ? 1 : 0,
     })));
   }
-  if (mode === 'folded') await deps.events.foldLinks(1_000_000, Date.now());
+  if (mode === 'folded') {
+    await deps.events.foldLinks(1_000_000, Date.now());
+    // As the compaction worker leaves quiet months (ClickHouse: merged, read without FINAL until written again).
+    await deps.events.mergeQuietPartitions(0, 100);
+  }
   if (data.profiles?.length) {
     await deps.events.insertRows('profiles', data.profiles.map((p) => ({
       project_id: projectId, distinct_id: p.distinct_id, properties: JSON.stringify(p.props), prop_keys: Object.keys(p.props),

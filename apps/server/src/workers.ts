@@ -3,6 +3,7 @@ import { startMetricsServer } from './metrics/server.js';
 import { ingestionWorker } from './ingestion/worker.js';
 import { privacyWorker } from './privacy/runner.js';
 import { identityFoldWorker } from './identity/fold.js';
+import { eventsCompactionWorker } from './data/compaction.js';
 import type { Worker } from './worker.js';
 
 export type { Worker } from './worker.js';
@@ -14,5 +15,6 @@ export async function startWorkers(deps: Deps): Promise<Worker[]> {
     ingestionWorker(deps),
     privacyWorker(deps),
     identityFoldWorker(deps),
+    eventsCompactionWorker(deps),
   ];
 }

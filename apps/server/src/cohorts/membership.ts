@@ -1,7 +1,7 @@
 import { sqlInt, type EventStore } from '../ports/events/index.js';
 import { DAY_MS } from '../query/dialects/index.js';
 import { filterSql } from '../query/filters.js';
-import type { QueryContext, QueryContexts } from '../query/context.js';
+import { dedupOf, type QueryContext, type QueryContexts } from '../query/context.js';
 import type { DefinitionStore } from '../definitions/store.js';
 import type { CohortCriterion, CohortDefinition } from './schema.js';
 
@@ -39,7 +39,7 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
   const counted = criteria.flatMap((c) => (c.kind === 'behavior'
     ? [`(${q.events.condition(c.event)}${c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : ''})`] : []));
   const countedSql = counted.length
-    ? `SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: [...where, counted.join(' OR ')], props: needProps })} ce
+    ? `SELECT ${evSel} FROM ${q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: [...where, counted.join(' OR ')], props: needProps, dedup: dedupOf(q) })} ce
       UNION ALL
       ` : '';
   const prSel = ['cid', ...profileCols].join(', ');

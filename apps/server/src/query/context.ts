@@ -1,5 +1,6 @@
 import type { EventStore } from '../ports/events/index.js';
 import { dialectFor, type Dialect } from './dialects/index.js';
+import type { Dedup } from './dialects/dialect.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
 import type { DefinitionStore } from '../definitions/store.js';
 import type { DerivedEventDefinition } from '../definitions/schema.js';
@@ -15,7 +16,15 @@ export interface QueryContext {
    * (always correct, only slower).
    */
   overrides?: boolean;
+  /**
+   * Time ranges whose stored rows may hold copies of a dedup key (EventStore.unmergedRanges):
+   * reads that count every row deduplicate only those. Absent or null: deduplicate everything.
+   */
+  unmerged?: ReadonlyArray<readonly [number, number]> | null;
 }
+
+/** `dedup` for a read where every row counts (dialect canonicalEvents): the unmerged ranges when known. */
+export const dedupOf = (q: QueryContext): Dedup => q.unmerged ?? true;
 
 /** Builds a project's query context (its derived events read per query, so edits apply at once). */
 export class QueryContexts {
@@ -26,8 +35,8 @@ export class QueryContexts {
   }
 
   async forProject(projectId: number): Promise<QueryContext> {
-    const [rows, overrides] = await Promise.all([this.derivedEvents.list(projectId), this.store.hasUnfoldedLinks(projectId)]);
+    const [rows, overrides, unmerged] = await Promise.all([this.derivedEvents.list(projectId), this.store.hasUnfoldedLinks(projectId), this.store.unmergedRanges()]);
     const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
-    return { d: this.d, projectId, events: new EventMatcher(this.d, derived), overrides };
+    return { d: this.d, projectId, events: new EventMatcher(this.d, derived), overrides, unmerged };
   }
 }

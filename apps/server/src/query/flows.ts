@@ -1,6 +1,6 @@
 import { sqlInt } from '../ports/events/index.js';
 import type { EventStore } from '../ports/events/index.js';
-import type { QueryContext } from './context.js';
+import { dedupOf, type QueryContext } from './context.js';
 import type { DateRange } from './range.js';
 import type { FlowsResult } from './schema.js';
 
@@ -27,7 +27,7 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
   const anchor = q.events.condition(f.event);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
   const props = q.events.needsProps(f.event);
-  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props, dedup: dedupOf(q) });
   return d.flowPaths({
     projectId: q.projectId, fromMs: range.fromMs, toEndMs: range.toEndMs, events: ev, anchor, anchorName: f.event,
     direction: f.direction, steps: f.steps, limit: f.limit, sep: SEP,

@@ -1,7 +1,7 @@
 import { sqlInt } from '../ports/events/index.js';
 import type { EventStore } from '../ports/events/index.js';
 import type { CalculatedMetricDefinition } from '../definitions/schema.js';
-import type { QueryContext } from './context.js';
+import { dedupOf, type QueryContext } from './context.js';
 import type { Unit } from './dialects/index.js';
 import { filtersSql } from './filters.js';
 import { evalFormula, parseFormula } from './formula.js';
@@ -25,7 +25,7 @@ export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit
       if (m.type !== type) return `${d.countZero()} AS m_${m.id}`;
       return `${type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`;
     });
-    const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props: needProps, identity: type === 'unique', dedup: type === 'total' });
+    const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props: needProps, identity: type === 'unique', dedup: type === 'total' && dedupOf(q) });
     return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${ev} ev GROUP BY b`;
   };
   const parts = [part('total'), part('unique')].filter((p): p is string => p !== undefined);

@@ -1,6 +1,6 @@
 import { sqlInt } from '../ports/events/index.js';
 import type { EventStore } from '../ports/events/index.js';
-import type { QueryContext } from './context.js';
+import { dedupOf, type QueryContext } from './context.js';
 import type { Unit } from './dialects/index.js';
 import { filtersSql } from './filters.js';
 import { bucketCount, bucketLabel, bucketStarts, type DateRange } from './range.js';
@@ -34,7 +34,7 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
     ['bv', s.breakdown ? d.propValueOr(s.breakdown, "''") : "''"],
   ];
   const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
-  return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' })} ev
+  return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' && dedupOf(q) })} ev
     GROUP BY b, bh, bv`;
 }
 

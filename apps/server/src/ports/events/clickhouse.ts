@@ -9,6 +9,11 @@ const MUTATION_TIMEOUT_MS = 10 * 60_000;
 /** Largest fold mutation's text: the links travel as literal arrays (18.16 has no joinGet). */
 const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
+/** Partitions (`toYYYYMM` of the event time) whose rows may hold copies of a dedup key; callers add to the HAVING. */
+const UNMERGED_PARTITIONS = `SELECT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active
+  GROUP BY partition HAVING (count() > 1 OR min(level) = 0)`;
+
+
 /**
  * The client's warnings and errors (its default level), without the reads the cost guard stopped:
  * those are thrown to the caller, which answers 400, and the client logged each one again.
@@ -216,6 +221,33 @@ export class ClickHouseEventStore implements EventStore {
   async hasUnfoldedLinks(projectId: number): Promise<boolean> {
     const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`);
     return rows.length > 0;
+  }
+
+  /**
+   * The months (the events' partitions) that may hold copies of a dedup key: more than one active
+   * part, or one straight from an insert (level 0; an insert does not collapse copies, a merge
+   * does). Cluster mode: null (each shard has its own parts), every read deduplicates.
+   */
+  async unmergedRanges(): Promise<Array<[number, number]> | null> {
+    if (this.opts.cluster) return null;
+    // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
+    const rows = await this.query<{ from_ms: number; to_ms: number }>(
+      `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms
+       FROM (SELECT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${UNMERGED_PARTITIONS}))
+       ORDER BY from_ms`,
+    );
+    return rows.map((r) => [Number(r.from_ms), Number(r.to_ms)]);
+  }
+
+  /** `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months (cluster mode: none, see unmergedRanges). */
+  async mergeQuietPartitions(quietMs: number, max: number): Promise<number> {
+    if (this.opts.cluster) return 0;
+    const rows = await this.query<{ partition: string }>(
+      `${UNMERGED_PARTITIONS} AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))} ORDER BY partition LIMIT ${sqlInt(max)}`,
+    );
+    const months = rows.map((r) => r.partition).filter((p) => /^\d{6}$/.test(p));
+    for (const p of months) await this.command(`OPTIMIZE TABLE events PARTITION ${p} FINAL`);
+    return months.length;
   }
 
   deleteProject(projectId: number): Promise<void> {

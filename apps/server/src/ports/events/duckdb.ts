@@ -90,6 +90,15 @@ export class DuckDbEventStore implements EventStore {
     return rows.length > 0;
   }
 
+  /** Every row is unique: DuckDB dedups at write. */
+  async unmergedRanges(): Promise<Array<[number, number]>> {
+    return [];
+  }
+
+  async mergeQuietPartitions(): Promise<number> {
+    return 0;
+  }
+
   async ping(): Promise<void> {
     await this.connection();
     this.pingConn ??= await this.instance!.connect();

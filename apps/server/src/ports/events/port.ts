@@ -123,6 +123,17 @@ export interface EventStore {
   /** Whether the project has a link not folded yet (readers must then join the unfolded links). */
   hasUnfoldedLinks(projectId: number): Promise<boolean>;
   /**
+   * Time ranges [from, to) in Unix ms whose stored events may still hold several rows of one
+   * dedup key: readers that count every row deduplicate those (ClickHouse FINAL) and read the
+   * rest as stored. null: unknown, deduplicate everything. DuckDB: none (it dedups at write).
+   */
+  unmergedRanges(): Promise<Array<[number, number]> | null>;
+  /**
+   * Merges up to `max` event partitions that hold unmerged rows and had no write for `quietMs`
+   * (data/compaction.ts), so readers stop deduplicating them; returns how many. DuckDB: 0.
+   */
+  mergeQuietPartitions(quietMs: number, max: number): Promise<number>;
+  /**
    * Removes every event, link and profile of the project. May finish after it resolves
    * (ClickHouse runs deletes as mutations); readers stop seeing the project at the metadata store.
    */

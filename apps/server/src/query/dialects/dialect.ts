@@ -66,6 +66,9 @@ export interface FlowPathsSpec {
  * with the same columns in and out. Every expression works on Unix-ms Int64 `time` and the
  * parallel `prop_keys`/`prop_values` arrays. Domain code asks the dialect, never which engine runs.
  */
+/** Which event rows a read deduplicates: all, none, or those inside these [from, to) ms ranges. */
+export type Dedup = boolean | ReadonlyArray<readonly [number, number]>;
+
 export interface Dialect {
   readonly name: EventDialect;
   str(value: string): string;
@@ -89,13 +92,14 @@ export interface Dialect {
    * identities (cid = distinct_id) for counts that never look at them.
    * `dedup: false` allows unmerged duplicates of the dedup key (ClickHouse reads without FINAL):
    * only for analyses a duplicate cannot change (unique counts, funnels, retention, sessions) or
-   * that deduplicate themselves. `cols` passes more raw event columns through (e.g. `insert_id`).
+   * that deduplicate themselves. `dedup` as time ranges (QueryContext.unmerged, via dedupOf):
+   * only rows inside them may have copies, so only those are read deduplicated. `cols` passes more raw event columns through (e.g. `insert_id`).
    * `exprs` (`[alias, expression over raw columns]`) are computed in the scan, before the link
    * join, and passed through as `alias`: the join then carries a scalar instead of the property
    * arrays (on ClickHouse 18.16 carrying `prop_keys`/`prop_values` through the join doubled the
    * cost of a breakdown).
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; overrides?: boolean; dedup?: boolean; cols?: string[]; exprs?: Array<[string, string]> }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; overrides?: boolean; dedup?: Dedup; cols?: string[]; exprs?: Array<[string, string]> }): string;
   /**
    * Canonical ids (column `cid`, possibly repeated) of the identities with at least one event
    * matching `where` (raw event columns), any duplicates allowed: events are reduced per

@@ -13,18 +13,20 @@ import type { EventMetric, QueryV2 } from './schema.js';
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
 export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
-  const [rows, overrides] = await Promise.all([analysesOf(deps).definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId)]);
-  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), overrides);
+  const [rows, overrides, unmerged] = await Promise.all([
+    analysesOf(deps).definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId), deps.events.unmergedRanges(),
+  ]);
+  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), { overrides, unmerged });
 }
 
 /** The same from a list of the project's derived events (benchmarks and callers that have them). */
-export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[], overrides?: boolean): QueryContext {
+export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[], store: Pick<QueryContext, 'overrides' | 'unmerged'> = {}): QueryContext {
   const derived = new Map<string, DerivedEventDef>(derivedEvents.map((r) => [r.name, r]));
   for (const m of q.metrics) {
     if (m.kind !== 'event') continue;
     derived.set(metricEventName(m.id), { name: metricEventName(m.id), sources: metricSources(m, derived) });
   }
-  return { d, projectId, events: new EventMatcher(d, derived), overrides };
+  return { d, projectId, events: new EventMatcher(d, derived), ...store };
 }
 
 function metricSources(m: EventMetric, derived: Map<string, DerivedEventDef>): DerivedEventDef['sources'] {

@@ -1,5 +1,5 @@
 import { sqlInt } from '../../ports/events/index.js';
-import type { QueryContext } from '../context.js';
+import { dedupOf, type QueryContext } from '../context.js';
 import { filtersSql } from '../filters.js';
 import type { DateRange } from '../range.js';
 import type { Unit } from '../dialects/index.js';
@@ -36,7 +36,7 @@ const PCT: Record<string, number> = { p50: 50, p75: 75, p90: 90, p95: 95, p99: 9
 export function propertyAggregateSql(q: QueryContext, s: MetricScope, op: PropertyOp, property: string, unit: Unit | null, range: DateRange): string {
   const { d } = q;
   const exprs: Array<[string, string]> = [['b', unit ? d.bucket(unit, 'time') : '0'], ['seg', segExpr(q, s.breakdown)], ['x', d.propNumber(property)]];
-  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs, identity: false, dedup: true });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs, identity: false, dedup: dedupOf(q) });
   if (op in PCT) {
     // Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), the same on both engines.
     return `SELECT b, seg, xs[${d.intDiv(`${PCT[op]} * n + 99`, '100')}] AS v FROM (

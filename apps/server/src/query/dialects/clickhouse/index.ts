@@ -1,5 +1,5 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
-import type { Dialect, Unit } from '../dialect.js';
+import type { Dedup, Dialect, Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
@@ -12,6 +12,20 @@ import { data } from './data.js';
  */
 const unfoldedLinks = (projectId: number) =>
   `(SELECT distinct_id, canonical_id, from_time FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)} AND folded = 0)`;
+
+/**
+ * `SELECT … FROM events WHERE …`, deduplicated as `dedup` asks. FINAL merges copies of a dedup key
+ * on every read (5-6× a plain scan of merged data on 18.16): with ranges, only the rows inside
+ * them (the months not merged yet, EventStore.unmergedRanges) are read FINAL, the rest as stored.
+ */
+function eventsScan(select: string, conds: string[], dedup: Dedup): string {
+  const where = conds.map((c) => `(${c})`).join(' AND ');
+  if (dedup === true) return `SELECT ${select} FROM events FINAL WHERE ${where}`;
+  if (dedup === false || dedup.length === 0) return `SELECT ${select} FROM events WHERE ${where}`;
+  const unmerged = dedup.map(([a, b]) => `(time >= ${sqlInt(a)} AND time < ${sqlInt(b)})`).join(' OR ');
+  return `SELECT ${select} FROM events WHERE ${where} AND NOT (${unmerged})
+    UNION ALL SELECT ${select} FROM events FINAL WHERE ${where} AND (${unmerged})`;
+}
 
 /** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
 export const clickhouse: Dialect = {
@@ -33,13 +47,13 @@ export const clickhouse: Dialect = {
     const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
-    const from = `events${dedup ? ' FINAL' : ''} WHERE ${conds.map((c) => `(${c})`).join(' AND ')}`;
+    const scan = (select: string[]) => eventsScan(select.join(', '), conds, dedup);
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
-    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (SELECT ${cols.join(', ')} FROM ${from}))`;
+    if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (${scan(cols)}))`;
     // No override: person_id alone answers (distinct_id is not read unless asked for).
-    if (!overrides) return `(SELECT event, time, person_id AS cid${tail} FROM (SELECT ${cols.filter((c) => c !== 'distinct_id' || extra.includes(c)).join(', ')}, person_id FROM ${from}))`;
+    if (!overrides) return `(SELECT event, time, person_id AS cid${tail} FROM (${scan([...cols.filter((c) => c !== 'distinct_id' || extra.includes(c)), 'person_id'])}))`;
     return `(SELECT event, time, if(canonical_id != '', if(time >= from_time, canonical_id, distinct_id), person_id) AS cid${tail}
-      FROM (SELECT ${cols.join(', ')}, person_id FROM ${from})
+      FROM (${scan([...cols, 'person_id'])})
       ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },
   canonicalIds(projectId, where, overrides = true) {
