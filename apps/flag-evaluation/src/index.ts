@@ -12,18 +12,47 @@
  * bit-identical thresholds (no accumulated float error).
  */
 import { createHash, hash as oneShotHash } from 'node:crypto';
+import { bucket52, reserve } from './sha1.js';
 
 const TWO_POW_52 = 2 ** 52;
+/** Longer messages go to node:crypto (the JS digest is for the short strings bucketing hashes). */
+const JS_DIGEST_MAX = 4096;
+const VARIANT_SUFFIX = '.variant';
 
 const sha1Hex: (s: string) => string =
   typeof oneShotHash === 'function'
     ? (s) => oneShotHash('sha1', s, 'hex')
     : (s) => createHash('sha1').update(s, 'utf8').digest('hex');
 
+const cryptoBucket = (s: string) => parseInt(sha1Hex(s).slice(0, 13), 16) / TWO_POW_52;
+
+/**
+ * bucket(a + b + c + d) without building the string: ASCII (every UTF-16 unit below 0x80, so its
+ * UTF-8 bytes are its units) is hashed by sha1.ts, anything else by node:crypto on the joined string.
+ */
+function joinedBucket(a: string, b: string, c: string, d: string): number {
+  const length = a.length + b.length + c.length + d.length;
+  if (length > JS_DIGEST_MAX) return cryptoBucket(a + b + c + d);
+  const m = reserve(length);
+  let units = 0;
+  let j = 0;
+  for (let i = 0; i < a.length; i++) units |= m[j++] = a.charCodeAt(i);
+  for (let i = 0; i < b.length; i++) units |= m[j++] = b.charCodeAt(i);
+  for (let i = 0; i < c.length; i++) units |= m[j++] = c.charCodeAt(i);
+  for (let i = 0; i < d.length; i++) units |= m[j++] = d.charCodeAt(i);
+  return units < 0x80 ? bucket52(length) : cryptoBucket(a + b + c + d);
+}
+
 /** A value in [0, 1) derived from SHA-1 of the UTF-8 string `s` (52 bits, exact in a double). */
 export function bucket(s: string): number {
-  return parseInt(sha1Hex(s).slice(0, 13), 16) / TWO_POW_52;
+  return joinedBucket(s, '', '', '');
 }
+
+/** bucket("<flagKey>.<id>"), the rollout bucket, without building the string. */
+export const rolloutBucket = (flagKey: string, id: string): number => joinedBucket(flagKey, '.', id, '');
+
+/** bucket("<flagKey>.<id>.variant"), the variant bucket, without building the string. */
+export const variantBucket = (flagKey: string, id: string): number => joinedBucket(flagKey, '.', id, VARIANT_SUFFIX);
 
 export interface FlagVariantDef {
   key: string;
@@ -65,7 +94,7 @@ export const notFoundResult = (): FlagResult => ({ enabled: false, variant: null
 /** The variant a bucketing id gets when the rule does not name one (undefined without variants). */
 export function pickVariant(flagKey: string, id: string, variants: FlagVariantDef[]): FlagVariantDef | undefined {
   if (variants.length === 0) return undefined;
-  const b = bucket(`${flagKey}.${id}.variant`);
+  const b = variantBucket(flagKey, id);
   let sumPct = 0;
   for (const v of variants) {
     sumPct += v.rolloutPct;
@@ -90,7 +119,7 @@ export interface EvaluationIdentity {
  */
 export function evaluateFlag(flag: FlagConfig, who: EvaluationIdentity): FlagResult {
   if (!flag.active) return { enabled: false, variant: null, payload: null, reason: REASON.disabled };
-  let rolloutBucket: number | undefined;
+  let rollout: number | undefined;
   for (let i = 0; i < flag.rules.length; i++) {
     const rule = flag.rules[i];
     if (rule.cohortId !== undefined && rule.cohortId !== null) {
@@ -103,8 +132,8 @@ export function evaluateFlag(flag: FlagConfig, who: EvaluationIdentity): FlagRes
     }
     if (rule.rolloutPct < 100) {
       if (rule.rolloutPct <= 0) continue;
-      rolloutBucket ??= bucket(`${flag.key}.${who.bucketingId}`);
-      if (!(rolloutBucket < rule.rolloutPct / 100)) continue;
+      rollout ??= rolloutBucket(flag.key, who.bucketingId);
+      if (!(rollout < rule.rolloutPct / 100)) continue;
     }
     if (flag.variants.length === 0) return { enabled: true, variant: null, payload: null, reason: REASON.rule(i) };
     const variant = rule.variant !== undefined && rule.variant !== null
