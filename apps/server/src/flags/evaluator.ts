@@ -3,6 +3,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '../../../flag-evaluation/src/index.js';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
+import { evaluatePlan, memberOrder, NOT_FOUND_JSON, type FlagPlan, type PlanIdentity, type ProjectPlan } from './plan.js';
 
 /** What one set of live flags needs for every request, computed once per set (the set is rebuilt when flags change). */
 interface Prepared {
@@ -80,4 +81,62 @@ export class RemoteEvaluator {
     }
     return out;
   }
+
+  /**
+   * `POST /flags/evaluate`: the body `{"flags": {...}}` of `evaluate` as JSON text, from the
+   * project's compiled plan (plan.ts); the same bytes as JSON.stringify of evaluate's answer.
+   * Synchronous unless the canonical id or a cohort needs a read.
+   */
+  evaluateJson(projectId: number, plan: ProjectPlan, distinctId: string, keys?: string[]): string | Promise<string> {
+    const selection = select(plan, keys);
+    const resolved = this.links.canonicalOf(projectId, distinctId);
+    if (typeof resolved === 'string' && selection.cohortIds.length === 0) return evaluationJson(plan, selection, distinctId, resolved, notInCohort);
+    return this.withCohorts(projectId, plan, selection, distinctId, resolved);
+  }
+
+  private async withCohorts(projectId: number, plan: ProjectPlan, selection: Selection, distinctId: string, resolved: string | Promise<string>): Promise<string> {
+    const canonical = typeof resolved === 'string' ? resolved : await resolved;
+    let inCohort: (id: number) => boolean = notInCohort;
+    if (selection.cohortIds.length > 0) {
+      const membership = new Map<number, boolean>();
+      await Promise.all(selection.cohortIds.map(async (id) => membership.set(id, await this.cohorts.isMember(projectId, id, canonical))));
+      inCohort = (id) => membership.get(id) === true;
+    }
+    return evaluationJson(plan, selection, distinctId, canonical, inCohort);
+  }
+}
+
+/** The flags one request answers, in the response's member order. */
+export interface Selection {
+  flags: ReadonlyArray<FlagPlan | undefined>;
+  /** flag_keys given: the member names (undefined flags answer not_found); else the plan's flags. */
+  names: string[] | undefined;
+  /** Cohorts the selected flags reference (each is checked once per request). */
+  cohortIds: number[];
+}
+
+export function select(plan: ProjectPlan, keys?: string[]): Selection {
+  if (!keys) return plan;
+  const names = memberOrder(keys).map((i) => keys[i]);
+  const flags = names.map((k) => plan.byKey.get(k));
+  return { flags, names, cohortIds: [...new Set(flags.flatMap((f) => f?.cohortIds ?? []))] };
+}
+
+/** `{"flags":{…}}`: each selected flag's member and result text. */
+export function evaluationJson(plan: ProjectPlan, selection: Selection, distinctId: string, canonical: string, inCohort: (id: number) => boolean): string {
+  const who: PlanIdentity = {
+    bucketingId: canonical,
+    rawPairs: plan.overrides.get(distinctId),
+    canonicalPairs: canonical === distinctId ? undefined : plan.overrides.get(canonical),
+    inCohort,
+  };
+  const { flags, names } = selection;
+  let out = '{"flags":{';
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i];
+    if (i > 0) out += ',';
+    if (names) out += JSON.stringify(names[i]) + ':' + (flag ? evaluatePlan(flag, who) : NOT_FOUND_JSON);
+    else out += flag!.member + evaluatePlan(flag!, who);
+  }
+  return out + '}}';
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { toFlagDefinition } from '../../../flag-evaluation/src/index.js';
 import type { FeatureFlag } from './schema.js';
+import { compileProject, type ProjectPlan } from './plan.js';
 
 /** What the runtime endpoints need of a project's live flags, rebuilt at most once per TTL. */
 export interface LiveFlags {
@@ -9,13 +10,18 @@ export interface LiveFlags {
   /** `{flags: FlagDefinition[]}` serialised once, and its strong ETag. */
   definitionsJson: string;
   etag: string;
+  /** The flags compiled for `POST /flags/evaluate` (plan.ts). */
+  plan: ProjectPlan;
   loadedAt: number;
 }
 
 /**
  * The non-archived flags of each project for `/flags/evaluate` and `/flags/local-evaluation`,
  * served from memory for `ttlMs`. Writes through this process drop a project's entry at once
- * (`invalidate`); other API processes see them within the TTL.
+ * (`invalidate`); other API processes see them within the TTL. An entry past half its TTL is
+ * reloaded in the background by the first request that finds it so (that request and the next
+ * ones are still served the entry, younger than the TTL), so a project in steady use never makes
+ * a request wait for the reload; requests that find the entry expired wait for it as before.
  */
 export class LiveFlagsCache {
   private live = new Map<number, LiveFlags>();
@@ -33,10 +39,20 @@ export class LiveFlagsCache {
 
   get(projectId: number): Promise<LiveFlags> | LiveFlags {
     const cached = this.live.get(projectId);
-    if (cached && Date.now() - cached.loadedAt < this.ttlMs) return cached;
+    if (cached) {
+      const age = Date.now() - cached.loadedAt;
+      if (age < this.ttlMs) {
+        if (age >= this.ttlMs / 2 && !this.loading.has(projectId)) this.start(projectId).catch(() => undefined);
+        return cached;
+      }
+    }
     // A load started before the last invalidation of this project may miss that write: not shared.
     const inflight = this.loading.get(projectId);
     if (inflight && (this.invalidatedAt.get(projectId) ?? 0) <= inflight.generation) return inflight.promise;
+    return this.start(projectId);
+  }
+
+  private start(projectId: number): Promise<LiveFlags> {
     const generation = this.generation;
     const promise = this.reload(projectId, generation).finally(() => {
       if (this.loading.get(projectId)?.promise === promise) this.loading.delete(projectId);
@@ -50,7 +66,10 @@ export class LiveFlagsCache {
     const list = await this.load(projectId);
     const definitionsJson = JSON.stringify({ flags: list.map(toFlagDefinition) });
     const etag = `"${createHash('sha1').update(definitionsJson).digest('base64url')}"`;
-    const entry: LiveFlags = { byKey: new Map(list.map((f) => [f.key, f])), list, definitionsJson, etag, loadedAt: now };
+    // the definitions hold all evaluation reads (key, active, variants, rules): same text, same plan
+    const previous = this.live.get(projectId)?.plan;
+    const plan = previous?.source === definitionsJson ? previous : compileProject(list, definitionsJson);
+    const entry: LiveFlags = { byKey: new Map(list.map((f) => [f.key, f])), list, definitionsJson, etag, plan, loadedAt: now };
     // Only keep what was loaded if no write invalidated the project meanwhile.
     if ((this.invalidatedAt.get(projectId) ?? 0) <= generation) this.live.set(projectId, entry);
     return entry;

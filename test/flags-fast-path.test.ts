@@ -1,0 +1,267 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import {
+  bucket,
+  evaluateFlag,
+  notFoundResult,
+  rolloutBucket,
+  variantBucket,
+  type FlagConfig,
+  type FlagResult,
+} from '../apps/flag-evaluation/src/index.js';
+import { compileProject, memberOrder } from '../apps/server/src/flags/plan.js';
+import { evaluationJson, select } from '../apps/server/src/flags/evaluator.js';
+import { LiveFlagsCache } from '../apps/server/src/flags/live.js';
+import type { FeatureFlag } from '../apps/server/src/flags/schema.js';
+
+/**
+ * The `POST /flags/evaluate` fast path (flags/plan.ts, evaluator.ts `evaluateJson`) against the
+ * general one: bucketing by the JavaScript SHA-1 against node:crypto, the compiled plan's response
+ * text against JSON.stringify of what evaluateFlag answers (the previous response), byte for byte,
+ * and the live-flags cache's background reload.
+ */
+
+const cryptoBucket = (s: string) => parseInt(createHash('sha1').update(s, 'utf8').digest('hex').slice(0, 13), 16) / 2 ** 52;
+
+describe('flag bucketing: the JavaScript SHA-1 agrees with node:crypto', () => {
+  it('for ASCII strings of every length over several blocks', () => {
+    for (let n = 0; n <= 300; n++) {
+      const s = Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 31 + n * 7) % 95))).join('');
+      assert.equal(bucket(s), cryptoBucket(s), `length ${n}`);
+    }
+    const long = 'x'.repeat(5000); // past the JS digest's limit: node:crypto
+    assert.equal(bucket(long), cryptoBucket(long));
+  });
+
+  it('for random strings (non-ASCII, lone surrogates: node:crypto), and the joined forms', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ maxLength: 80 }), fc.string({ unit: 'grapheme-ascii', maxLength: 200 }), (a, b, c) => {
+        for (const s of [a, b, c]) assert.equal(bucket(s), cryptoBucket(s));
+        assert.equal(rolloutBucket(c, a), cryptoBucket(`${c}.${a}`));
+        assert.equal(variantBucket(b, c), cryptoBucket(`${b}.${c}.variant`));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+/** What the previous code answered: evaluateFlag per flag into an object, JSON.stringify'd. */
+function reference(list: FlagConfig[], distinctId: string, canonical: string, inCohort: (id: number) => boolean, keys?: string[]): string {
+  const byKey = new Map(list.map((f) => [f.key, f]));
+  const entries: Array<[string, FlagConfig | undefined]> = keys ? keys.map((k) => [k, byKey.get(k)]) : [...byKey];
+  const who = { bucketingId: canonical, overrideIds: canonical === distinctId ? [distinctId] : [distinctId, canonical], inCohort };
+  const out: Record<string, FlagResult> = {};
+  for (const [key, flag] of entries) out[key] = flag ? evaluateFlag(flag, who) : notFoundResult();
+  return JSON.stringify({ flags: out });
+}
+
+const IDS = ['u1', 'u2', 'vip', 'vip-2', 'ü-user', '$device:abc', '7', ''];
+const KEYS = ['a', 'b', 'beta', '0', '1', '10', '2', '007', '4294967295', '4294967294', 'x-y', 'z_9'];
+const VARIANT_KEYS = ['a', 'b', 'c', 'ü', 'q"uote', 'missing'];
+
+const arbFlag = (key: string) =>
+  fc.record({
+    active: fc.boolean(),
+    variants: fc.uniqueArray(
+      fc.record({ key: fc.constantFrom(...VARIANT_KEYS.slice(0, 5)), rolloutPct: fc.integer({ min: 0, max: 100 }), payload: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }) }, { requiredKeys: ['key', 'rolloutPct'] }),
+      { selector: (v) => v.key, maxLength: 4 },
+    ),
+    rules: fc.array(
+      fc.record({
+        rolloutPct: fc.oneof(fc.constantFrom(0, 100), fc.integer({ min: 0, max: 100 })),
+        cohortId: fc.constantFrom(1, 2, 3),
+        distinctIds: fc.uniqueArray(fc.constantFrom(...IDS), { maxLength: 3 }),
+        variant: fc.constantFrom(...VARIANT_KEYS),
+      }, { requiredKeys: ['rolloutPct'] }),
+      { maxLength: 6 },
+    ),
+  }).map((f): FlagConfig => ({ key, ...f }));
+
+const arbProject = fc.uniqueArray(fc.constantFrom(...KEYS), { maxLength: KEYS.length }).chain((keys) => fc.tuple(...keys.map(arbFlag)));
+
+describe('POST /flags/evaluate fast path: the compiled plan answers the bytes of JSON.stringify(evaluateFlag…)', () => {
+  it('for random flags, identities, cohorts and flag_keys', () => {
+    fc.assert(
+      fc.property(
+        arbProject,
+        fc.constantFrom(...IDS, 'someone-else'),
+        fc.option(fc.constantFrom(...IDS), { nil: undefined }),
+        fc.subarray([1, 2, 3]),
+        fc.option(fc.array(fc.constantFrom(...KEYS, '__proto__', 'nope', 'constructor', 'enabled'), { maxLength: 8 }), { nil: undefined }),
+        (list, distinctId, linked, members, keys) => {
+          const canonical = linked ?? distinctId;
+          const inCohort = (id: number) => members.includes(id);
+          const plan = compileProject(list, JSON.stringify(list));
+          const got = evaluationJson(plan, select(plan, keys), distinctId, canonical, inCohort);
+          assert.equal(got, reference(list, distinctId, canonical, inCohort, keys));
+          // the cohorts checked are those of the active selected flags, as the general path reads them
+          const wanted = new Set((keys ? list.filter((f) => keys.includes(f.key)) : list).filter((f) => f.active).flatMap((f) => f.rules.map((r) => r.cohortId).filter((c) => c !== undefined)));
+          assert.deepEqual(new Set(select(plan, keys).cohortIds), wanted);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('for the benchmark flags and 2,000 ids (on and off the override lists)', () => {
+    const list: FlagConfig[] = Array.from({ length: 100 }, (_, i) => ({
+      key: `bench-flag-${i}`,
+      active: true,
+      variants: [
+        { key: 'a', rolloutPct: 34, payload: { color: 'red', i } },
+        { key: 'b', rolloutPct: 33, payload: { color: 'green', i } },
+        { key: 'c', rolloutPct: 33, payload: { color: 'blue', i } },
+      ],
+      rules: [
+        ...Array.from({ length: 8 }, (_, r) => ({ rolloutPct: 100, distinctIds: Array.from({ length: 5 }, (_, k) => `vip-${i}-${r}-${k}`), variant: 'abc'[r % 3] })),
+        { rolloutPct: 10, variant: 'b' },
+        { rolloutPct: 50 },
+      ],
+    }));
+    const plan = compileProject(list, JSON.stringify(list));
+    const none = () => false;
+    for (let u = 0; u < 2000; u++) {
+      const id = u % 10 === 0 ? `vip-${u % 100}-${u % 8}-${u % 5}` : `user-${u}`;
+      assert.equal(evaluationJson(plan, plan, id, id, none), reference(list, id, id, none));
+    }
+  });
+
+  it('member order is that of a JS object (integer-like keys first, __proto__ never a member)', () => {
+    const keys = ['b', '10', 'a', '2', '__proto__', '007', '4294967295', '4294967294', 'b', '2'];
+    const o: Record<string, number> = {};
+    for (const k of keys) o[k] = 0;
+    assert.deepEqual(memberOrder(keys).map((i) => keys[i]), Object.keys(o));
+    assert.deepEqual(memberOrder(keys).map((i) => keys[i]), ['2', '10', '4294967294', 'b', 'a', '007', '4294967295']);
+  });
+});
+
+describe('live flags cache: a project in use is reloaded in the background past half its TTL', () => {
+  const flag = (key: string): FeatureFlag => ({
+    id: 1, project_id: 1, key, name: key, description: null, active: true, type: 'release', variants: [], rules: [{ rolloutPct: 100 }],
+    created_by: null, managed_by: null, archived_at: null, created_at: 0, updated_at: 0,
+  });
+
+  it('serves the entry while it reloads, never an entry past the TTL, and keeps the plan of unchanged definitions', async () => {
+    let key = 'one';
+    let loads = 0;
+    let release: (() => void) | undefined;
+    const cache = new LiveFlagsCache(async () => {
+      loads++;
+      if (loads > 1) await new Promise<void>((r) => (release = r));
+      return [flag(key)];
+    }, 200);
+    const first = await cache.get(1);
+    assert.equal(loads, 1);
+    assert.equal(cache.get(1), first, 'fresh: the entry, no reload');
+    await new Promise((r) => setTimeout(r, 120));
+    assert.equal(cache.get(1), first, 'past half the TTL: still the entry …');
+    assert.equal(loads, 2, '… and one background reload');
+    assert.equal(cache.get(1), first);
+    assert.equal(loads, 2, 'one reload at a time');
+    release!();
+    await new Promise((r) => setTimeout(r, 10));
+    const second = cache.get(1) as Awaited<ReturnType<LiveFlagsCache['get']>>;
+    assert.notEqual(second, first);
+    assert.equal(second.plan, first.plan, 'same definitions: the compiled plan is kept');
+    // an entry whose reload does not come back in time is not served past the TTL
+    key = 'two';
+    await new Promise((r) => setTimeout(r, 120));
+    assert.equal(cache.get(1), second);
+    await new Promise((r) => setTimeout(r, 100));
+    const waiting = cache.get(1);
+    assert.ok(waiting instanceof Promise, 'expired: the request waits for the reload');
+    release!();
+    const third = await waiting;
+    assert.deepEqual(third.list.map((f) => f.key), ['two']);
+    assert.notEqual(third.plan, first.plan);
+  });
+
+  it('a failed background reload rejects nothing unhandled; the next load after expiry reports it', async () => {
+    let fail = false;
+    const cache = new LiveFlagsCache(async () => {
+      if (fail) throw new Error('store down');
+      return [flag('one')];
+    }, 100);
+    const first = await cache.get(1);
+    fail = true;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await new Promise((r) => setTimeout(r, 60));
+      assert.equal(cache.get(1), first);
+      await new Promise((r) => setTimeout(r, 60));
+      await assert.rejects(async () => cache.get(1), /store down/);
+      await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
+forEachBackend('POST /flags/evaluate fast path over HTTP', (backend) => {
+  let t: TestService;
+  let ev: Tenant;
+  before(async () => {
+    t = await startTestService(backend);
+    ev = await createTenant(t, 'FlagFast');
+  });
+  after(async () => t?.close());
+
+  const evaluate = (body: unknown) => t.anon.post('/flags/evaluate', body, { headers: { 'x-service-token': ev.project.token } });
+
+  it('answers, header and bytes, what JSON.stringify of evaluateFlag gives, for many ids', async () => {
+    const mk = async (body: Record<string, unknown>) => {
+      const r = await ev.owner.post('/api/flags', { name: 'n', ...body });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    };
+    for (let i = 0; i < 6; i++) {
+      await mk({
+        key: `bench-flag-${i}`,
+        variants: [{ key: 'a', rolloutPct: 34, payload: { color: 'red', i, note: 'ünïcode ✓' } }, { key: 'b', rolloutPct: 33, payload: [i, null] }, { key: 'c', rolloutPct: 33 }],
+        rules: [
+          ...Array.from({ length: 3 }, (_, r) => ({ rolloutPct: 100, distinctIds: [`vip-${i}-${r}`], variant: 'abc'[r] })),
+          { rolloutPct: 10, variant: 'b' },
+          { rolloutPct: 50 },
+        ],
+      });
+    }
+    await mk({ key: '42', rules: [{ rolloutPct: 30 }] });
+    await mk({ key: '7', active: false, rules: [{ rolloutPct: 100 }] });
+    await mk({ key: 'empty' });
+    const list = (await ev.owner.get('/api/flags')).body as FeatureFlag[];
+    const none = () => false;
+    for (let u = 0; u < 60; u++) {
+      const id = u % 6 === 0 ? `vip-${u % 6}-${u % 3}` : `user-${u}`;
+      const r = await evaluate({ distinct_id: id });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), 'application/json; charset=utf-8');
+      assert.equal(Number(r.headers.get('content-length')), Buffer.byteLength(r.text));
+      assert.equal(r.text, reference(list, id, id, none));
+      const keys = ['42', 'nope', `bench-flag-${u % 6}`, '__proto__', '7', '42'];
+      const k = await evaluate({ distinct_id: id, flag_keys: keys });
+      assert.equal(k.text, reference(list, id, id, none, keys));
+    }
+  });
+
+  it('keeps the errors and their envelopes', async () => {
+    for (const [body, status, error] of [
+      [{}, 400, 'distinct_id required'],
+      [[], 400, 'distinct_id required'],
+      [{ distinct_id: null }, 400, 'distinct_id required'],
+      [{ distinct_id: 'u', flag_keys: [1] }, 400, 'flag_keys: must be an array of strings'],
+      [{ distinct_id: 'u\u0000' }, 400, 'distinct_id: must not contain NUL characters'],
+      [{ distinct_id: 'u', flag_keys: ['a\u0000'] }, 400, 'flag_keys.0: must not contain NUL characters'],
+    ] as const) {
+      const r = await evaluate(body);
+      assert.equal(r.status, status, JSON.stringify(r.body));
+      assert.deepEqual(r.body, { status: 0, error });
+    }
+    const empty = await evaluate({ distinct_id: 'u', flag_keys: [] });
+    assert.equal(empty.text, '{"flags":{}}');
+  });
+});
