@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { ADDED_COLUMNS, EVENT_STORE_DDL } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
@@ -59,6 +59,8 @@ export class DuckDbEventStore implements EventStore {
   private writeChain: Promise<unknown> = Promise.resolve();
   /** The connection's temporary staging table exists (see insertEventsDeduped). */
   private staging = false;
+  /** The staging tables of writeLinks / writeProfiles made on this connection. */
+  private stagingTables = new Set<string>();
 
   constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {}
 
@@ -152,24 +154,72 @@ export class DuckDbEventStore implements EventStore {
     return latestPerKey(rows.map(toProfileVersion));
   }
 
-  /** One row per key (the table's primary key): a new version replaces the stored one. */
+  /**
+   * One row per key (the table's primary key): a new version replaces the stored one. Through the
+   * appender and a staging table like events (a VALUES list of a few hundred rows cost DuckDB
+   * tens of ms to parse); lists travel joined (joinList).
+   */
   async writeProfiles(rows: StoredProfile[]): Promise<void> {
     if (rows.length === 0) return;
-    const values = rows
-      .map((r) => `(${sqlInt(r.project_id)}, ${str(r.distinct_id)}, ${str(r.properties)}, ${list(r.prop_keys)}, ${list(r.prop_values)}, ${sqlInt(r.updated_at)}, ${r.deleted ? 1 : 0}, ${str(r.batch_id)})`)
-      .join(',\n');
-    await this.command(
-      `INSERT OR REPLACE INTO profiles (project_id, distinct_id, properties, prop_keys, prop_values, updated_at, deleted, batch_id) VALUES ${values}`,
-    );
+    await this.viaStaging('profiles_staging',
+      `project_id INTEGER, distinct_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, updated_at BIGINT, deleted UTINYINT, batch_id VARCHAR`,
+      (a) => {
+        for (const r of rows) {
+          a.appendInteger(r.project_id);
+          a.appendVarchar(r.distinct_id);
+          a.appendVarchar(r.properties);
+          a.appendVarchar(joinList(r.prop_keys));
+          a.appendVarchar(joinList(r.prop_values));
+          a.appendBigInt(BigInt(r.updated_at));
+          a.appendUTinyInt(r.deleted ? 1 : 0);
+          a.appendVarchar(r.batch_id);
+          a.endRow();
+        }
+      },
+      `INSERT OR REPLACE INTO profiles (project_id, distinct_id, properties, prop_keys, prop_values, updated_at, deleted, batch_id)
+       SELECT project_id, distinct_id, properties, string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], updated_at, deleted, batch_id
+       FROM profiles_staging`);
   }
 
-  /** Links never change once written: a stored key is left alone. */
+  /** Links never change once written: a stored key is left alone. Appender and staging table, as writeProfiles. */
   async writeLinks(rows: StoredLink[]): Promise<void> {
     if (rows.length === 0) return;
-    const values = rows
-      .map((r) => `(${sqlInt(r.project_id)}, ${str(r.distinct_id)}, ${str(r.canonical_id)}, ${sqlInt(r.from_time)}, ${sqlInt(r.created_at)})`)
-      .join(', ');
-    await this.command(`INSERT OR IGNORE INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) VALUES ${values}`);
+    await this.viaStaging('links_staging', `project_id INTEGER, distinct_id VARCHAR, canonical_id VARCHAR, from_time BIGINT, created_at BIGINT`,
+      (a) => {
+        for (const r of rows) {
+          a.appendInteger(r.project_id);
+          a.appendVarchar(r.distinct_id);
+          a.appendVarchar(r.canonical_id);
+          a.appendBigInt(BigInt(r.from_time));
+          a.appendBigInt(BigInt(r.created_at));
+          a.endRow();
+        }
+      },
+      `INSERT OR IGNORE INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at)
+       SELECT project_id, distinct_id, canonical_id, from_time, created_at FROM links_staging`);
+  }
+
+  /** Appends rows to a temporary staging table (made on first use), runs `insert` from it, empties it. */
+  private async viaStaging(table: string, columns: string, append: (a: DuckDBAppender) => void, insert: string): Promise<void> {
+    await this.serialise(async () => {
+      const conn = await this.connection();
+      if (!this.stagingTables.has(table)) {
+        await conn.run(`CREATE TEMP TABLE IF NOT EXISTS ${table} (${columns})`);
+        this.stagingTables.add(table);
+      }
+      await conn.run(`DELETE FROM ${table}`);
+      try {
+        const a = await conn.createAppender(table, null, 'temp');
+        try {
+          append(a);
+        } finally {
+          a.closeSync(); // flushes the rows into the staging table
+        }
+        await conn.run(insert);
+      } finally {
+        await conn.run(`DELETE FROM ${table}`);
+      }
+    });
   }
 
   /** Both updates in one transaction on the write chain: no link or event arrives between them. */
@@ -336,5 +386,6 @@ export class DuckDbEventStore implements EventStore {
     this.pingConn = undefined;
     this.instance = undefined;
     this.staging = false;
+    this.stagingTables.clear();
   }
 }
