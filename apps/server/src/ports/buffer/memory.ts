@@ -1,8 +1,15 @@
 import type { BufferConsumer, BufferLag, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
 import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
 
-/** Batches the in-process buffer holds before a publish waits for room (see publish). */
-const MAX_QUEUED_BATCHES = 8;
+/**
+ * Records (and batches) the in-process buffer holds before a publish waits for room (see
+ * publish). The worker takes all of a project's queued batches as one unit (applyUnit), so the
+ * bound is also the size of a unit under load: each unit pays a fixed cost per store statement
+ * (DuckDB's links and profiles scans, the commit of each insert), and 20,000 records (40 /track
+ * batches of 500) make that cost small next to the rows' own; a few MB of records per 1,000.
+ */
+const MAX_QUEUED_RECORDS = 20_000;
+const MAX_QUEUED_BATCHES = 64;
 /** How long a publish waits for room before it enqueues anyway. */
 const MAX_PUBLISH_WAIT_MS = 30_000;
 
@@ -17,6 +24,8 @@ const MAX_PUBLISH_WAIT_MS = 30_000;
 export class MemoryBuffer implements IngestionBuffer {
   readonly kind = 'memory' as const;
   private queue: IngestionBatch[] = [];
+  /** Records of the batches in `queue`. */
+  private queuedRecords = 0;
   private handler?: (batch: IngestionBatch) => Promise<void>;
   private mergeable: (batch: IngestionBatch) => boolean = () => false;
   private applyUnit?: (batches: IngestionBatch[]) => Promise<void>;
@@ -25,16 +34,21 @@ export class MemoryBuffer implements IngestionBuffer {
   private idleWaiters: Array<() => void> = [];
 
   /**
-   * Bounded: while the worker is more than MAX_QUEUED_BATCHES behind, a publish waits (up to
+   * Bounded: while the worker is more than MAX_QUEUED_RECORDS (or MAX_QUEUED_BATCHES) behind, a publish waits (up to
    * 30 s) before it enqueues, so memory stays bounded under a flood.
    */
   async publish(batch: IngestionBatch): Promise<void> {
-    if (this.queue.length > MAX_QUEUED_BATCHES) {
+    if (this.full()) {
       const until = Date.now() + MAX_PUBLISH_WAIT_MS;
-      while (this.queue.length > MAX_QUEUED_BATCHES && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+      while (this.full() && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
     }
     this.queue.push(batch);
+    this.queuedRecords += batch.records.length;
     this.kick();
+  }
+
+  private full(): boolean {
+    return this.queue.length > MAX_QUEUED_BATCHES || this.queuedRecords > MAX_QUEUED_RECORDS;
   }
 
   consume(handler: (batch: IngestionBatch) => Promise<void>, opts: ConsumeOptions = {}): BufferConsumer {
@@ -89,12 +103,14 @@ export class MemoryBuffer implements IngestionBuffer {
       // With applyUnit: the head and every batch of its project queued right behind it, of any kind.
       const unit = this.applyUnit ? projectRun(this.queue) : mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
       this.queue.splice(0, unit.length);
+      for (const b of unit) this.queuedRecords -= b.records.length;
       try {
         if (this.applyUnit) await this.applyUnit(unit);
         else await this.handler(mergeBatches(unit));
         backoffMs = 50;
       } catch (err) {
         this.queue.unshift(...unit.map((b) => ({ ...b, redelivered: true })));
+        for (const b of unit) this.queuedRecords += b.records.length;
         console.error('ingestion: store write failed, retrying', err instanceof Error ? err.message : err);
         await new Promise((r) => setTimeout(r, backoffMs));
         backoffMs = Math.min(backoffMs * 2, 5000);
