@@ -5,10 +5,11 @@ import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
  * Records (and batches) the in-process buffer holds before a publish waits for room (see
  * publish). The worker takes all of a project's queued batches as one unit (applyUnit), so the
  * bound is also the size of a unit under load: each unit pays a fixed cost per store statement
- * (DuckDB's links and profiles scans, the commit of each insert), and 20,000 records (40 /track
- * batches of 500) make that cost small next to the rows' own; a few MB of records per 1,000.
+ * (DuckDB's links and profiles scans, the commit of each insert), and 10,000 records (20 /track
+ * batches of 500) make that cost small next to the rows' own (bench:ingest: 20,000 was no faster
+ * and held 75 MB more heap; 5,000 was slower).
  */
-const MAX_QUEUED_RECORDS = 20_000;
+const MAX_QUEUED_RECORDS = 10_000;
 const MAX_QUEUED_BATCHES = 64;
 /** How long a publish waits for room before it enqueues anyway. */
 const MAX_PUBLISH_WAIT_MS = 30_000;
