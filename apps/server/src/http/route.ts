@@ -57,12 +57,31 @@ export interface PathInfo {
   envelopes: Envelope[];
 }
 
+/** Paths whose PathInfo `pathTable` remembers, at most (then it forgets them all and starts over). */
+const PATH_TABLE_MEMO = 1000;
+
 /**
  * What the declarations say about a request path, whatever its method: the methods served, the
  * auth kinds and envelopes of its routes (so a 405, a 413 or a preflight raised before routing
- * answers in the route's own terms). Unknown paths give undefined.
+ * answers in the route's own terms). Unknown paths give undefined. Answers are remembered per path
+ * (up to PATH_TABLE_MEMO paths): testing every route's pattern on each request cost about as much
+ * CPU as the routing itself on the flags hot path. The answers are shared: read them, never change them.
  */
 export function pathTable(routes: RouteSpec[]): (path: string) => PathInfo | undefined {
+  const lookup = scanPathTable(routes);
+  const memo = new Map<string, PathInfo | undefined>();
+  return (path) => {
+    let info = memo.get(path);
+    if (info === undefined && !memo.has(path)) {
+      info = lookup(path);
+      if (memo.size >= PATH_TABLE_MEMO) memo.clear();
+      memo.set(path, info);
+    }
+    return info;
+  };
+}
+
+function scanPathTable(routes: RouteSpec[]): (path: string) => PathInfo | undefined {
   const byPath = new Map<string, { pattern: RegExp; routes: RouteSpec[] }>();
   for (const r of routes) {
     const entry = byPath.get(r.path) ?? { pattern: new RegExp('^' + r.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{(\w+)\}/g, '[^/]+') + '/?$'), routes: [] };
