@@ -16,6 +16,7 @@ import { compileProject, memberOrder } from '../apps/server/src/flags/plan.js';
 import { evaluationJson, select } from '../apps/server/src/flags/evaluator.js';
 import { LiveFlagsCache } from '../apps/server/src/flags/live.js';
 import type { FeatureFlag } from '../apps/server/src/flags/schema.js';
+import { pathTable, route } from '../apps/server/src/http/route.js';
 
 /**
  * The `POST /flags/evaluate` fast path (flags/plan.ts, evaluator.ts `evaluateJson`) against the
@@ -199,6 +200,25 @@ describe('live flags cache: a project in use is reloaded in the background past 
       assert.deepEqual(unhandled, []);
     } finally {
       process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
+
+describe('route path table: remembered answers are the answers', () => {
+  it('for known and unknown paths, past the memo bound', () => {
+    const routes = [
+      route({ method: 'post', path: '/flags/evaluate', tag: 'Flags', summary: '', auth: 'projectToken', handler: () => 1 }),
+      route({ method: 'get', path: '/api/flags/{id}', tag: 'Flags', summary: '', auth: 'api', handler: () => 1 }),
+      route({ method: 'put', path: '/api/flags/{id}', tag: 'Flags', summary: '', auth: 'api', handler: () => 1 }),
+    ];
+    const lookup = pathTable(routes);
+    const expect = (p: string) =>
+      p === '/flags/evaluate' || p === '/flags/evaluate/' ? { methods: ['post'], auth: ['projectToken'], envelopes: ['status'] }
+        : /^\/api\/flags\/[^/]+\/?$/.test(p) ? { methods: ['get', 'put'], auth: ['api'], envelopes: ['error'] } : undefined;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 2500; i++) {
+        for (const p of ['/flags/evaluate', '/flags/evaluate/', `/api/flags/${i}`, `/nope/${i}`, '/api/flags/1/x']) assert.deepEqual(lookup(p), expect(p), p);
+      }
     }
   });
 });

@@ -12,35 +12,22 @@
  * bit-identical thresholds (no accumulated float error).
  */
 import { createHash, hash as oneShotHash } from 'node:crypto';
-import { bucket52, reserve } from './sha1.js';
+import { asciiBucket } from './sha1.js';
 
 const TWO_POW_52 = 2 ** 52;
-/** Longer messages go to node:crypto (the JS digest is for the short strings bucketing hashes). */
-const JS_DIGEST_MAX = 4096;
 const VARIANT_SUFFIX = '.variant';
+/** A module-local binding: where the sources run through a CommonJS transform (tsx), each use of an imported name is a property read. */
+const jsBucket = asciiBucket;
 
 const sha1Hex: (s: string) => string =
   typeof oneShotHash === 'function'
     ? (s) => oneShotHash('sha1', s, 'hex')
     : (s) => createHash('sha1').update(s, 'utf8').digest('hex');
 
-const cryptoBucket = (s: string) => parseInt(sha1Hex(s).slice(0, 13), 16) / TWO_POW_52;
-
-/**
- * bucket(a + b + c + d) without building the string: ASCII (every UTF-16 unit below 0x80, so its
- * UTF-8 bytes are its units) is hashed by sha1.ts, anything else by node:crypto on the joined string.
- */
+/** bucket(a + b + c + d): ASCII by sha1.ts, any other string (or a long one) by node:crypto. */
 function joinedBucket(a: string, b: string, c: string, d: string): number {
-  const length = a.length + b.length + c.length + d.length;
-  if (length > JS_DIGEST_MAX) return cryptoBucket(a + b + c + d);
-  const m = reserve(length);
-  let units = 0;
-  let j = 0;
-  for (let i = 0; i < a.length; i++) units |= m[j++] = a.charCodeAt(i);
-  for (let i = 0; i < b.length; i++) units |= m[j++] = b.charCodeAt(i);
-  for (let i = 0; i < c.length; i++) units |= m[j++] = c.charCodeAt(i);
-  for (let i = 0; i < d.length; i++) units |= m[j++] = d.charCodeAt(i);
-  return units < 0x80 ? bucket52(length) : cryptoBucket(a + b + c + d);
+  const v = jsBucket(a, b, c, d);
+  return v >= 0 ? v : parseInt(sha1Hex(a + b + c + d).slice(0, 13), 16) / TWO_POW_52;
 }
 
 /** A value in [0, 1) derived from SHA-1 of the UTF-8 string `s` (52 bits, exact in a double). */

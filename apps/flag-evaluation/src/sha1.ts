@@ -5,63 +5,86 @@
  * because a call into `node:crypto` and its hex string cost more than the 80 rounds themselves.
  * Only the first 52 bits are returned, as the bucket: bits / 2^52 in [0, 1).
  *
- * The message is written as bytes into one scratch buffer (`scratch`, grown on demand); callers
- * write ASCII only (one byte per UTF-16 unit below 0x80) and hand other strings to `node:crypto`,
- * so the UTF-8 encoding never has to be done here. Synchronous and not re-entrant across awaits
- * by construction (no await between writing and hashing).
+ * Only ASCII is hashed here (one byte per UTF-16 unit below 0x80, so the UTF-8 encoding is the
+ * units themselves): the message's big-endian words are put together straight from the strings'
+ * units. Other strings, and messages over MAX_LENGTH bytes, answer -1: the caller hashes them with
+ * node:crypto.
  */
 
-/** The message buffer: callers write the message's bytes from index 0, then call `bucket52(length)`. */
-export let scratch = new Uint8Array(1024);
+export const MAX_LENGTH = 4096;
 
-/** Makes room for a message of `length` bytes plus padding (keeps the bytes already written). */
-export function reserve(length: number): Uint8Array {
-  const need = (((length + 8) >>> 6) + 1) << 6;
-  if (need > scratch.length) {
-    const grown = new Uint8Array(need * 2);
-    grown.set(scratch);
-    scratch = grown;
-  }
-  return scratch;
-}
+/** The padded message as big-endian 32-bit words (room for MAX_LENGTH bytes and the padding). */
+const w = new Int32Array(((MAX_LENGTH + 72) >>> 6) << 4);
 
 /**
- * SHA-1 of `scratch[0, length)` (the caller reserved `length`), as its first 13 hex digits / 2^52:
- * the 32 bits of h0 then the top 20 bits of h1.
+ * SHA-1 of the ASCII string s1 + s2 + s3 + s4 as its first 13 hex digits / 2^52 (the 32 bits of h0,
+ * then the top 20 bits of h1), or -1 when the string is not ASCII or longer than MAX_LENGTH.
  */
-export function bucket52(length: number): number {
-  const total = (((length + 8) >>> 6) + 1) << 6;
-  const m = scratch;
-  m[length] = 0x80;
-  m.fill(0, length + 1, total - 4);
-  // message length in bits, big-endian, in the last 8 bytes (the top 4 stay 0 below 512 MB)
-  const bits = length * 8;
-  m[total - 4] = bits >>> 24;
-  m[total - 3] = (bits >>> 16) & 255;
-  m[total - 2] = (bits >>> 8) & 255;
-  m[total - 1] = bits & 255;
+export function asciiBucket(s1: string, s2: string, s3: string, s4: string): number {
+  const length = s1.length + s2.length + s3.length + s4.length;
+  if (length > MAX_LENGTH) return -1;
+  let units = 0;
+  let word = 0;
+  let j = 0;
+  for (let i = 0; i < s1.length; i++) {
+    const u = s1.charCodeAt(i);
+    units |= u;
+    word = (word << 8) | u;
+    if ((++j & 3) === 0) w[(j >>> 2) - 1] = word;
+  }
+  for (let i = 0; i < s2.length; i++) {
+    const u = s2.charCodeAt(i);
+    units |= u;
+    word = (word << 8) | u;
+    if ((++j & 3) === 0) w[(j >>> 2) - 1] = word;
+  }
+  for (let i = 0; i < s3.length; i++) {
+    const u = s3.charCodeAt(i);
+    units |= u;
+    word = (word << 8) | u;
+    if ((++j & 3) === 0) w[(j >>> 2) - 1] = word;
+  }
+  for (let i = 0; i < s4.length; i++) {
+    const u = s4.charCodeAt(i);
+    units |= u;
+    word = (word << 8) | u;
+    if ((++j & 3) === 0) w[(j >>> 2) - 1] = word;
+  }
+  if (units >= 0x80) return -1;
+  // padding: the byte 0x80, zeros to the last 8 bytes of a 64-byte block, the length in bits
+  word = (word << 8) | 0x80;
+  j++;
+  while ((j & 3) !== 0) {
+    word <<= 8;
+    j++;
+  }
+  w[(j >>> 2) - 1] = word;
+  const total = (((length + 8) >>> 6) + 1) << 4;
+  for (let k = j >>> 2; k < total - 2; k++) w[k] = 0;
+  w[total - 2] = 0; // the top 32 bits of the 64-bit length: 0 below 512 MB
+  w[total - 1] = length * 8;
   let h0 = 0x67452301;
   let h1 = 0xefcdab89 | 0;
   let h2 = 0x98badcfe | 0;
   let h3 = 0x10325476;
   let h4 = 0xc3d2e1f0 | 0;
-  for (let o = 0; o < total; o += 64) {
-    let w0 = (m[o + 0] << 24) | (m[o + 1] << 16) | (m[o + 2] << 8) | m[o + 3];
-    let w1 = (m[o + 4] << 24) | (m[o + 5] << 16) | (m[o + 6] << 8) | m[o + 7];
-    let w2 = (m[o + 8] << 24) | (m[o + 9] << 16) | (m[o + 10] << 8) | m[o + 11];
-    let w3 = (m[o + 12] << 24) | (m[o + 13] << 16) | (m[o + 14] << 8) | m[o + 15];
-    let w4 = (m[o + 16] << 24) | (m[o + 17] << 16) | (m[o + 18] << 8) | m[o + 19];
-    let w5 = (m[o + 20] << 24) | (m[o + 21] << 16) | (m[o + 22] << 8) | m[o + 23];
-    let w6 = (m[o + 24] << 24) | (m[o + 25] << 16) | (m[o + 26] << 8) | m[o + 27];
-    let w7 = (m[o + 28] << 24) | (m[o + 29] << 16) | (m[o + 30] << 8) | m[o + 31];
-    let w8 = (m[o + 32] << 24) | (m[o + 33] << 16) | (m[o + 34] << 8) | m[o + 35];
-    let w9 = (m[o + 36] << 24) | (m[o + 37] << 16) | (m[o + 38] << 8) | m[o + 39];
-    let w10 = (m[o + 40] << 24) | (m[o + 41] << 16) | (m[o + 42] << 8) | m[o + 43];
-    let w11 = (m[o + 44] << 24) | (m[o + 45] << 16) | (m[o + 46] << 8) | m[o + 47];
-    let w12 = (m[o + 48] << 24) | (m[o + 49] << 16) | (m[o + 50] << 8) | m[o + 51];
-    let w13 = (m[o + 52] << 24) | (m[o + 53] << 16) | (m[o + 54] << 8) | m[o + 55];
-    let w14 = (m[o + 56] << 24) | (m[o + 57] << 16) | (m[o + 58] << 8) | m[o + 59];
-    let w15 = (m[o + 60] << 24) | (m[o + 61] << 16) | (m[o + 62] << 8) | m[o + 63];
+  for (let o = 0; o < total; o += 16) {
+    let w0 = w[o + 0];
+    let w1 = w[o + 1];
+    let w2 = w[o + 2];
+    let w3 = w[o + 3];
+    let w4 = w[o + 4];
+    let w5 = w[o + 5];
+    let w6 = w[o + 6];
+    let w7 = w[o + 7];
+    let w8 = w[o + 8];
+    let w9 = w[o + 9];
+    let w10 = w[o + 10];
+    let w11 = w[o + 11];
+    let w12 = w[o + 12];
+    let w13 = w[o + 13];
+    let w14 = w[o + 14];
+    let w15 = w[o + 15];
     let a = h0;
     let b = h1;
     let c = h2;

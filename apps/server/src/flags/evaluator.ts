@@ -3,7 +3,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '../../../flag-evaluation/src/index.js';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
-import { evaluatePlan, memberOrder, NOT_FOUND_JSON, type FlagPlan, type PlanIdentity, type ProjectPlan } from './plan.js';
+import { evaluatePlan, memberOrder, memberText, NOT_FOUND_JSON, resultText, type FlagPlan, type PlanIdentity, type ProjectPlan } from './plan.js';
 
 /** What one set of live flags needs for every request, computed once per set (the set is rebuilt when flags change). */
 interface Prepared {
@@ -132,11 +132,13 @@ export function evaluationJson(plan: ProjectPlan, selection: Selection, distinct
   };
   const { flags, names } = selection;
   let out = '{"flags":{';
-  for (let i = 0; i < flags.length; i++) {
-    const flag = flags[i];
-    if (i > 0) out += ',';
-    if (names) out += JSON.stringify(names[i]) + ':' + (flag ? evaluatePlan(flag, who) : NOT_FOUND_JSON);
-    else out += flag!.member + evaluatePlan(flag!, who);
+  if (names) {
+    for (let i = 0; i < flags.length; i++) {
+      const flag = flags[i];
+      out += (i > 0 ? ',' : '') + JSON.stringify(names[i]) + ':' + (flag ? resultText(flag, evaluatePlan(flag, who)) : NOT_FOUND_JSON);
+    }
+  } else {
+    for (let i = 0; i < flags.length; i++) out += memberText(flags[i]!, evaluatePlan(flags[i]!, who));
   }
   return out + '}}';
 }

@@ -32,6 +32,9 @@ import {
   type FeatureFlag,
 } from './schema.js';
 
+/** What Koa sets for a JSON body (`ctx.type = 'json'`), set directly. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
 
 /** Flag management (`/api/flags`, flag secrets) and the runtime endpoints (`/flags/*`). */
@@ -181,12 +184,13 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
           keys = body.flag_keys as string[];
         }
         refuseNul({ distinct_id: body.distinct_id, flag_keys: keys });
-        const live = await flags.live.get(project.id);
+        const cached = flags.live.get(project.id);
+        const live = cached instanceof Promise ? await cached : cached;
         // JSON text from the compiled flags (plan.ts): the bytes JSON.stringify gives for
         // {flags: evaluator.evaluate(...)}, without building that object graph
         const json = flags.evaluator.evaluateJson(project.id, live.plan, body.distinct_id, keys);
         ctx.status = 200;
-        ctx.type = 'application/json';
+        ctx.set('Content-Type', JSON_TYPE);
         ctx.body = typeof json === 'string' ? json : await json;
         return undefined;
       },
