@@ -53,6 +53,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const events = openEventStore({
     clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile,
     limits: { timeoutMs: config.queryGuard.timeoutMs, maxMemoryBytes: config.queryGuard.maxMemoryBytes },
+    materialized: config.materializedProperties,
   });
   await retryStartup('event store migration', () => events.migrate(), startup);
   const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));

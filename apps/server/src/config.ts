@@ -33,6 +33,8 @@ export interface Config {
     flagsEvaluate: { perSecond: number; burst: number };
     flagsLocal: { perSecond: number; burst: number };
   };
+  /** Event property keys stored in columns of their own (MATERIALIZED_PROPERTIES; docs/analyses.md). */
+  materializedProperties: string[];
   /** Longest date range a query may span, in days. */
   maxQueryRangeDays: number;
   /** The query cost guard (docs/hardening.md "Query cost guard"). */
@@ -100,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
       flagsEvaluate: { perSecond: int(env, 'FLAGS_EVALUATE_RATE_PER_SECOND', LIMITS.flagsEvaluateRate.perSecond), burst: int(env, 'FLAGS_EVALUATE_RATE_BURST', LIMITS.flagsEvaluateRate.burst) },
       flagsLocal: { perSecond: int(env, 'FLAGS_LOCAL_RATE_PER_SECOND', LIMITS.flagsLocalRate.perSecond), burst: int(env, 'FLAGS_LOCAL_RATE_BURST', LIMITS.flagsLocalRate.burst) },
     },
+    materializedProperties: [...new Set((env.MATERIALIZED_PROPERTIES ?? '').split(',').map((s) => s.trim()).filter(Boolean))],
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
     queryGuard: {
       maxCells: int(env, 'QUERY_MAX_CELLS', LIMITS.queryMaxCells),

@@ -25,7 +25,7 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
     const inWindow = c.windowDays > 0 ? ` AND time >= ${sqlInt(opts.now - c.windowDays * DAY_MS)}` : '';
     return flag(`(${q.events.condition(c.event)}${inWindow})`, i);
   });
-  const profileCols = criteria.map((c, i) => (c.kind !== 'property' ? flag('1 = 0', i) : flag(`(${filterSql(d, positive(c.filter))})`, i)));
+  const profileCols = criteria.map((c, i) => (c.kind !== 'property' ? flag('1 = 0', i) : flag(`(${filterSql(d, positive(c.filter), 'profile_keys', 'profile_values')})`, i)));
   const where: string[] = [];
   if (opts.canonicalId !== undefined) {
     const id = d.str(opts.canonicalId);

@@ -31,7 +31,7 @@ export class QueryContexts {
   private d: Dialect;
 
   constructor(private store: EventStore, private derivedEvents: DefinitionStore<DerivedEventDefinition>) {
-    this.d = dialectFor(store.dialect);
+    this.d = dialectFor(store.dialect, store.materialized);
   }
 
   async forProject(projectId: number): Promise<QueryContext> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
-import { ADDED_COLUMNS, EVENT_STORE_DDL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
@@ -37,7 +37,15 @@ export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
 
-  constructor(private opts: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster }, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {
+  /** Materialised properties (none in cluster mode: a Distributed table forwards such a column to the shards' inserts, which refuse it). */
+  readonly materialized: MaterializedProperties;
+
+  constructor(
+    private opts: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster },
+    private limits: QueryLimits = DEFAULT_QUERY_LIMITS,
+    materialized: MaterializedProperties = NO_MATERIALIZED,
+  ) {
+    this.materialized = opts.cluster ? NO_MATERIALIZED : materialized;
     this.client = this.makeClient(opts.database);
   }
 
@@ -78,15 +86,23 @@ export class ClickHouseEventStore implements EventStore {
     }
     const ddl = this.opts.cluster ? clusterDdl(this.opts.database, this.opts.cluster) : EVENT_STORE_DDL.clickhouse;
     for (const q of ddl) await this.client.command({ query: q });
-    for (const { table, column, type } of ADDED_COLUMNS) {
-      // Cluster mode: the shards' local table first, then the Distributed table that reads it.
-      for (const t of this.opts.cluster ? [this.storedTable(table), table] : [table]) {
-        const has = await this.query<{ n: number }>(`SELECT count() AS n FROM system.columns
-          WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', t)} AND name = ${sqlString('clickhouse', column)}`);
-        if (Number(has[0]?.n ?? 0) > 0) continue;
-        const on = this.opts.cluster ? ` ON CLUSTER ${quoteIdent(this.opts.cluster.name)}` : '';
-        await this.command(`ALTER TABLE ${quoteIdent(this.opts.database)}.${t}${on} ADD COLUMN ${column} ${type.clickhouse}`);
-      }
+    for (const { table, column, type } of ADDED_COLUMNS) await this.addColumn(table, column, type.clickhouse);
+    // Computed by the server at insert; parts written before the column compute it when read, until
+    // a merge (data/compaction.ts) stores it.
+    for (const [key, column] of this.materialized) {
+      const k = sqlString('clickhouse', key);
+      await this.addColumn('events', column, `Nullable(String) MATERIALIZED if(has(prop_keys, ${k}), toNullable(prop_values[indexOf(prop_keys, ${k})]), NULL)`);
+    }
+  }
+
+  /** ADD COLUMN unless system.columns has it (18.16 has no IF NOT EXISTS); cluster mode: the shards' local table, then the Distributed one. */
+  private async addColumn(table: (typeof SHARDED_TABLES)[number], column: string, type: string): Promise<void> {
+    for (const t of this.opts.cluster ? [this.storedTable(table), table] : [table]) {
+      const has = await this.query<{ n: number }>(`SELECT count() AS n FROM system.columns
+        WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', t)} AND name = ${sqlString('clickhouse', column)}`);
+      if (Number(has[0]?.n ?? 0) > 0) continue;
+      const on = this.opts.cluster ? ` ON CLUSTER ${quoteIdent(this.opts.cluster.name)}` : '';
+      await this.command(`ALTER TABLE ${quoteIdent(this.opts.database)}.${t}${on} ADD COLUMN ${column} ${type}`);
     }
   }
 

@@ -3,11 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
-import { ADDED_COLUMNS, EVENT_STORE_DDL } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
 const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
+
+/** A materialised property's value from the row's lists (NULL without the key, as list indexing gives). */
+const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${sqlString('duckdb', key)})]`;
 
 /** A list as one string, each element preceded by NUL (split back with `string_split(s, chr(0))[2:]`). */
 function joinList(items: string[]): string {
@@ -62,7 +65,7 @@ export class DuckDbEventStore implements EventStore {
   /** The staging tables of writeLinks / writeProfiles made on this connection. */
   private stagingTables = new Set<string>();
 
-  constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS) {}
+  constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, readonly materialized: MaterializedProperties = NO_MATERIALIZED) {}
 
   private async connection(): Promise<DuckDBConnection> {
     if (!this.conn) {
@@ -85,6 +88,21 @@ export class DuckDbEventStore implements EventStore {
     for (const { table, column, type } of ADDED_COLUMNS) await conn.run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.duckdb}`);
     // A DuckDB default cannot name another column: rows from before person_id take their distinct_id.
     await conn.run(`UPDATE events SET person_id = distinct_id WHERE person_id = '' OR person_id IS NULL`);
+    // A materialised property new to this store: the column and its values for the stored events
+    // in one transaction (a column left half filled would answer wrongly for good).
+    for (const [key, column] of this.materialized) {
+      const known = await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${sqlString('duckdb', column)}`);
+      if (known.getRows().length > 0) continue;
+      await conn.run('BEGIN TRANSACTION');
+      try {
+        await conn.run(`ALTER TABLE events ADD COLUMN ${column} VARCHAR`);
+        await conn.run(`UPDATE events SET ${column} = ${materializedValue(key)} WHERE list_contains(prop_keys, ${sqlString('duckdb', key)})`);
+        await conn.run('COMMIT');
+      } catch (err) {
+        await conn.run('ROLLBACK');
+        throw err;
+      }
+    }
   }
 
   async hasUnfoldedLinks(projectId: number): Promise<boolean> {
@@ -273,7 +291,17 @@ export class DuckDbEventStore implements EventStore {
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })));
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r), ...this.materializedOf(r) })));
+  }
+
+  /** A row's materialised property columns (NULL where it lacks the key). */
+  private materializedOf(r: StoredEvent): Record<string, string | null> {
+    const out: Record<string, string | null> = {};
+    for (const [key, column] of this.materialized) {
+      const i = r.prop_keys.indexOf(key);
+      out[column] = i < 0 ? null : r.prop_values[i];
+    }
+    return out;
   }
 
   /** Inserts through a VALUES list built from JSON (one statement per call). */
@@ -337,10 +365,11 @@ export class DuckDbEventStore implements EventStore {
         } finally {
           a.closeSync(); // flushes the rows into the staging table
         }
-        await conn.run(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id)
-          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties,
-                 string_split(n.prop_keys, chr(0))[2:], string_split(n.prop_values, chr(0))[2:], n.received_at, n.person_id
-          FROM ingest_staging n
+        const mat = [...this.materialized];
+        await conn.run(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id${mat.map(([, c]) => `, ${c}`).join('')})
+          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
+          FROM (SELECT project_id, id, event, distinct_id, time, insert_id, properties, string_split(prop_keys, chr(0))[2:] AS prop_keys,
+                       string_split(prop_values, chr(0))[2:] AS prop_values, received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
             USING (event, distinct_id, time, insert_id)`);

@@ -4,10 +4,10 @@ import { ClickHouseEventStore } from './clickhouse.js';
 import { DuckDbEventStore } from './duckdb.js';
 
 import type { QueryLimits } from './port.js';
-import type { ClickHouseCluster } from './schema.js';
+import { materializedProperties, type ClickHouseCluster } from './schema.js';
 
 export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits } from './port.js';
-export type { ClickHouseCluster } from './schema.js';
+export type { ClickHouseCluster, MaterializedProperties } from './schema.js';
 export { sqlString, sqlInt, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
 
 export function openEventStore(opts: {
@@ -15,7 +15,10 @@ export function openEventStore(opts: {
   dataDir: string;
   duckdbFile?: string;
   limits?: QueryLimits;
+  /** Event property keys to store in columns of their own (MATERIALIZED_PROPERTIES). */
+  materialized?: string[];
 }): EventStore {
-  if (opts.clickhouse) return new ClickHouseEventStore(opts.clickhouse, opts.limits);
-  return new DuckDbEventStore(opts.duckdbFile ?? path.join(opts.dataDir, 'events.duckdb'), opts.limits);
+  const materialized = materializedProperties(opts.materialized ?? []);
+  if (opts.clickhouse) return new ClickHouseEventStore(opts.clickhouse, opts.limits, materialized);
+  return new DuckDbEventStore(opts.duckdbFile ?? path.join(opts.dataDir, 'events.duckdb'), opts.limits, materialized);
 }

@@ -1,3 +1,4 @@
+import type { MaterializedProperties } from './schema.js';
 /**
  * The event store port. Two implementations: ClickHouse (production) and DuckDB (embedded).
  * Analyses compile to SQL through a dialect (see query/dialects) and run here; rows come back as
@@ -95,6 +96,8 @@ export interface StoredLink {
  */
 export interface EventStore {
   readonly dialect: EventDialect;
+  /** Event property keys stored in columns of their own (schema.ts materializedProperties): reads use the column. */
+  readonly materialized: MaterializedProperties;
   /** Creates or updates tables idempotently (run at every start). */
   migrate(): Promise<void>;
   ping(): Promise<void>;

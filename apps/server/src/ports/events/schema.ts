@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EventDialect } from './port.js';
 
 /**
@@ -156,4 +157,19 @@ export function clusterDdl(database: string, cluster: ClickHouseCluster): string
 
 export function quoteIdent(name: string): string {
   return '`' + name.replace(/`/g, '') + '`';
+}
+
+/**
+ * Materialised properties (MATERIALIZED_PROPERTIES, as PostHog materialises hot properties): top-level
+ * event property keys also stored in a column of their own, so filters and breakdowns on them read
+ * one string column instead of the `prop_keys`/`prop_values` lists (the costliest columns of a
+ * scan). Key -> column name; the value is NULL where the event has no such key.
+ */
+export type MaterializedProperties = ReadonlyMap<string, string>;
+
+export const NO_MATERIALIZED: MaterializedProperties = new Map();
+
+/** Column of each key: `mp_` + the key's letters and digits + a hash of the key (distinct keys, distinct columns). */
+export function materializedProperties(keys: readonly string[]): MaterializedProperties {
+  return new Map(keys.map((k) => [k, `mp_${k.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 40)}_${createHash('sha1').update(k).digest('hex').slice(0, 8)}`]));
 }

@@ -1,4 +1,4 @@
-import type { EventDialect } from '../../ports/events/index.js';
+import type { EventDialect, MaterializedProperties } from '../../ports/events/index.js';
 
 export type Unit = 'hour' | 'day' | 'week' | 'month';
 
@@ -58,6 +58,9 @@ export interface FlowPathsSpec {
   sep: string;
 }
 
+/** Which event rows a read deduplicates: all, none, or those inside these [from, to) ms ranges. */
+export type Dedup = boolean | ReadonlyArray<readonly [number, number]>;
+
 /**
  * What an analysis compiler needs from an engine. Most methods are spellings: both
  * implementations produce SQL of the same shape (same subqueries, same columns, arrays and lambdas
@@ -66,13 +69,19 @@ export interface FlowPathsSpec {
  * with the same columns in and out. Every expression works on Unix-ms Int64 `time` and the
  * parallel `prop_keys`/`prop_values` arrays. Domain code asks the dialect, never which engine runs.
  */
-/** Which event rows a read deduplicates: all, none, or those inside these [from, to) ms ranges. */
-export type Dedup = boolean | ReadonlyArray<readonly [number, number]>;
-
 export interface Dialect {
   readonly name: EventDialect;
+  /**
+   * The event store's materialised properties (EventStore.materialized): `propValue`/`propHas` of
+   * such a key over the events' own columns (`keys`/`values` left at their defaults) read its
+   * column instead of the lists, and `canonicalEvents` passes the columns on with `props`.
+   */
+  readonly materialized: MaterializedProperties;
   str(value: string): string;
-  /** Value of a property (string) or NULL/'' when absent: only meaningful together with `propHas`. */
+  /**
+   * Value of a property (string) or NULL/'' when absent: only meaningful together with `propHas`.
+   * `keys`/`values` name other lists (profiles' `profile_keys`/`profile_values`).
+   */
   propValue(key: string, keys?: string, values?: string): string;
   propHas(key: string, keys?: string): string;
   /** Property value, or `missing` when the key is absent (for breakdowns). */
@@ -84,7 +93,7 @@ export interface Dialect {
   contains(haystack: string, needle: string): string;
   /**
    * Events of a project (deduplicated) with their identity resolved: columns `event`, `time`,
-   * `cid` and, with `props`, `prop_keys`/`prop_values`. `where` conditions see the raw event
+   * `cid` and, with `props`, `prop_keys`/`prop_values` and the materialised columns. `where` conditions see the raw event
    * columns (event, time, distinct_id, prop_keys, prop_values). The identity is the row's
    * `person_id` (resolved at write time) unless its distinct_id has an unfolded link, whose rule
    * then decides: only those few links are joined, and `overrides: false` (the project has none,
@@ -106,7 +115,7 @@ export interface Dialect {
    * distinct_id (first and last time) before the link lookup, so the join sees one row per id.
    */
   canonicalIds(projectId: number, where: string[], overrides?: boolean): string;
-  /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `prop_keys`, `prop_values`. */
+  /** Live (not deleted) profiles resolved to canonical ids (links ignore from_time): `cid`, `profile_keys`, `profile_values`. */
   canonicalProfiles(projectId: number, where?: string[]): string;
   /** Start (Unix ms, UTC) of the calendar bucket holding `expr` (Unix ms). Weeks start Monday. */
   bucket(unit: Unit, expr: string): string;

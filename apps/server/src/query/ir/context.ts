@@ -16,7 +16,7 @@ export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: nu
   const [rows, overrides, unmerged] = await Promise.all([
     analysesOf(deps).definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId), deps.events.unmergedRanges(),
   ]);
-  return irMetricContext(dialectFor(deps.events.dialect), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), { overrides, unmerged });
+  return irMetricContext(dialectFor(deps.events.dialect, deps.events.materialized), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), { overrides, unmerged });
 }
 
 /** The same from a list of the project's derived events (benchmarks and callers that have them). */

@@ -1,4 +1,5 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
+import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
 import type { Dedup, Dialect, Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
@@ -30,9 +31,17 @@ function eventsScan(select: string, conds: string[], dedup: Dedup): string {
 /** ClickHouse spelling (kept inside what 18.16 supports: arrays, lambdas, ANY LEFT JOIN, FINAL). */
 export const clickhouse: Dialect = {
   name: 'clickhouse',
+  materialized: NO_MATERIALIZED,
   str: (v) => sqlString('clickhouse', v),
-  propValue: (key, keys = 'prop_keys', values = 'prop_values') => `${values}[indexOf(${keys}, ${sqlString('clickhouse', key)})]`,
-  propHas: (key, keys = 'prop_keys') => `has(${keys}, ${sqlString('clickhouse', key)})`,
+  // A materialised column is NULL without the key: '' as the lists answer then.
+  propValue(key, keys = 'prop_keys', values = 'prop_values') {
+    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    return column ? `ifNull(${column}, '')` : `${values}[indexOf(${keys}, ${sqlString('clickhouse', key)})]`;
+  },
+  propHas(key, keys = 'prop_keys') {
+    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    return column ? `isNotNull(${column})` : `has(${keys}, ${sqlString('clickhouse', key)})`;
+  },
   propValueOr(key, missing) {
     return `if(${this.propHas(key)}, ${this.propValue(key)}, ${missing})`;
   },
@@ -44,7 +53,7 @@ export const clickhouse: Dialect = {
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
   canonicalEvents({ projectId, where, props, identity = true, overrides = true, dedup = true, cols: extra = [], exprs = [] }) {
-    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
+    const pass = [...(props ? ['prop_keys', 'prop_values', ...this.materialized.values()] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const scan = (select: string[]) => eventsScan(select.join(', '), conds, dedup);
@@ -66,7 +75,7 @@ export const clickhouse: Dialect = {
   },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
-    return `(SELECT if(canonical_id != '', canonical_id, distinct_id) AS cid, prop_keys, prop_values
+    return `(SELECT if(canonical_id != '', canonical_id, distinct_id) AS cid, prop_keys AS profile_keys, prop_values AS profile_values
       FROM (SELECT distinct_id, prop_keys, prop_values FROM profiles FINAL WHERE ${conds.map((c) => `(${c})`).join(' AND ')} AND deleted = 0)
       ANY LEFT JOIN (SELECT distinct_id, canonical_id FROM identity_links FINAL WHERE project_id = ${sqlInt(projectId)}) USING (distinct_id))`;
   },

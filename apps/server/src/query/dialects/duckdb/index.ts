@@ -1,4 +1,5 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
+import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
 import type { Dialect, Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
@@ -12,9 +13,17 @@ const unfoldedLinks = (projectId: number) =>
 /** DuckDB spelling of the same shapes (list functions, arrow lambdas, ordered aggregates). */
 export const duckdb: Dialect = {
   name: 'duckdb',
+  materialized: NO_MATERIALIZED,
   str: (v) => sqlString('duckdb', v),
-  propValue: (key, keys = 'prop_keys', values = 'prop_values') => `${values}[list_position(${keys}, ${sqlString('duckdb', key)})]`,
-  propHas: (key, keys = 'prop_keys') => `list_contains(${keys}, ${sqlString('duckdb', key)})`,
+  // A materialised column is NULL without the key, as list indexing answers then.
+  propValue(key, keys = 'prop_keys', values = 'prop_values') {
+    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    return column ?? `${values}[list_position(${keys}, ${sqlString('duckdb', key)})]`;
+  },
+  propHas(key, keys = 'prop_keys') {
+    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    return column ? `(${column} IS NOT NULL)` : `list_contains(${keys}, ${sqlString('duckdb', key)})`;
+  },
   propValueOr(key, missing) {
     return `coalesce(${this.propValue(key)}, ${missing})`;
   },
@@ -27,7 +36,7 @@ export const duckdb: Dialect = {
   contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
   canonicalEvents({ projectId, where, props, identity = true, overrides = true, cols: extra = [], exprs = [] }) {
     // DuckDB deduplicates at write: `dedup` needs nothing here.
-    const pass = [...(props ? ['prop_keys', 'prop_values'] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
+    const pass = [...(props ? ['prop_keys', 'prop_values', ...this.materialized.values()] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const tail = (p: string) => [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${p}${c}`).join('');
@@ -49,7 +58,7 @@ export const duckdb: Dialect = {
   },
   canonicalProfiles(projectId, where = []) {
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
-    return `(SELECT coalesce(l.canonical_id, p.distinct_id) AS cid, p.prop_keys, p.prop_values
+    return `(SELECT coalesce(l.canonical_id, p.distinct_id) AS cid, p.prop_keys AS profile_keys, p.prop_values AS profile_values
       FROM (SELECT distinct_id, prop_keys, prop_values FROM profiles WHERE ${conds.map((c) => `(${c})`).join(' AND ')} AND deleted = 0) p
       LEFT JOIN (SELECT distinct_id, canonical_id FROM identity_links WHERE project_id = ${sqlInt(projectId)}) l USING (distinct_id))`;
   },
