@@ -7,8 +7,9 @@
  *
  * The bare scan: `SELECT sum(hash(<columns>))` (ClickHouse: `cityHash64`) over the events in the
  * analysis' range (same project and time filter), where <columns> are the ones the analysis reads:
- * `event, distinct_id, time` for every case, plus `prop_keys, prop_values` for the cases that
- * filter or break down on a property. Hashing makes the engine read and decode every value (a bare
+ * `event, distinct_id, time` for every case, plus, for the cases that filter or break down on a
+ * property, that property's materialised column (BENCH_MATERIALIZED, default p1,p2: as a
+ * deployment materialises its hot properties) or else `prop_keys, prop_values`. Hashing makes the engine read and decode every value (a bare
  * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
  * once. ClickHouse's scan is without FINAL (the scan with FINAL is printed alongside); the loaded
  * table is merged, so analyses that count every row read it as stored, as they read any month
@@ -21,6 +22,7 @@
  *   BENCH_EVENTS=1000000 BENCH_RUNS=5 BENCH_ENGINES=clickhouse ...   # smaller / more runs / one engine
  *   BENCH_CASES=flows,sessions ...             # only the cases whose name starts so
  *   BENCH_UNMERGED=1 ...                       # ClickHouse: the range's last month holds an unmerged copy
+ *   BENCH_MATERIALIZED= ...                    # no materialised property: the property cases read the lists
  *   npm run bench:query -- --json              # also one final JSON line: per engine, per case median ms, bare-scan ms, ratio
  */
 import path from 'node:path';
@@ -28,6 +30,7 @@ import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
+import { materializedProperties } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import type { QueryContext } from '../apps/server/src/query/context.js';
@@ -55,6 +58,11 @@ const PROJECT = 1;
 const T0 = Date.UTC(2024, 0, 1);
 const DAYS = 90;
 const range = { fromMs: T0, toEndMs: T0 + DAYS * 86_400_000 };
+/**
+ * BENCH_MATERIALIZED: the property keys stored in columns of their own (MATERIALIZED_PROPERTIES);
+ * default p1,p2, the two the cases filter and break down on; empty: every property from the lists.
+ */
+const MATERIALIZED = materializedProperties((process.env.BENCH_MATERIALIZED ?? 'p1,p2').split(',').map((k) => k.trim()).filter(Boolean));
 /** BENCH_UNMERGED=1: the last month of the range holds an unmerged copy (ClickHouse reads that month FINAL). */
 const UNMERGED = process.env.BENCH_UNMERGED === '1';
 
@@ -101,9 +109,11 @@ async function load(store: EventStore): Promise<void> {
     ? `SELECT ${PROJECT}, concat('a', toString(number)), concat('u', toString(number)), 0, 1 FROM numbers(${IDS})`
     : `SELECT ${PROJECT}, 'a' || i, 'u' || i, 0, 1 FROM range(${IDS}) t(i)`;
   await store.command(`INSERT INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) ${links}`);
-  // ClickHouse: every month merged as the service's compaction leaves a quiet month (one OPTIMIZE per
-  // partition: a whole 50M-row table took longer than the client's request timeout).
-  await store.mergeQuietPartitions(0, 1000);
+  await store.mergeQuietPartitions(0, 1000); // ClickHouse: each month merged, as the compaction leaves a quiet month
+  // The generator's INSERT leaves DuckDB's materialised columns empty: filled as migrate fills a new one.
+  for (const [key, column] of store.dialect === 'duckdb' ? store.materialized : []) {
+    await store.command(`UPDATE events SET ${column} = prop_values[list_position(prop_keys, '${key}')]`);
+  }
   console.log(`  ${store.dialect}: loaded ${N} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const folding = Date.now();
   const folded = await foldIdentityLinks({ events: store });
@@ -127,6 +137,10 @@ async function median(fn: () => Promise<unknown>): Promise<number> {
 async function bench(store: EventStore) {
   await store.migrate();
   await load(store);
+  // ClickHouse: every month merged as the service's compaction leaves a quiet month, and rewritten
+  // once if a materialised column was added after its parts were written (one OPTIMIZE per
+  // partition: a whole 50M-row table took longer than the client's request timeout).
+  await store.mergeQuietPartitions(0, 1000);
   const d = dialectFor(store.dialect);
   // As the API builds it: after the fold the project has no unfolded link, so reads skip the join.
   const overrides = await store.hasUnfoldedLinks(PROJECT);
@@ -141,7 +155,10 @@ async function bench(store: EventStore) {
   const scanSql = (cols: string, final = '') => `SELECT sum(${hash}(${cols})) AS h FROM events${final} WHERE ${where}`;
   const BASE = 'event, distinct_id, time';
   const PROPS = `${BASE}, prop_keys, prop_values`;
-  const scans = { [BASE]: await median(() => store.query(scanSql(BASE))), [PROPS]: await median(() => store.query(scanSql(PROPS))) };
+  /** The columns a property case reads for `key`: its materialised column, else the lists. */
+  const propCols = (key: string) => (store.materialized.has(key) ? `${BASE}, ${store.materialized.get(key)}` : PROPS);
+  const scans: Record<string, number> = {};
+  for (const cols of new Set([BASE, PROPS, propCols('p1'), propCols('p2')])) scans[cols] = await median(() => store.query(scanSql(cols)));
   const scanFinal = store.dialect === 'clickhouse' ? await median(() => store.query(scanSql(BASE, ' FINAL'))) : undefined;
   // The least any per-identity analysis does: group the range's event times by person and sort
   // each person's times (the shape of sessions, funnels, retention and flows).
@@ -150,8 +167,8 @@ async function bench(store: EventStore) {
     : `SELECT sum(len(ts)) AS n FROM (SELECT person_id, list(time ORDER BY time) AS ts FROM events WHERE ${where} GROUP BY person_id)`));
   /** Cases whose work is per identity (their floor is `grouped`). */
   const perIdentity = (name: string) => /funnel|retention|flows|sessions/.test(name);
-  /** Cases that filter or break down on a property read the property arrays too. */
-  const readsProps = (name: string) => /by p1|A-B|p1=v1/.test(name);
+  /** Cases that filter or break down on a property read its column or the property lists too. */
+  const referenceOf = (name: string) => (/by p1|p1=v1/.test(name) ? propCols('p1') : /A-B/.test(name) ? propCols('p2') : BASE);
   const cases: Array<[string, () => Promise<unknown>]> = [
     ['segmentation total/day', () => runSegmentation(store, q, { event: 'e1', unit: 'day', type: 'total' }, range)],
     ['segmentation unique/week by p1', () => runSegmentation(store, q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)],
@@ -182,17 +199,18 @@ async function bench(store: EventStore) {
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
   );
-  console.log(`\n${store.dialect}: bare scan ${hash}(${BASE}) ${scans[BASE].toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}, ${hash}(${PROPS}) ${scans[PROPS].toFixed(0)} ms; times grouped and sorted per person ${grouped.toFixed(0)} ms`);
+  console.log(`\n${store.dialect}: bare scan ${hash}(${BASE}) ${scans[BASE].toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}, ${Object.keys(scans).filter((c) => c !== BASE).map((c) => `${hash}(${c}) ${scans[c].toFixed(0)} ms`).join(', ')}; times grouped and sorted per person ${grouped.toFixed(0)} ms`);
   console.log('| analysis | median ms | bare scan ms | × bare scan | × grouped per person |');
   console.log('|---|---:|---:|---:|---:|');
   const only = process.env.BENCH_CASES?.split(',');
   const out: EngineResult = { events: N, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), cases: {} };
+  if (store.materialized.size) out.scanMaterializedMs = Object.fromEntries(['p1', 'p2'].filter((k) => store.materialized.has(k)).map((k) => [k, Math.round(scans[propCols(k)])]));
   if (foldMs[store.dialect] !== undefined) out.foldMs = foldMs[store.dialect];
   if (scanFinal !== undefined) out.scanFinalMs = Math.round(scanFinal);
   if (unmerged) out.unmergedMonths = unmerged.length;
   for (const [name, fn] of cases) {
     if (only && !only.some((o) => name.startsWith(o))) continue;
-    const scan = scans[readsProps(name) ? PROPS : BASE];
+    const scan = scans[referenceOf(name)];
     try {
       const ms = await median(fn);
       const overGrouped = perIdentity(name) ? ms / grouped : undefined;
@@ -212,6 +230,8 @@ async function bench(store: EventStore) {
 
 interface EngineResult {
   events: number;
+  /** Bare scan of the base columns plus each materialised property's column. */
+  scanMaterializedMs?: Record<string, number>;
   /** Months of the table read with FINAL by the analyses that count every row. */
   unmergedMonths?: number;
   scanMs: number;
@@ -230,13 +250,13 @@ console.log(`dataset: ${N} events, ${IDS} identities, 40 names, 10 properties, $
 const engines = (process.env.BENCH_ENGINES ?? 'duckdb,clickhouse').split(',');
 const results: Record<string, EngineResult> = {};
 if (engines.includes('duckdb')) {
-  const duck = new DuckDbEventStore(path.join(dir, `events-v4-${N}.duckdb`));
+  const duck = new DuckDbEventStore(path.join(dir, `events-v4-${N}.duckdb`), undefined, MATERIALIZED);
   results.duckdb = await bench(duck);
   await duck.close();
 }
 const chUrl = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
 if (chUrl && engines.includes('clickhouse')) {
-  const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query_v4' });
+  const ch = new ClickHouseEventStore({ url: chUrl, database: process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_query_v4' }, undefined, MATERIALIZED);
   results.clickhouse = await bench(ch);
   await ch.close();
 }

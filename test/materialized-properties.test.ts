@@ -78,8 +78,14 @@ forEachBackend('events: materialised properties', (backend) => {
     const after = await answers(store);
     assert.equal(after.pro.series[0].data.reduce((a, d) => a + d.value, 0), 3); // ann twice (two days), dan
     assert.equal(after.noPlan.series[0].data.reduce((a, d) => a + d.value, 0), 2); // cyd, eve
-    // ClickHouse: after a merge the column is stored, not computed; same answers.
-    await store.mergeQuietPartitions(0, 12);
+    // ClickHouse: the compaction rewrites the month whose parts lack the column, even when it is
+    // not quiet, then the column is stored, not computed; same answers.
+    await store.mergeQuietPartitions(3_600_000, 12);
+    if (store.dialect === 'clickhouse') {
+      const lacking = await store.query<{ n: number }>(`SELECT count() AS n FROM system.parts_columns WHERE database = currentDatabase() AND table = 'events' AND active AND column = '${column}'`);
+      const parts = await store.query<{ n: number }>(`SELECT count() AS n FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`);
+      assert.equal(Number(lacking[0].n), Number(parts[0].n));
+    }
     assert.deepEqual(await answers(store), after);
     const stored = await store.query<{ v: string | null }>(`SELECT ${column} AS v FROM events ORDER BY id`);
     assert.deepEqual(stored.map((r) => r.v), ['pro', 'free', null, 'pro', 'pro', null]);

@@ -255,11 +255,19 @@ export class ClickHouseEventStore implements EventStore {
     return rows.map((r) => [Number(r.from_ms), Number(r.to_ms)]);
   }
 
-  /** `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months (cluster mode: none, see unmergedRanges). */
+  /**
+   * `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months, and of months with a part
+   * written before a materialised property was added (it computes the column at every read until
+   * rewritten; once is enough, so those need not be quiet). Cluster mode: none (see unmergedRanges).
+   */
   async mergeQuietPartitions(quietMs: number, max: number): Promise<number> {
     if (this.opts.cluster) return 0;
+    const columns = [...this.materialized.values()];
+    const lacking = columns.length === 0 ? '' : `UNION ALL SELECT partition FROM system.parts_columns WHERE database = currentDatabase() AND table = 'events' AND active
+      GROUP BY partition, name HAVING NOT hasAll(groupArray(column), [${columns.map((c) => sqlString('clickhouse', c)).join(', ')}])`;
     const rows = await this.query<{ partition: string }>(
-      `${UNMERGED_PARTITIONS} AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))} ORDER BY partition LIMIT ${sqlInt(max)}`,
+      `SELECT partition FROM (${UNMERGED_PARTITIONS} AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))} ${lacking})
+       GROUP BY partition ORDER BY partition LIMIT ${sqlInt(max)}`,
     );
     const months = rows.map((r) => r.partition).filter((p) => /^\d{6}$/.test(p));
     for (const p of months) await this.command(`OPTIMIZE TABLE events PARTITION ${p} FINAL`);
