@@ -139,7 +139,7 @@ describe('POST /flags/evaluate fast path: the compiled plan answers the bytes of
   });
 });
 
-describe('live flags cache: a project in use is reloaded in the background past half its TTL', () => {
+describe('live flags cache: a project in use is reloaded in the background past 3/4 of its TTL', () => {
   const flag = (key: string): FeatureFlag => ({
     id: 1, project_id: 1, key, name: key, description: null, active: true, type: 'release', variants: [], rules: [{ rolloutPct: 100 }],
     created_by: null, managed_by: null, archived_at: null, created_at: 0, updated_at: 0,
@@ -149,54 +149,70 @@ describe('live flags cache: a project in use is reloaded in the background past 
     let key = 'one';
     let loads = 0;
     let release: (() => void) | undefined;
+    let clock = 0;
     const cache = new LiveFlagsCache(async () => {
       loads++;
       if (loads > 1) await new Promise<void>((r) => (release = r));
       return [flag(key)];
-    }, 200);
+    }, 1000, () => clock);
+    const settle = () => new Promise((r) => setImmediate(r));
     const first = await cache.get(1);
     assert.equal(loads, 1);
-    assert.equal(cache.get(1), first, 'fresh: the entry, no reload');
-    await new Promise((r) => setTimeout(r, 120));
-    assert.equal(cache.get(1), first, 'past half the TTL: still the entry …');
+    clock = 749;
+    assert.equal(cache.get(1), first, 'under 3/4 of the TTL: the entry, no reload');
+    assert.equal(loads, 1);
+    clock = 750;
+    assert.equal(cache.get(1), first, 'past 3/4 of the TTL: still the entry …');
     assert.equal(loads, 2, '… and one background reload');
+    clock = 999;
     assert.equal(cache.get(1), first);
     assert.equal(loads, 2, 'one reload at a time');
     release!();
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     const second = cache.get(1) as Awaited<ReturnType<LiveFlagsCache['get']>>;
     assert.notEqual(second, first);
+    assert.equal(second.loadedAt, 750, 'the reload is as old as its start');
     assert.equal(second.plan, first.plan, 'same definitions: the compiled plan is kept');
     // an entry whose reload does not come back in time is not served past the TTL
     key = 'two';
-    await new Promise((r) => setTimeout(r, 120));
+    clock = 1500;
     assert.equal(cache.get(1), second);
-    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(loads, 3);
+    clock = 1750;
     const waiting = cache.get(1);
-    assert.ok(waiting instanceof Promise, 'expired: the request waits for the reload');
+    assert.ok(waiting instanceof Promise, 'expired: the request waits for the reload in flight');
+    assert.equal(loads, 3);
     release!();
     const third = await waiting;
     assert.deepEqual(third.list.map((f) => f.key), ['two']);
     assert.notEqual(third.plan, first.plan);
+    // a write through this process drops the entry at once
+    cache.invalidate(1);
+    const fourth = cache.get(1);
+    assert.ok(fourth instanceof Promise);
+    release!();
+    await fourth;
   });
 
   it('a failed background reload rejects nothing unhandled; the next load after expiry reports it', async () => {
     let fail = false;
+    let clock = 0;
     const cache = new LiveFlagsCache(async () => {
       if (fail) throw new Error('store down');
       return [flag('one')];
-    }, 100);
+    }, 1000, () => clock);
     const first = await cache.get(1);
     fail = true;
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
     try {
-      await new Promise((r) => setTimeout(r, 60));
+      clock = 800;
       assert.equal(cache.get(1), first);
-      await new Promise((r) => setTimeout(r, 60));
+      await new Promise((r) => setTimeout(r, 20));
+      clock = 1000;
       await assert.rejects(async () => cache.get(1), /store down/);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(unhandled, []);
     } finally {
       process.off('unhandledRejection', onUnhandled);

@@ -18,10 +18,10 @@ export interface LiveFlags {
 /**
  * The non-archived flags of each project for `/flags/evaluate` and `/flags/local-evaluation`,
  * served from memory for `ttlMs`. Writes through this process drop a project's entry at once
- * (`invalidate`); other API processes see them within the TTL. An entry past half its TTL is
- * reloaded in the background by the first request that finds it so (that request and the next
- * ones are still served the entry, younger than the TTL), so a project in steady use never makes
- * a request wait for the reload; requests that find the entry expired wait for it as before.
+ * (`invalidate`); other API processes see them within the TTL. An entry past three quarters of
+ * its TTL is reloaded in the background by the first request that finds it so (that request and
+ * the next ones are still served the entry, younger than the TTL), so a project in steady use
+ * never makes a request wait for the reload; requests that find the entry expired wait for it as before.
  */
 export class LiveFlagsCache {
   private live = new Map<number, LiveFlags>();
@@ -30,7 +30,12 @@ export class LiveFlagsCache {
   private generation = 0;
   private invalidatedAt = new Map<number, number>();
 
-  constructor(private load: (projectId: number) => Promise<FeatureFlag[]>, private ttlMs = 1000) {}
+  /** Past this age a request starts a background reload (a quarter of the TTL left for it). */
+  private refreshAfterMs: number;
+
+  constructor(private load: (projectId: number) => Promise<FeatureFlag[]>, private ttlMs = 1000, private now: () => number = Date.now) {
+    this.refreshAfterMs = ttlMs * 0.75;
+  }
 
   invalidate(projectId: number): void {
     this.live.delete(projectId);
@@ -40,9 +45,9 @@ export class LiveFlagsCache {
   get(projectId: number): Promise<LiveFlags> | LiveFlags {
     const cached = this.live.get(projectId);
     if (cached) {
-      const age = Date.now() - cached.loadedAt;
+      const age = this.now() - cached.loadedAt;
       if (age < this.ttlMs) {
-        if (age >= this.ttlMs / 2 && !this.loading.has(projectId)) this.start(projectId).catch(() => undefined);
+        if (age >= this.refreshAfterMs && !this.loading.has(projectId)) this.start(projectId).catch(() => undefined);
         return cached;
       }
     }
@@ -62,7 +67,7 @@ export class LiveFlagsCache {
   }
 
   private async reload(projectId: number, generation: number): Promise<LiveFlags> {
-    const now = Date.now();
+    const now = this.now();
     const list = await this.load(projectId);
     const definitionsJson = JSON.stringify({ flags: list.map(toFlagDefinition) });
     const etag = `"${createHash('sha1').update(definitionsJson).digest('base64url')}"`;
