@@ -8,6 +8,8 @@
  * p50/p99 of autocannon at that overall rate. BENCH_ROUNDS (default 3) alternates ours and the
  * floor, so both see the same machine. BENCH_PROFILE=<dir> runs the service with --cpu-prof into
  * that directory (the profile is written when the server stops, after the rounds).
+ * BENCH_COMPARE=<dir>: a second service from another checkout (its apps/server/src/main.ts through
+ * tsx, same flags, own database), measured in the same rounds: A/B on the same machine state.
  * `--json` prints one JSON line on stdout at the end.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -69,6 +71,7 @@ async function main() {
   const dbUrl = new URL(PG_URL);
   dbUrl.pathname = '/' + db;
   const children: ChildProcess[] = [];
+  const dropAlso: string[] = [];
   let dataDir: string | undefined;
   try {
     const svc = await startBenchService({
@@ -81,6 +84,24 @@ async function main() {
     const org = await benchApi(svc.url, 'POST', '/admin/orgs', { name: 'bench' });
     const project = await benchApi(svc.url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'bench' });
     for (const f of flagSpecs()) await benchApi(svc.url, 'POST', '/api/flags', { projectId: project.id, ...f });
+    let other: { url: string; pid: number; token: string } | undefined;
+    if (process.env.BENCH_COMPARE) {
+      const db2 = `${db}_b`;
+      await admin.query(`CREATE DATABASE ${db2}`);
+      const url2 = new URL(PG_URL);
+      url2.pathname = '/' + db2;
+      const b = await startBenchService({
+        name: 'bench-flags-quick-b', role: 'api', nodeArgs: ['--import', 'tsx'], entry: path.join(process.env.BENCH_COMPARE, 'apps/server/src/main.ts'),
+        env: { FLAGS_EVALUATE_RATE_PER_SECOND: '1000000000', FLAGS_EVALUATE_RATE_BURST: '1000000000', DATABASE_URL: url2.toString() },
+      });
+      children.push(b.child);
+      const org2 = await benchApi(b.url, 'POST', '/admin/orgs', { name: 'bench' });
+      const project2 = await benchApi(b.url, 'POST', `/admin/orgs/${org2.id}/projects`, { name: 'bench' });
+      for (const f of flagSpecs()) await benchApi(b.url, 'POST', '/api/flags', { projectId: project2.id, ...f });
+      other = { url: b.url, pid: b.child.pid!, token: project2.token };
+      pin(b.child.pid!, 0);
+      dropAlso.push(db2);
+    }
     const body = await (await fetch(svc.url + '/flags/evaluate', { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-token': project.token }, body: '{"distinct_id":"user-0"}' })).text();
     const floorChild = spawn(process.execPath, [path.join(ROOT, 'scripts/bench-flags-peers.mjs'), 'floor'], { env: { ...process.env, BENCH_FLOOR_BODY: body }, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(floorChild);
@@ -89,21 +110,22 @@ async function main() {
     pin(floorChild.pid!, 0);
     pin(process.pid, 1);
     say(`node ${process.version}, ${cpus().length} CPUs, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, body ${Buffer.byteLength(body)} B`);
-    const servers = [['ours', svc.url, svc.child.pid!], ['floor', floorUrl, floorChild.pid!]] as const;
-    const out: Record<string, Array<Record<string, number>>> = { ours: [], floor: [] };
-    for (const [, url] of servers) await load(url, project.token, { duration: 3 });
+    const servers: Array<[string, string, number, string]> = [['ours', svc.url, svc.child.pid!, project.token], ['floor', floorUrl, floorChild.pid!, project.token]];
+    if (other) servers.push(['compare', other.url, other.pid, other.token]);
+    const out: Record<string, Array<Record<string, number>>> = Object.fromEntries(servers.map(([name]) => [name, []]));
+    for (const [, url, , token] of servers) await load(url, token, { duration: 3 });
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, url, pid] of servers) {
+      for (const [name, url, pid, token] of servers) {
         const before = cpuMs(pid);
-        const r = await load(url, project.token, { duration: DURATION });
+        const r = await load(url, token, { duration: DURATION });
         const cpu = Math.round(((cpuMs(pid) - before) / r.requests) * 1000) / 1000;
         const row: Record<string, number> = { ...r, cpuMsPerRequest: cpu };
         if (RATE > 0) {
-          const o = await load(url, project.token, { duration: DURATION, overallRate: RATE, connections: 50 });
+          const o = await load(url, token, { duration: DURATION, overallRate: RATE, connections: 50 });
           Object.assign(row, { openRps: o.rps, openP50: o.p50, openP99: o.p99 });
         }
         out[name].push(row);
-        say(`round ${round} ${name.padEnd(5)}: ${r.rps} req/s, ${cpu} CPU ms/req, p50 ${r.p50} p99 ${r.p99} ms, errors ${r.errors}${RATE > 0 ? `; at ${RATE} req/s p50 ${row.openP50} p99 ${row.openP99} ms` : ''}`);
+        say(`round ${round} ${name.padEnd(7)}: ${r.rps} req/s, ${cpu} CPU ms/req, p50 ${r.p50} p99 ${r.p99} ms, errors ${r.errors}${RATE > 0 ? `; at ${RATE} req/s p50 ${row.openP50} p99 ${row.openP99} ms` : ''}`);
       }
       say(`round ${round} ratio ours/floor ${(out.ours[round].rps / out.floor[round].rps).toFixed(3)}; load ${loadavg()[0].toFixed(2)}`);
     }
@@ -113,7 +135,7 @@ async function main() {
       c.kill('SIGINT');
       await Promise.race([once(c, 'exit'), new Promise((r) => setTimeout(r, 5000))]);
     }
-    await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+    for (const d of [db, ...dropAlso]) await admin.query(`DROP DATABASE IF EXISTS ${d} WITH (FORCE)`);
     await admin.end();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
@@ -281,6 +282,43 @@ forEachBackend('POST /flags/evaluate fast path over HTTP', (backend) => {
       const keys = ['42', 'nope', `bench-flag-${u % 6}`, '__proto__', '7', '42'];
       const k = await evaluate({ distinct_id: id, flag_keys: keys });
       assert.equal(k.text, reference(list, id, id, none, keys));
+    }
+  });
+
+  it('sends the status line and headers Koa sent (CORS ones included), and keeps the connection', async () => {
+    const p = await ev.owner.post('/api/flags', { name: 'n', key: 'raw-one', rules: [{ rolloutPct: 100 }] });
+    assert.equal(p.status, 201);
+    const body = JSON.stringify({ distinct_id: 'u1', flag_keys: ['raw-one'] });
+    const request = (extra: string) =>
+      `POST /flags/evaluate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-service-token: ${ev.project.token}\r\n${extra}content-length: ${body.length}\r\n\r\n${body}`;
+    const answer = '{"flags":{"raw-one":{"enabled":true,"variant":null,"payload":null,"reason":"rule:0"}}}';
+    const tail = `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${answer.length}\r\nDate: X\r\nConnection: keep-alive\r\nKeep-Alive: timeout=65\r\n\r\n${answer}`;
+    // what Koa's response path sent for this route (captured from it before the direct write)
+    const expected = [
+      `HTTP/1.1 200 OK\r\n${tail}`,
+      `HTTP/1.1 200 OK\r\nVary: Origin\r\nAccess-Control-Allow-Origin: https://shop.example\r\nAccess-Control-Allow-Credentials: true\r\nAccess-Control-Expose-Headers: Retry-After, ETag\r\n${tail}`,
+    ];
+    const url = new URL(t.url);
+    const sock = net.connect(Number(url.port), url.hostname);
+    let buf = '';
+    sock.on('data', (d) => (buf += d));
+    const next = async () => {
+      while (!buf.includes('}}}')) await new Promise((r) => setTimeout(r, 5));
+      const end = buf.indexOf('}}}') + 3;
+      const one = buf.slice(0, end);
+      buf = buf.slice(end);
+      return one.replace(/Date: [^\r]*/, 'Date: X');
+    };
+    try {
+      // one keep-alive connection, one request after the other
+      sock.write(request(''));
+      assert.equal(await next(), expected[0]);
+      sock.write(request('origin: https://shop.example\r\n'));
+      assert.equal(await next(), expected[1]);
+      sock.write(request(''));
+      assert.equal(await next(), expected[0]);
+    } finally {
+      sock.destroy();
     }
   });
 

@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { refuseNul, route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
+import { sendJsonText } from '../http/respond.js';
 import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
 import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
@@ -31,9 +32,6 @@ import {
   UpdateFlagBody,
   type FeatureFlag,
 } from './schema.js';
-
-/** What Koa sets for a JSON body (`ctx.type = 'json'`), set directly. */
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
 
@@ -189,9 +187,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
         // JSON text from the compiled flags (plan.ts): the bytes JSON.stringify gives for
         // {flags: evaluator.evaluate(...)}, without building that object graph
         const json = flags.evaluator.evaluateJson(project.id, live.plan, body.distinct_id, keys);
-        ctx.status = 200;
-        ctx.set('Content-Type', JSON_TYPE);
-        ctx.body = typeof json === 'string' ? json : await json;
+        sendJsonText(ctx, typeof json === 'string' ? json : await json);
         return undefined;
       },
     }),
