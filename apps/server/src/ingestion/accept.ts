@@ -6,7 +6,7 @@ import { monthOf, type UsageCount } from '../usage/store.js';
 import { geoCache } from './geo.js';
 import type { AliasBatch, Batch, EngageBatch, TrackBatch } from './batch.js';
 import {
-  asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, recordToken, sanitize, setOwn, timeOf,
+  asRecords, cleanString, eventId, idOf, invalidRecord, isPlainObject, jsonByteLength, recordToken, sanitize, setOwn, timeOf,
   type AliasRecord, type EngageRecord, type Props, type TrackAliasRecord, type TrackEventRecord, type TrackRecord,
 } from './records.js';
 
@@ -131,7 +131,10 @@ export function ingestionService(deps: Deps) {
       // Enrichment never overrides a client-sent key.
       if (!Object.hasOwn(stored, '$insert_id')) stored.$insert_id = insertId;
       if (!Object.hasOwn(stored, '$received_at')) stored.$received_at = acceptedAt;
-      if (!Object.hasOwn(stored, '$payload_size')) stored.$payload_size = Buffer.byteLength(event) + Buffer.byteLength(JSON.stringify(props));
+      if (!Object.hasOwn(stored, '$payload_size')) {
+        const size = jsonByteLength(props); // counted, not serialised (JSON.stringify for anything unusual)
+        stored.$payload_size = Buffer.byteLength(event) + (size >= 0 ? size : Buffer.byteLength(JSON.stringify(props)));
+      }
       const g = geo(typeof props.ip === 'string' ? props.ip : geoIp);
       for (const k in g) if (!Object.hasOwn(stored, k)) stored[k] = g[k];
       drafts[i] = { t: 'e', id: 0, event, distinct_id: distinctId, time, insert_id: insertId, received_at: acceptedAt, properties: stored };

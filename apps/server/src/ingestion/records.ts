@@ -154,17 +154,56 @@ export function asRecords(payload: unknown): unknown[] {
  * copy of an event. Not cryptographic; it only needs to spread ids.
  */
 export function eventId(projectId: number, event: string, distinctId: string, time: number, insertId: string): number {
-  const str = `${projectId}\u0000${event}\u0000${distinctId}\u0000${time}\u0000${insertId}`;
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
-  for (let i = 0; i < str.length; i++) {
-    const ch = str.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
+  // The hash of `${projectId}\0${event}\0${distinctId}\0${time}\0${insertId}`, fed piece by piece
+  // (no key string per event).
+  const h = HASH;
+  h[0] = 0xdeadbeef;
+  h[1] = 0x41c6ce57;
+  hashNumber(h, projectId);
+  hashChar(h, 0);
+  hashString(h, event);
+  hashChar(h, 0);
+  hashString(h, distinctId);
+  hashChar(h, 0);
+  hashNumber(h, time);
+  hashChar(h, 0);
+  hashString(h, insertId);
+  let h1 = h[0];
+  let h2 = h[1];
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
+const HASH = new Int32Array(2);
+const DIGITS = new Uint8Array(24);
+
+function hashChar(h: Int32Array, ch: number): void {
+  h[0] = Math.imul(h[0] ^ ch, 2654435761);
+  h[1] = Math.imul(h[1] ^ ch, 1597334677);
+}
+
+function hashString(h: Int32Array, s: string): void {
+  let h1 = h[0];
+  let h2 = h[1];
+  for (let i = 0; i < s.length; i++) {
+    const ch = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h[0] = h1;
+  h[1] = h2;
+}
+
+/** The characters of String(n): digits straight from a non-negative safe integer, else the string. */
+function hashNumber(h: Int32Array, n: number): void {
+  if (!Number.isSafeInteger(n) || n < 0) return hashString(h, String(n));
+  let len = 0;
+  do {
+    DIGITS[len++] = 48 + (n % 10);
+    n = Math.floor(n / 10);
+  } while (n > 0);
+  while (len > 0) hashChar(h, DIGITS[--len]);
 }
 
 /** The stored form of property values (parallel arrays beside the JSON). */
@@ -172,11 +211,85 @@ export function propArrays(props: Props): { prop_keys: string[]; prop_values: st
   const prop_keys: string[] = [];
   const prop_values: string[] = [];
   for (const k of Object.keys(props)) {
-    const v = props[k];
     prop_keys.push(k);
-    prop_values.push(typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+    prop_values.push(propValue(props[k]));
   }
   return { prop_keys, prop_values };
+}
+
+/** A property value's stored text (prop_values): strings as they are, other values as JSON. */
+export function propValue(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+}
+
+/**
+ * Buffer.byteLength(JSON.stringify(v)) without building the JSON text (the API's `$payload_size`
+ * of every event): counted over JSON.parse output (plain objects, arrays, strings, finite numbers,
+ * booleans, null); -1 for any other value, whose size the caller takes from JSON.stringify.
+ */
+export function jsonByteLength(v: unknown): number {
+  switch (typeof v) {
+    case 'string':
+      return jsonStringBytes(v);
+    case 'number':
+      return Number.isFinite(v) ? (Number.isSafeInteger(v) && v >= 0 ? digitCount(v) : String(v).length) : 4;
+    case 'boolean':
+      return v ? 4 : 5;
+    case 'object': {
+      if (v === null) return 4;
+      if (Array.isArray(v)) {
+        let n = v.length > 0 ? v.length + 1 : 2; // brackets and commas
+        for (let i = 0; i < v.length; i++) {
+          const b = jsonByteLength(v[i]);
+          if (b < 0) return -1;
+          n += b;
+        }
+        return n;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') return -1;
+      let n = 1;
+      const o = v as Props;
+      for (const k of Object.keys(o)) {
+        const b = jsonByteLength(o[k]);
+        if (b < 0) return -1;
+        n += jsonStringBytes(k) + 2 + b; // "key": value, (the last comma is the closing brace)
+      }
+      return n === 1 ? 2 : n;
+    }
+    default:
+      return -1;
+  }
+}
+
+function digitCount(n: number): number {
+  let d = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    d++;
+  }
+  return d;
+}
+
+/** UTF-8 bytes of a string as JSON.stringify writes it (quotes, escapes, lone surrogates as \uXXXX). */
+function jsonStringBytes(s: string): number {
+  let n = 2;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) {
+      if (c >= 0x20) n += c === 34 || c === 92 ? 2 : 1;
+      else n += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6;
+    } else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n += 4;
+        i++;
+      } else n += 6;
+    } else if (c >= 0xdc00 && c <= 0xdfff) n += 6;
+    else n += 3;
+  }
+  return n;
 }
 
 /** Copies `src` into a null-prototype object (JSON.parse output may carry a `__proto__` key). */

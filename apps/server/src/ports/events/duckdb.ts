@@ -19,6 +19,9 @@ function joinList(items: string[]): string {
   return out;
 }
 
+/** Same dedup key (event, distinct_id, time, insert_id). */
+const sameKey = (a: StoredEvent, b: StoredEvent) => a.time === b.time && a.insert_id === b.insert_id && a.event === b.event && a.distinct_id === b.distinct_id;
+
 /** Turns DuckDB's JS values into plain JSON-friendly ones (BIGINT -> number). */
 function plain(value: unknown): unknown {
   if (typeof value === 'bigint') return Number(value);
@@ -132,15 +135,26 @@ export class DuckDbEventStore implements EventStore {
    */
   async writeEvents(projectId: number, rows: StoredEvent[]): Promise<void> {
     if (rows.length === 0) return;
-    const seen = new Set<string>();
-    const unique: StoredEvent[] = [];
-    for (const r of rows) {
-      const key = `${r.event}\u0000${r.distinct_id}\u0000${r.time}\u0000${r.insert_id}`;
-      if (seen.has(key)) continue; // a copy within the batch
-      seen.add(key);
-      unique.push(r);
+    // Copies within the batch: rows are keyed by their id (a hash of the dedup key), and only rows
+    // sharing an id compare their keys (no key string per row).
+    const seen = new Map<number, StoredEvent | StoredEvent[]>();
+    let unique: StoredEvent[] | undefined;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i];
+      const prev = seen.get(r.id);
+      let copy = false;
+      if (prev === undefined) seen.set(r.id, r);
+      else if (Array.isArray(prev)) {
+        copy = prev.some((p) => sameKey(p, r));
+        if (!copy) prev.push(r);
+      } else {
+        copy = sameKey(prev, r);
+        if (!copy) seen.set(r.id, [prev, r]);
+      }
+      if (copy) unique ??= rows.slice(0, i);
+      else if (unique) unique.push(r);
     }
-    await this.insertEventsDeduped(projectId, unique);
+    await this.insertEventsDeduped(projectId, unique ?? rows);
   }
 
   async idsWithEvents(projectId: number, distinctIds: string[]): Promise<Set<string>> {
@@ -340,8 +354,10 @@ export class DuckDbEventStore implements EventStore {
     await this.serialise(async () => {
       const conn = await this.connection();
       if (!this.staging) {
-        await conn.run(`CREATE TEMP TABLE IF NOT EXISTS ingest_staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR,
-          time BIGINT, insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT, person_id VARCHAR)`);
+        // id, time and received_at are integers below 2^53 (exact in a double): appended as DOUBLE
+        // and cast back in the INSERT, which spares three BigInts per row.
+        await conn.run(`CREATE TEMP TABLE IF NOT EXISTS ingest_staging (project_id INTEGER, id DOUBLE, event VARCHAR, distinct_id VARCHAR,
+          time DOUBLE, insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at DOUBLE, person_id VARCHAR)`);
         this.staging = true;
       }
       await conn.run('DELETE FROM ingest_staging');
@@ -350,15 +366,15 @@ export class DuckDbEventStore implements EventStore {
         try {
           for (const r of rows) {
             a.appendInteger(r.project_id);
-            a.appendBigInt(BigInt(r.id));
+            a.appendDouble(r.id);
             a.appendVarchar(r.event);
             a.appendVarchar(r.distinct_id);
-            a.appendBigInt(BigInt(r.time));
+            a.appendDouble(r.time);
             a.appendVarchar(r.insert_id);
             a.appendVarchar(r.properties);
             a.appendVarchar(joinList(r.prop_keys));
             a.appendVarchar(joinList(r.prop_values));
-            a.appendBigInt(BigInt(r.received_at));
+            a.appendDouble(r.received_at);
             a.appendVarchar(storedPersonId(r));
             a.endRow();
           }
@@ -368,8 +384,8 @@ export class DuckDbEventStore implements EventStore {
         const mat = [...this.materialized];
         await conn.run(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id${mat.map(([, c]) => `, ${c}`).join('')})
           SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
-          FROM (SELECT project_id, id, event, distinct_id, time, insert_id, properties, string_split(prop_keys, chr(0))[2:] AS prop_keys,
-                       string_split(prop_values, chr(0))[2:] AS prop_values, received_at, person_id FROM ingest_staging) n
+          FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, properties, string_split(prop_keys, chr(0))[2:] AS prop_keys,
+                       string_split(prop_values, chr(0))[2:] AS prop_values, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
             USING (event, distinct_id, time, insert_id)`);
