@@ -89,12 +89,13 @@ async function openBuffer(config: Config): Promise<IngestionBuffer> {
 export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa {
   const app = new Koa({ proxy: false });
   const router = new Router();
-  mountRoutes(router, routes, (ctx, kind) => deps.auth.authenticate(ctx, kind));
+  const exactRoutes = mountRoutes(router, routes, (ctx, kind) => deps.auth.authenticate(ctx, kind));
   const openapi = openApiDocument(routes, deps.version);
   router.get('/openapi.json', (ctx) => { ctx.body = openapi; });
   app.use(errorHandler(deps.log, envelopeByPath(routes)));
   app.use(edgeMiddleware(routes, deps.config.corsOrigins));
   app.use(readBody());
+  app.use(exactRoutes);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return app;

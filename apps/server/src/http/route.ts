@@ -1,3 +1,4 @@
+import type Koa from 'koa';
 import type { Context } from 'koa';
 import Router from '@koa/router';
 import { z, type ZodType } from 'zod';
@@ -137,13 +138,21 @@ export function parseOr400<T>(schema: ZodType<T>, value: unknown): T {
 
 const koaPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
 
+/**
+ * Mounts every route on the router and returns a middleware, to run before the router, that
+ * answers the exact path of a route without parameters from a map: @koa/router tests every
+ * route's pattern on each request (about 0.025 CPU ms of a remote flag evaluation, a sixth of it).
+ * A path an earlier route with parameters also matches is left to the router, which would run
+ * that route; anything else (HEAD, other spellings of a path) goes on to the router too.
+ */
 export function mountRoutes(
   router: Router,
   routes: RouteSpec[],
   authenticate: (ctx: Context, kind: AuthKind) => Promise<void>,
-) {
-  for (const r of routes) {
-    router[r.method](koaPath(r.path), async (ctx) => {
+): Koa.Middleware {
+  const exact = new Map<string, (ctx: Context) => Promise<void>>();
+  routes.forEach((r, i) => {
+    const handle = async (ctx: Context) => {
       await authenticate(ctx, r.auth);
       const params = r.params ? parseOr400(r.params, ctx.params) : undefined;
       // Integer path parameters are row ids: one past what an id column holds names no row.
@@ -156,9 +165,22 @@ export function mountRoutes(
         ctx.status = r.status ?? 200;
         ctx.body = result;
       }
-    });
-  }
+    };
+    router[r.method](koaPath(r.path), handle);
+    const key = `${r.method.toUpperCase()} ${r.path}`;
+    const shadowed = routes.slice(0, i).some((e) => e.method === r.method && pathPattern(e.path).test(r.path));
+    if (!r.path.includes('{') && !shadowed) exact.set(key, handle);
+  });
+  return async (ctx, next) => {
+    const handle = exact.get(`${ctx.method} ${ctx.path}`);
+    if (!handle) return next();
+    ctx.params = {};
+    return handle(ctx);
+  };
 }
+
+/** A declared path as the router matches it (a parameter is one non-empty segment). */
+const pathPattern = (p: string) => new RegExp(`^${p.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`, 'i');
 
 /** OpenAPI security requirement per kind (`bearer`: superadmin key, machine-access token or ID token). */
 const SECURITY: Record<AuthKind, Array<Record<string, string[]>>> = {
