@@ -141,7 +141,7 @@ async function bench(store: EventStore) {
   // once if a materialised column was added after its parts were written (one OPTIMIZE per
   // partition: a whole 50M-row table took longer than the client's request timeout).
   await store.mergeQuietPartitions(0, 1000);
-  const d = dialectFor(store.dialect);
+  const d = dialectFor(store.dialect, store.materialized);
   // As the API builds it: after the fold the project has no unfolded link, so reads skip the join.
   const overrides = await store.hasUnfoldedLinks(PROJECT);
   if (UNMERGED && store.dialect === 'clickhouse') {
