@@ -152,4 +152,31 @@ forEachBackend('ingestion: unit apply', (backend) => {
     await consumer.stop();
     assert.deepEqual(units, [['a', 'b', 'c', 'd'], ['a*', 'b*', 'c*', 'd*'], ['e'], ['f']]);
   });
+
+  it('an instrumented buffer times each unit and counts its records stored, or the failure', async () => {
+    const { MemoryBuffer } = await import('../apps/server/src/ports/buffer/memory.js');
+    const { instrumentBuffer } = await import('../apps/server/src/metrics/instrument.js');
+    const { ingestMetrics } = await import('../apps/server/src/metrics/registry.js');
+    const value = async (m: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, unknown>; metricName?: string }> }> }, kind?: string) =>
+      (await m.get()).values.filter((v) => (kind ? v.labels.kind === kind : !v.metricName || v.metricName.endsWith('_count'))).reduce((a, v) => a + v.value, 0);
+    const before = { track: await value(ingestMetrics.stored, 'track'), alias: await value(ingestMetrics.stored, 'alias'), failures: await value(ingestMetrics.storeFailures), timed: await value(ingestMetrics.insertSeconds) };
+    const buffer = instrumentBuffer(new MemoryBuffer());
+    const mk = (id: string, kind: IngestionBatch['kind'], n: number): IngestionBatch => ({ id, kind, projectId: 1, acceptedAt: 1, records: Array.from({ length: n }, () => ({})) });
+    for (const b of [mk('a', 'track', 3), mk('b', 'alias', 2), mk('c', 'track', 4)]) await buffer.publish(b);
+    let failOnce = true;
+    const consumer = buffer.consume(async () => assert.fail('handler called'), {
+      applyUnit: async () => {
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('store down');
+        }
+      },
+    });
+    await buffer.idle();
+    await consumer.stop();
+    assert.equal(await value(ingestMetrics.stored, 'track') - before.track, 7);
+    assert.equal(await value(ingestMetrics.stored, 'alias') - before.alias, 2);
+    assert.equal(await value(ingestMetrics.storeFailures) - before.failures, 1);
+    assert.equal(await value(ingestMetrics.insertSeconds) - before.timed, 2); // the failed unit and its retry
+  });
 });

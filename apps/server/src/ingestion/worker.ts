@@ -1,7 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { IngestionBatch } from '../ports/buffer/port.js';
 import type { Worker } from '../worker.js';
-import { ingestMetrics } from '../metrics/registry.js';
 import { applyBatch, applyUnit, isMergeable } from './apply.js';
 
 /**
@@ -13,7 +11,7 @@ import { applyBatch, applyUnit, isMergeable } from './apply.js';
 export function ingestionWorker(deps: Deps): Worker {
   const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), {
     mergeable: isMergeable,
-    applyUnit: (batches) => applyCounted(deps, batches),
+    applyUnit: (batches) => applyUnit(deps, batches),
     // a batch failing again and again while both stores answer is dead-lettered (JetStream)
     storesHealthy: () => Promise.all([deps.events.ping(), deps.db.raw('select 1')]).then(() => true, () => false),
   });
@@ -23,16 +21,3 @@ export function ingestionWorker(deps: Deps): Worker {
   };
 }
 
-/** applyUnit with the figures the buffer's instrumentation records for a handler call (metrics/instrument.ts). */
-async function applyCounted(deps: Deps, batches: IngestionBatch[]): Promise<void> {
-  const end = ingestMetrics.insertSeconds.startTimer();
-  try {
-    await applyUnit(deps, batches);
-  } catch (err) {
-    if (!(err as { poison?: boolean })?.poison) ingestMetrics.storeFailures.inc();
-    throw err;
-  } finally {
-    end();
-  }
-  for (const b of batches) ingestMetrics.stored.inc({ kind: b.kind }, b.records.length);
-}

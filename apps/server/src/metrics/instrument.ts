@@ -3,8 +3,22 @@ import { ingestMetrics, setLagSource } from './registry.js';
 
 const instrumented = new WeakSet<object>();
 
+/** Times one store write of `batches` (a handler or applyUnit call) and counts their records stored, or the failure. */
+async function counted(batches: IngestionBatch[], write: () => Promise<void>): Promise<void> {
+  const end = ingestMetrics.insertSeconds.startTimer();
+  try {
+    await write();
+  } catch (err) {
+    if (!(err as { poison?: boolean })?.poison) ingestMetrics.storeFailures.inc();
+    throw err;
+  } finally {
+    end();
+  }
+  for (const b of batches) ingestMetrics.stored.inc({ kind: b.kind }, b.records.length);
+}
+
 /**
- * Counts accepted / published / stored records and times the handler, for either buffer. Wraps
+ * Counts accepted / published / stored records and times the handler (and applyUnit), for either buffer. Wraps
  * `publish` and `consume` on the instance itself, so the object keeps its class (tests may call
  * MemoryBuffer-only methods such as `idle()`). What only the buffer sees (redeliveries, dead
  * letters, consumer lag) comes through its hooks and `lag()`.
@@ -36,18 +50,12 @@ export function instrumentBuffer<B extends IngestionBuffer>(buffer: B): B {
     }
     ingestMetrics.published.inc({ kind: batch.kind }, n);
   };
-  buffer.consume = (handler, opts) =>
-    consume(async (batch) => {
-      const end = ingestMetrics.insertSeconds.startTimer();
-      try {
-        await handler(batch);
-      } catch (err) {
-        if (!(err as { poison?: boolean })?.poison) ingestMetrics.storeFailures.inc();
-        throw err;
-      } finally {
-        end();
-      }
-      ingestMetrics.stored.inc({ kind: batch.kind }, batch.records.length);
-    }, opts);
+  buffer.consume = (handler, opts = {}) => {
+    const { applyUnit } = opts;
+    return consume((batch) => counted([batch], () => handler(batch)), {
+      ...opts,
+      ...(applyUnit ? { applyUnit: (batches: IngestionBatch[]) => counted(batches, () => applyUnit(batches)) } : {}),
+    });
+  };
   return buffer;
 }
