@@ -13,7 +13,6 @@ const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 const UNMERGED_PARTITIONS = `SELECT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active
   GROUP BY partition HAVING (count() > 1 OR min(level) = 0)`;
 
-
 /**
  * The client's warnings and errors (its default level), without the reads the cost guard stopped:
  * those are thrown to the caller, which answers 400, and the client logged each one again.

@@ -7,17 +7,19 @@ import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, type MaterializedPrope
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
-const list = (a: string[]) => (a.length ? `[${a.map(str).join(', ')}]::VARCHAR[]` : `[]::VARCHAR[]`);
 
 /** A materialised property's value from the row's lists (NULL without the key, as list indexing gives). */
-const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${sqlString('duckdb', key)})]`;
+const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${str(key)})]`;
 
-/** A list as one string, each element preceded by NUL (split back with `string_split(s, chr(0))[2:]`). */
+/** A list as one string, each element preceded by NUL (split back in SQL by splitList). */
 function joinList(items: string[]): string {
   let out = '';
   for (const item of items) out += '\u0000' + (item.includes('\u0000') ? item.replace(/\u0000/g, '\uFFFD') : item);
   return out;
 }
+
+/** SQL: the list joinList made of the column `column`. */
+const splitList = (column: string) => `string_split(${column}, chr(0))[2:]`;
 
 /** Same dedup key (event, distinct_id, time, insert_id). */
 const sameKey = (a: StoredEvent, b: StoredEvent) => a.time === b.time && a.insert_id === b.insert_id && a.event === b.event && a.distinct_id === b.distinct_id;
@@ -90,12 +92,12 @@ export class DuckDbEventStore implements EventStore {
     // A materialised property new to this store: the column and its values for the stored events
     // in one transaction (a column left half filled would answer wrongly for good).
     for (const [key, column] of this.materialized) {
-      const known = await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${sqlString('duckdb', column)}`);
+      const known = await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${str(column)}`);
       if (known.getRows().length > 0) continue;
       await conn.run('BEGIN TRANSACTION');
       try {
         await conn.run(`ALTER TABLE events ADD COLUMN ${column} VARCHAR`);
-        await conn.run(`UPDATE events SET ${column} = ${materializedValue(key)} WHERE list_contains(prop_keys, ${sqlString('duckdb', key)})`);
+        await conn.run(`UPDATE events SET ${column} = ${materializedValue(key)} WHERE list_contains(prop_keys, ${str(key)})`);
         await conn.run('COMMIT');
       } catch (err) {
         await conn.run('ROLLBACK');
@@ -205,7 +207,7 @@ export class DuckDbEventStore implements EventStore {
         }
       },
       `INSERT OR REPLACE INTO profiles (project_id, distinct_id, properties, prop_keys, prop_values, updated_at, deleted, batch_id)
-       SELECT project_id, distinct_id, properties, string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], updated_at, deleted, batch_id
+       SELECT project_id, distinct_id, properties, ${splitList('prop_keys')}, ${splitList('prop_values')}, updated_at, deleted, batch_id
        FROM profiles_staging`);
   }
 
@@ -372,8 +374,8 @@ export class DuckDbEventStore implements EventStore {
       },
       `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id${mat.map(([, c]) => `, ${c}`).join('')})
           SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
-          FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, properties, string_split(prop_keys, chr(0))[2:] AS prop_keys,
-                       string_split(prop_values, chr(0))[2:] AS prop_values, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
+          FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, properties, ${splitList('prop_keys')} AS prop_keys,
+                       ${splitList('prop_values')} AS prop_values, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
             USING (event, distinct_id, time, insert_id)`);

@@ -1,9 +1,9 @@
-import type { MaterializedProperties } from './schema.js';
 /**
  * The event store port. Two implementations: ClickHouse (production) and DuckDB (embedded).
  * Analyses compile to SQL through a dialect (see query/dialects) and run here; rows come back as
  * plain objects with 64-bit integers as JS numbers.
  */
+import type { MaterializedProperties } from './schema.js';
 export type EventDialect = 'clickhouse' | 'duckdb';
 
 /** Per-statement bounds the adapters enforce on `query` (config.ts: QUERY_TIMEOUT_MS, QUERY_MAX_MEMORY_MB). */

@@ -58,6 +58,13 @@ export interface FlowPathsSpec {
   sep: string;
 }
 
+/**
+ * The materialised column `propValue`/`propHas` read for `key` instead of the lists: only over the
+ * events' own lists (`keys` at its default), never another table's (profiles' `profile_keys`).
+ */
+export const materializedColumn = (d: Pick<Dialect, 'materialized'>, key: string, keys: string): string | undefined =>
+  (keys === 'prop_keys' ? d.materialized.get(key) : undefined);
+
 /** Which event rows a read deduplicates: all, none, or those inside these [from, to) ms ranges. */
 export type Dedup = boolean | ReadonlyArray<readonly [number, number]>;
 

@@ -1,6 +1,6 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
 import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
-import type { Dedup, Dialect, Unit } from '../dialect.js';
+import { materializedColumn, type Dedup, type Dialect, type Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
@@ -35,11 +35,11 @@ export const clickhouse: Dialect = {
   str: (v) => sqlString('clickhouse', v),
   // A materialised column is NULL without the key: '' as the lists answer then.
   propValue(key, keys = 'prop_keys', values = 'prop_values') {
-    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    const column = materializedColumn(this, key, keys);
     return column ? `ifNull(${column}, '')` : `${values}[indexOf(${keys}, ${sqlString('clickhouse', key)})]`;
   },
   propHas(key, keys = 'prop_keys') {
-    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    const column = materializedColumn(this, key, keys);
     return column ? `isNotNull(${column})` : `has(${keys}, ${sqlString('clickhouse', key)})`;
   },
   propValueOr(key, missing) {

@@ -1,6 +1,6 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
 import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
-import type { Dialect, Unit } from '../dialect.js';
+import { materializedColumn, type Dialect, type Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
 import { flowPaths } from './flows.js';
@@ -17,11 +17,11 @@ export const duckdb: Dialect = {
   str: (v) => sqlString('duckdb', v),
   // A materialised column is NULL without the key, as list indexing answers then.
   propValue(key, keys = 'prop_keys', values = 'prop_values') {
-    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    const column = materializedColumn(this, key, keys);
     return column ?? `${values}[list_position(${keys}, ${sqlString('duckdb', key)})]`;
   },
   propHas(key, keys = 'prop_keys') {
-    const column = keys === 'prop_keys' ? this.materialized.get(key) : undefined;
+    const column = materializedColumn(this, key, keys);
     return column ? `(${column} IS NOT NULL)` : `list_contains(${keys}, ${sqlString('duckdb', key)})`;
   },
   propValueOr(key, missing) {
