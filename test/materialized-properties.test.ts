@@ -42,7 +42,7 @@ forEachBackend('events: materialised properties', (backend) => {
   });
   const context = (store: EventStore): QueryContext => {
     const d = dialectFor(store.dialect, store.materialized);
-    return { d, projectId: 1, events: new EventMatcher(d, new Map()), overrides: false, unmerged: null };
+    return { d, projectId: 1, events: new EventMatcher(d, new Map()), overrides: false };
   };
   /** Totals by plan, unique payers on a pro plan, and payers whose plan contains "o", per day. */
   const answers = async (store: EventStore) => {

@@ -10,8 +10,8 @@ const MUTATION_TIMEOUT_MS = 10 * 60_000;
 const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
 /** Partitions (`toYYYYMM` of the event time) whose rows may hold copies of a dedup key; callers add to the HAVING. */
-const UNMERGED_PARTITIONS = `SELECT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active
-  GROUP BY partition HAVING (count() > 1 OR min(level) = 0)`;
+/** The columns an event insert writes (StoredEvent's fields). */
+const STORED_EVENT_COLUMNS: [string, ...string[]] = ['project_id', 'id', 'event', 'distinct_id', 'time', 'insert_id', 'properties', 'prop_keys', 'prop_values', 'received_at', 'person_id'];
 
 /**
  * The client's warnings and errors (its default level), without the reads the cost guard stopped:
@@ -36,7 +36,6 @@ export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
 
-  /** Materialised properties (none in cluster mode: a Distributed table forwards such a column to the shards' inserts, which refuse it). */
   readonly materialized: MaterializedProperties;
 
   constructor(
@@ -44,7 +43,7 @@ export class ClickHouseEventStore implements EventStore {
     private limits: QueryLimits = DEFAULT_QUERY_LIMITS,
     materialized: MaterializedProperties = NO_MATERIALIZED,
   ) {
-    this.materialized = opts.cluster ? NO_MATERIALIZED : materialized;
+    this.materialized = materialized;
     this.client = this.makeClient(opts.database);
   }
 
@@ -87,10 +86,15 @@ export class ClickHouseEventStore implements EventStore {
     for (const q of ddl) await this.client.command({ query: q });
     for (const { table, column, type } of ADDED_COLUMNS) await this.addColumn(table, column, type.clickhouse);
     // Computed by the server at insert; parts written before the column compute it when read, until
-    // a merge (data/compaction.ts) stores it.
+    // a merge (data/compaction.ts) stores it. Cluster mode: DEFAULT on both tables, not MATERIALIZED
+    // (a Distributed table forwards a MATERIALIZED column to the shards' inserts, which refuse it;
+    // a DEFAULT one is computed by the Distributed table and stored as sent), and inserts name their
+    // columns (18.16 fills a DEFAULT column omitted from JSONEachRow with NULL unless the insert has
+    // a column list).
     for (const [key, column] of this.materialized) {
       const k = sqlString('clickhouse', key);
-      await this.addColumn('events', column, `Nullable(String) MATERIALIZED if(has(prop_keys, ${k}), toNullable(prop_values[indexOf(prop_keys, ${k})]), NULL)`);
+      const kind = this.opts.cluster ? 'DEFAULT' : 'MATERIALIZED';
+      await this.addColumn('events', column, `Nullable(String) ${kind} if(has(prop_keys, ${k}), toNullable(prop_values[indexOf(prop_keys, ${k})]), NULL)`);
     }
   }
 
@@ -240,15 +244,15 @@ export class ClickHouseEventStore implements EventStore {
 
   /**
    * The months (the events' partitions) that may hold copies of a dedup key: more than one active
-   * part, or one straight from an insert (level 0; an insert does not collapse copies, a merge
-   * does). Cluster mode: null (each shard has its own parts), every read deduplicates.
+   * part on some server, or one straight from an insert (level 0; an insert does not collapse
+   * copies, a merge does). Cluster mode: a month unmerged on any shard or replica counts (every
+   * shard reads it FINAL then).
    */
-  async unmergedRanges(): Promise<Array<[number, number]> | null> {
-    if (this.opts.cluster) return null;
+  async unmergedRanges(): Promise<Array<[number, number]>> {
     // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
     const rows = await this.query<{ from_ms: number; to_ms: number }>(
       `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms
-       FROM (SELECT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${UNMERGED_PARTITIONS}))
+       FROM (SELECT DISTINCT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${await this.unmergedPartitionsSql()}))
        ORDER BY from_ms`,
     );
     return rows.map((r) => [Number(r.from_ms), Number(r.to_ms)]);
@@ -257,20 +261,49 @@ export class ClickHouseEventStore implements EventStore {
   /**
    * `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months, and of months with a part
    * written before a materialised property was added (it computes the column at every read until
-   * rewritten; once is enough, so those need not be quiet). Cluster mode: none (see unmergedRanges).
+   * rewritten; once is enough, so those need not be quiet). Cluster mode: the month's local table
+   * on every server (ON CLUSTER).
    */
   async mergeQuietPartitions(quietMs: number, max: number): Promise<number> {
-    if (this.opts.cluster) return 0;
     const columns = [...this.materialized.values()];
-    const lacking = columns.length === 0 ? '' : `UNION ALL SELECT partition FROM system.parts_columns WHERE database = currentDatabase() AND table = 'events' AND active
-      GROUP BY partition, name HAVING NOT hasAll(groupArray(column), [${columns.map((c) => sqlString('clickhouse', c)).join(', ')}])`;
+    const quiet = `AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))}`;
+    const lacking = columns.length === 0 ? [] : (await this.systemTables('parts_columns')).map((src) =>
+      `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition, name
+       HAVING NOT hasAll(groupArray(column), [${columns.map((c) => sqlString('clickhouse', c)).join(', ')}])`);
     const rows = await this.query<{ partition: string }>(
-      `SELECT partition FROM (${UNMERGED_PARTITIONS} AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))} ${lacking})
+      `SELECT partition FROM (${[await this.unmergedPartitionsSql(quiet), ...lacking].join(' UNION ALL ')})
        GROUP BY partition ORDER BY partition LIMIT ${sqlInt(max)}`,
     );
     const months = rows.map((r) => r.partition).filter((p) => /^\d{6}$/.test(p));
-    for (const p of months) await this.command(`OPTIMIZE TABLE events PARTITION ${p} FINAL`);
+    const table = this.opts.cluster
+      ? `${quoteIdent(this.opts.database)}.${this.storedTable('events')} ON CLUSTER ${quoteIdent(this.opts.cluster.name)}`
+      : 'events';
+    for (const p of months) await this.command(`OPTIMIZE TABLE ${table} PARTITION ${p} FINAL`);
     return months.length;
+  }
+
+  /** Partitions with more than one active part or a level-0 part on some server (`having`: more conditions). */
+  private async unmergedPartitionsSql(having = ''): Promise<string> {
+    return (await this.systemTables('parts')).map((src) =>
+      `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition HAVING (count() > 1 OR min(level) = 0) ${having}`).join(' UNION ALL ');
+  }
+
+  /** The active parts of the table holding the events, in system.parts / system.parts_columns. */
+  private eventParts(): string {
+    return `database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', this.storedTable('events'))} AND active`;
+  }
+
+  /**
+   * `system.<name>` of every server holding events: this one, or in cluster mode each host of the
+   * cluster, read through remote() (each has its own parts).
+   */
+  private async systemTables(name: 'parts' | 'parts_columns'): Promise<string[]> {
+    const cluster = this.opts.cluster;
+    if (!cluster) return [`system.${name}`];
+    const hosts = await this.query<{ host: string; port: number }>(
+      `SELECT host_address AS host, port FROM system.clusters WHERE cluster = ${sqlString('clickhouse', cluster.name)}`);
+    const auth = this.opts.username ? `, ${sqlString('clickhouse', this.opts.username)}, ${sqlString('clickhouse', this.opts.password ?? '')}` : '';
+    return hosts.map((h) => `remote(${sqlString('clickhouse', `${h.host.includes(':') ? `[${h.host}]` : h.host}:${Number(h.port)}`)}, system.${name}${auth})`);
   }
 
   deleteProject(projectId: number): Promise<void> {
@@ -334,12 +367,13 @@ export class ClickHouseEventStore implements EventStore {
 
   /** person_id filled here: 18.16's JSONEachRow gives an omitted column its type's default, not the column's. */
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })));
+    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })), STORED_EVENT_COLUMNS);
   }
 
-  async insertRows(table: string, rows: Record<string, unknown>[]): Promise<void> {
+  /** `columns`: the insert's column list (the rest take their DEFAULT; see migrate). */
+  async insertRows(table: string, rows: Record<string, unknown>[], columns?: [string, ...string[]]): Promise<void> {
     if (rows.length === 0) return;
-    await this.client.insert({ table, values: rows, format: 'JSONEachRow' });
+    await this.client.insert({ table, values: rows, format: 'JSONEachRow', ...(columns ? { columns } : {}) });
   }
 
   /**
