@@ -134,5 +134,34 @@ forEachBackend('ingestion limits', (backend) => {
       await drained(t);
       assert.equal((await acme.owner.get(`/api/data/events?projectId=${acme.project.id}&event=C`)).body.total, 10);
     });
+
+    it('admits concurrent requests together (one statement for many), and of a group that does not fit exactly those that fit in arrival order', async () => {
+      const burst = await createTenant(t, 'Quota burst');
+      const anon = new Client(t.url);
+      const send = (n: number, size: number, tag: string) => Promise.all(Array.from({ length: n }, (_, i) =>
+        anon.post('/track', Array.from({ length: size }, (_, k) => ev('B', `${tag}${i}-${k}`)), { headers: { 'x-service-token': burst.project.token } })));
+      let statements = 0;
+      const counted = (q: { sql: string }) => { if (/usage_org_monthly/.test(q.sql)) statements++; };
+      t.svc.deps.db.on('query', counted);
+      try {
+        // No quota: 16 concurrent requests, all admitted, in fewer statements than requests.
+        assert.ok((await send(16, 2, 'free')).every((r) => r.status === 200));
+      } finally {
+        t.svc.deps.db.off('query', counted);
+      }
+      // PostgreSQL: requests arrive while an admit waits on its round trip. SQLite answers before the
+      // next request is read, so there is nothing to group.
+      if (backend.name === 'production') assert.ok(statements < 16, `${statements} quota statements for 16 concurrent requests`);
+      // 32 counted; 10 left. 8 concurrent requests of 3 events: 3 fit (9), none after them.
+      await t.admin.patch(`/admin/orgs/${burst.org.id}`, { monthlyEventQuota: 42 });
+      const replies = await send(8, 3, 'q');
+      assert.equal(replies.filter((r) => r.status === 200).length, 3);
+      assert.equal(replies.filter((r) => r.status === 429).length, 5);
+      const month = new Date().toISOString().slice(0, 7);
+      const usage = (await t.admin.get(`/admin/usage?month=${month}`)).body.find((u: any) => u.org_id === burst.org.id);
+      assert.equal(usage.events, 41);
+      // One event still fits.
+      assert.equal((await send(1, 1, 'last'))[0].status, 200);
+    });
   });
 });

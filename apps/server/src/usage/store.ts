@@ -28,6 +28,16 @@ export interface UsageCount {
   n: number;
 }
 
+/** One count per project (the sum of its counts). */
+function sumByProject(counts: UsageCount[]): UsageCount[] {
+  const sum = new Map<number, UsageCount>();
+  for (const c of counts) {
+    const had = sum.get(c.projectId);
+    sum.set(c.projectId, had ? { ...had, n: had.n + c.n } : { ...c });
+  }
+  return [...sum.values()];
+}
+
 /**
  * Accepted events per UTC month: per organisation (`usage_org_monthly`, what quotas compare
  * against and what the usage routes report) and per project (`usage_monthly`, the breakdown).
@@ -45,6 +55,45 @@ export class UsageStore {
    * counted in one transaction. PostgreSQL: one statement (CTE) per organisation and project set.
    */
   async admit(counts: UsageCount[], month: string): Promise<boolean> {
+    if (this.admitting) return new Promise((resolve, reject) => this.waiting.push({ counts, month, resolve, reject }));
+    this.admitting = true;
+    try {
+      return await this.admitNow(counts, month);
+    } finally {
+      void this.admitWaiting();
+    }
+  }
+
+  /**
+   * Group commit: the requests that arrived while an admit ran are admitted together, in one
+   * statement per organisation instead of one each (under concurrent ingestion most of the
+   * metadata round trips were these). The group's sum fits only if each request fits in arrival
+   * order, so all pass; a group that does not fit is admitted request by request in that order,
+   * so a request is never refused because of the others. Admits are therefore one at a time per
+   * process (they were serialised on the organisation's row anyway).
+   */
+  private admitting = false;
+  private waiting: Array<{ counts: UsageCount[]; month: string; resolve: (ok: boolean) => void; reject: (err: unknown) => void }> = [];
+
+  private async admitWaiting(): Promise<void> {
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.waiting.splice(0);
+        for (const month of new Set(group.map((w) => w.month))) {
+          const of = group.filter((w) => w.month === month);
+          if (of.length > 1 && (await this.admitNow(sumByProject(of.flatMap((w) => w.counts)), month).catch(() => false))) {
+            for (const w of of) w.resolve(true);
+            continue;
+          }
+          for (const w of of) await this.admitNow(w.counts, month).then(w.resolve, w.reject);
+        }
+      }
+    } finally {
+      this.admitting = false;
+    }
+  }
+
+  private async admitNow(counts: UsageCount[], month: string): Promise<boolean> {
     const perOrg = new Map<number | null, UsageCount[]>();
     for (const c of counts) {
       if (c.n <= 0) continue;
