@@ -1,21 +1,58 @@
 import { sqlInt } from '../../../ports/events/index.js';
 
 /**
- * Each chain step is an ASOF join: c_k is the earliest step-k event strictly after c_{k-1} (NULL
- * when none). Chains are strictly increasing, so a start's level is 1 + the number of c_k inside
- * the window; the path is picked per identity with row_number().
+ * One BIGINT key per event orders the events by (identity, time): identities are numbered 0..P-1
+ * (`pid`) and key = pid * span + (time - tmin), span being the range of the events' times plus one
+ * (so key // span is the pid, key % span the time). Each chain step is then an ASOF join on that
+ * key alone: c_k is the smallest step-k key above c_{k-1}, i.e. the earliest step-k event strictly
+ * after c_{k-1} if c_k < (pid + 1) * span (the identity's own), else none. Integer keys sort much
+ * faster than (string, time) pairs, and ASOF joins with no equality condition never meet DuckDB's
+ * partitioned-ASOF behaviour of matching a NULL left value (which the string-keyed plan needed a
+ * guard for).
+ *
+ * Only the starts whose chain is still inside the window go on to the next step's join (a start's
+ * level is the first k whose c_k is missing or beyond t0 + windowMs; chains are strictly
+ * increasing), so later joins see few starts. `durs` holds the reached steps only (NULL beyond
+ * `level`, as `funnelSql` reads no further). The path per identity is the smallest
+ * comp = (steps - level) * span + (time - tmin): most steps, then the earliest start; starts at the
+ * same time have the same chain, and the smallest `bv` among them is looked up at the end.
+ * Overflow of pid * span (identities × time range above 2^63 ms) is a query error, never a wrong
+ * answer.
  */
 export function funnelPaths(perEvent: string, steps: number, windowMs: number): string {
   const W = sqlInt(windowMs);
-  const ks = Array.from({ length: steps - 1 }, (_, i) => i + 1);
-  const cte = [`ev AS MATERIALIZED (${perEvent})`, `c0 AS (SELECT cid, time AS t0, bv FROM ev WHERE f0 = 1)`];
+  const n = steps;
+  const ks = Array.from({ length: n - 1 }, (_, i) => i + 1);
+  const cte = [
+    `ev AS MATERIALIZED (${perEvent})`,
+    `ids AS MATERIALIZED (SELECT cid, row_number() OVER () - 1 AS pid FROM (SELECT DISTINCT cid FROM ev) d)`,
+    `sp AS MATERIALIZED (SELECT min(time) AS tmin, max(time) - min(time) + 1 AS span FROM ev)`,
+    `ek AS MATERIALIZED (SELECT ev.bv, ${Array.from({ length: n }, (_, k) => `ev.f${k}`).join(', ')}, ids.pid * sp.span + (ev.time - sp.tmin) AS key
+      FROM ev JOIN ids USING (cid), sp)`,
+    `a0 AS (SELECT key FROM ek WHERE f0 = 1)`,
+  ];
+  // c_k is the identity's and inside the window (NULL when c_k is NULL).
+  const inside = (k: number, a = '') => `(${a}c${k} < (${a}key // sp.span + 1) * sp.span AND ${a}c${k} - ${a}key <= ${W})`;
+  const comp = (level: string) => `(${n} - (${level})) * sp.span + key % sp.span`;
+  const durs = (level: number, last?: string) => ks.map((j) => `${j < level ? `c${j} - key` : j === level && last ? `CASE WHEN ${last} THEN c${j} - key END` : 'NULL::BIGINT'} AS d${j}`).join(', ');
+  const parts: string[] = [];
   for (const k of ks) {
-    const prev = k === 1 ? 'c.t0' : `c.c${k - 1}`;
-    cte.push(`c${k} AS (SELECT c.*, e.time AS c${k} FROM c${k - 1} c ASOF LEFT JOIN (SELECT cid, time FROM ev WHERE f${k} = 1) e ON c.cid = e.cid AND ${prev} < e.time)`);
+    const left = k === 1 ? 'a0' : `(SELECT a.* FROM a${k - 1} a, sp WHERE ${inside(k - 1, 'a.')})`;
+    cte.push(`a${k} AS MATERIALIZED (SELECT c.*, e.key AS c${k} FROM ${left} c ASOF LEFT JOIN (SELECT key FROM ek WHERE f${k} = 1) e ON c.${k === 1 ? 'key' : `c${k - 1}`} < e.key)`);
+    // The starts whose level is k (the last join: k or k + 1).
+    parts.push(k < n - 1
+      ? `SELECT key, ${comp(`${k}`)} AS comp, ${durs(k)} FROM a${k}, sp WHERE NOT coalesce(${inside(k)}, false)`
+      : `SELECT key, ${comp(`${k} + CASE WHEN ${inside(k)} THEN 1 ELSE 0 END`)} AS comp, ${durs(k, inside(k))} FROM a${k}, sp`);
   }
-  const level = ['1', ...ks.map((k) => `CASE WHEN c${k} IS NOT NULL AND c${k} <= t0 + ${W} THEN 1 ELSE 0 END`)].join(' + ');
-  cte.push(`lv AS (SELECT *, ${level} AS level FROM c${steps - 1})`);
+  if (n === 1) parts.push(`SELECT key, ${comp('1')} AS comp FROM a0, sp`);
+  cte.push(`lv AS (${parts.join('\n      UNION ALL ')})`);
+  // Starts with the same comp have the same time, hence the same chain: any one's durs.
+  cte.push(`pk AS (SELECT key // sp.span AS pid, min(comp) AS comp${ks.map((k) => `, arg_min_null(d${k}, comp) AS d${k}`).join('')} FROM lv, sp GROUP BY pid)`);
+  cte.push(`ch AS (SELECT pk.*, pk.pid * sp.span + pk.comp % sp.span AS key FROM pk, sp)`);
+  // The aggregate's FILTER (rather than a WHERE) keeps ek's readers from pushing their step filters
+  // into ek's build, where they would only cost time.
+  cte.push(`bs AS (SELECT ch.pid, min(ek.bv) FILTER (WHERE ek.f0 = 1) AS bv FROM ch JOIN ek ON ek.key = ch.key GROUP BY ch.pid)`);
   return `WITH ${cte.join(',\n')}
-      SELECT cid, level, bv AS seg, [0::BIGINT${ks.map((k) => `, c${k} - t0`).join('')}] AS durs
-      FROM lv QUALIFY row_number() OVER (PARTITION BY cid ORDER BY level DESC, t0, bv) = 1`;
+      SELECT ids.cid, (${n} - ch.comp // sp.span)::INTEGER AS level, bs.bv AS seg, [0::BIGINT${ks.map((k) => `, ch.d${k}`).join('')}] AS durs
+      FROM ch JOIN bs USING (pid) JOIN ids USING (pid), sp`;
 }
