@@ -9,7 +9,6 @@ const MUTATION_TIMEOUT_MS = 10 * 60_000;
 /** Largest fold mutation's text: the links travel as literal arrays (18.16 has no joinGet). */
 const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
-/** Partitions (`toYYYYMM` of the event time) whose rows may hold copies of a dedup key; callers add to the HAVING. */
 /** The columns an event insert writes (StoredEvent's fields). */
 const STORED_EVENT_COLUMNS: [string, ...string[]] = ['project_id', 'id', 'event', 'distinct_id', 'time', 'insert_id', 'properties', 'prop_keys', 'prop_values', 'received_at', 'person_id'];
 
