@@ -3,12 +3,12 @@ import { sqlInt } from '../../../ports/events/index.js';
 /**
  * One BIGINT key per event orders the events by (identity, time): identities are numbered 0..P-1
  * (`pid`) and key = pid * span + (time - tmin), span being the range of the events' times plus one
- * (so key // span is the pid, key % span the time). Each chain step is then an ASOF join on that
- * key alone: c_k is the smallest step-k key above c_{k-1}, i.e. the earliest step-k event strictly
- * after c_{k-1} if c_k < (pid + 1) * span (the identity's own), else none. Integer keys sort much
- * faster than (string, time) pairs, and ASOF joins with no equality condition never meet DuckDB's
- * partitioned-ASOF behaviour of matching a NULL left value (which the string-keyed plan needed a
- * guard for).
+ * (so key // span is the pid, key % span is time - tmin). Each chain step is an ASOF join on that
+ * key alone: c_k is the smallest step-k key above c_{k-1}, i.e. the earliest step-k event
+ * strictly after c_{k-1} if c_k < lim = (pid + 1) * span (the identity's own), else none. Integer
+ * keys sort much faster than (string, time) pairs, and an ASOF join with no equality condition
+ * and no NULL on its left side never meets DuckDB's partitioned ASOF join matching a NULL left
+ * value to the partition's first row (the string-keyed plan counted steps after a missing one).
  *
  * Only the starts whose chain is still inside the window go on to the next step's join (a start's
  * level is the first k whose c_k is missing or beyond t0 + windowMs; chains are strictly
@@ -27,21 +27,22 @@ export function funnelPaths(perEvent: string, steps: number, windowMs: number): 
     `ev AS MATERIALIZED (${perEvent})`,
     `ids AS MATERIALIZED (SELECT cid, row_number() OVER () - 1 AS pid FROM (SELECT DISTINCT cid FROM ev) d)`,
     `sp AS MATERIALIZED (SELECT min(time) AS tmin, max(time) - min(time) + 1 AS span FROM ev)`,
-    `ek AS MATERIALIZED (SELECT ev.bv, ${Array.from({ length: n }, (_, k) => `ev.f${k}`).join(', ')}, ids.pid * sp.span + (ev.time - sp.tmin) AS key
-      FROM ev JOIN ids USING (cid), sp)`,
-    `a0 AS (SELECT key FROM ek WHERE f0 = 1)`,
+    `ek AS MATERIALIZED (SELECT ev.bv, ${Array.from({ length: n }, (_, k) => `ev.f${k}`).join(', ')}, ids.pid * sp.span + (ev.time - sp.tmin) AS key,
+        (ids.pid + 1) * sp.span AS lim FROM ev JOIN ids USING (cid), sp)`,
+    `a0 AS (SELECT key, lim FROM ek WHERE f0 = 1)`,
   ];
-  // c_k is the identity's and inside the window (NULL when c_k is NULL).
-  const inside = (k: number, a = '') => `(${a}c${k} < (${a}key // sp.span + 1) * sp.span AND ${a}c${k} - ${a}key <= ${W})`;
+  // c_k is the identity's and inside the window (NULL when c_k is NULL). lim is a column, so these
+  // stay plain filters (a condition reading sp would become a nested-loop join).
+  const inside = (k: number) => `(c${k} < lim AND c${k} - key <= ${W})`;
   const comp = (level: string) => `(${n} - (${level})) * sp.span + key % sp.span`;
   const durs = (level: number, last?: string) => ks.map((j) => `${j < level ? `c${j} - key` : j === level && last ? `CASE WHEN ${last} THEN c${j} - key END` : 'NULL::BIGINT'} AS d${j}`).join(', ');
   const parts: string[] = [];
   for (const k of ks) {
-    const left = k === 1 ? 'a0' : `(SELECT a.* FROM a${k - 1} a, sp WHERE ${inside(k - 1, 'a.')})`;
+    const left = k === 1 ? 'a0' : `(SELECT * FROM a${k - 1} WHERE ${inside(k - 1)})`;
     cte.push(`a${k} AS MATERIALIZED (SELECT c.*, e.key AS c${k} FROM ${left} c ASOF LEFT JOIN (SELECT key FROM ek WHERE f${k} = 1) e ON c.${k === 1 ? 'key' : `c${k - 1}`} < e.key)`);
     // The starts whose level is k (the last join: k or k + 1).
     parts.push(k < n - 1
-      ? `SELECT key, ${comp(`${k}`)} AS comp, ${durs(k)} FROM a${k}, sp WHERE NOT coalesce(${inside(k)}, false)`
+      ? `SELECT key, ${comp(`${k}`)} AS comp, ${durs(k)} FROM (SELECT * FROM a${k} WHERE NOT coalesce(${inside(k)}, false)) a, sp`
       : `SELECT key, ${comp(`${k} + CASE WHEN ${inside(k)} THEN 1 ELSE 0 END`)} AS comp, ${durs(k, inside(k))} FROM a${k}, sp`);
   }
   if (n === 1) parts.push(`SELECT key, ${comp('1')} AS comp FROM a0, sp`);
