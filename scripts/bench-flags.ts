@@ -211,6 +211,8 @@ interface Phase {
   /** Open loop: p50 / p99 of how late the generator sent the requests it did not have to queue. */
   lag50?: number;
   lag99?: number;
+  /** Open loop: p99 latency from the moment the request was written (without the generator's own lateness). */
+  p99FromSend?: number;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -262,7 +264,8 @@ async function cannon(target: Target, seconds: number) {
  * latency at that rate). Every 2 ms the requests that are due go out, each on an idle keep-alive
  * socket (a new one when all are busy, up to 256, then queued in the generator); latency runs from
  * the scheduled send time to the last byte, so a server that falls behind shows its backlog (given
- * `seconds` more to drain it; then the rest counts as unanswered). The
+ * `seconds` more to drain it; then the rest counts as unanswered). The p99 from the write of each
+ * request is reported too: the scheduled-time p99 minus the generator's own lateness. The
  * client is raw HTTP/1.1 over net sockets so that it costs little CPU.
  */
 async function uniformLoad(target: Target, ratePerSecond: number, seconds: number) {
@@ -272,6 +275,8 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   const all: net.Socket[] = [];
   const queue: number[] = [];
   const latencies: number[] = [];
+  /** From the write of the request to its answer: the server and the network without the generator's lateness. */
+  const fromSend: number[] = [];
   /** How late the generator itself sent each request (its own scheduling delay on a busy machine). */
   const sendLag: number[] = [];
   let errors = 0;
@@ -283,9 +288,9 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
     const body = target.body?.(id) ?? '';
     return `${target.method} ${target.path(id)} HTTP/1.1\r\nhost: ${url.host}\r\n${head}${body ? `content-length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`;
   };
-  const waiting = new Map<net.Socket, { scheduled: number; buf: Buffer }>();
+  const waiting = new Map<net.Socket, { scheduled: number; sentAt: number; buf: Buffer }>();
   const write = (sock: net.Socket, scheduled: number) => {
-    waiting.set(sock, { scheduled, buf: Buffer.alloc(0) });
+    waiting.set(sock, { scheduled, sentAt: performance.now(), buf: Buffer.alloc(0) });
     sock.write(request(nextId()));
   };
   const onData = (sock: net.Socket, chunk: Buffer) => {
@@ -304,6 +309,7 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
     if (!h.startsWith('HTTP/1.1 200')) errors++;
     lastAnswer = performance.now();
     latencies.push(lastAnswer - w.scheduled);
+    fromSend.push(lastAnswer - w.sentAt);
     waiting.delete(sock);
     pending--;
     const next = queue.shift();
@@ -372,7 +378,7 @@ async function uniformLoad(target: Target, ratePerSecond: number, seconds: numbe
   const rps = Math.round(answered / elapsed);
   const p99 = quantile(latencies, 0.99);
   return {
-    rps, requests: answered, p50: quantile(latencies, 0.5), p99, errors: errors + unanswered, unanswered, lag50: quantile(sendLag, 0.5), lag99: quantile(sendLag, 0.99),
+    rps, requests: answered, p50: quantile(latencies, 0.5), p99, errors: errors + unanswered, unanswered, lag50: quantile(sendLag, 0.5), lag99: quantile(sendLag, 0.99), p99FromSend: quantile(fromSend, 0.99),
     // kept up: (nearly) the offered rate, no errors, and no backlog building up over the phase
     sustained: errors + unanswered === 0 && rps >= ratePerSecond * 0.97 && p99 < 250,
   };
@@ -634,7 +640,7 @@ async function main() {
       for (const t of targets) {
         const r = await measured(t, targets, () => uniformLoad(t, rate, DURATION));
         results[t.name][key] = r;
-        say(`  ${String(rate).padStart(5)} req/s ${t.label}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuMsPerRequest} CPU ms/req, errors ${r.errors}${r.unanswered ? ` (${r.unanswered} unanswered at the cutoff)` : ''}${r.sustained ? '' : ' (not sustained)'}, generator send delay p50 ${r.lag50} ms, p99 ${r.lag99} ms`);
+        say(`  ${String(rate).padStart(5)} req/s ${t.label}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuMsPerRequest} CPU ms/req, errors ${r.errors}${r.unanswered ? ` (${r.unanswered} unanswered at the cutoff)` : ''}${r.sustained ? '' : ' (not sustained)'}, generator send delay p50 ${r.lag50} ms, p99 ${r.lag99} ms; p99 from the send ${r.p99FromSend} ms`);
       }
     }
 
