@@ -24,6 +24,8 @@
  *   BENCH_UNMERGED=1 ...                       # ClickHouse: the range's last month holds an unmerged copy
  *   BENCH_MATERIALIZED= ...                    # no materialised property: the property cases read the lists
  *   npm run bench:query -- --json              # also one final JSON line: per engine, per case median ms, bare-scan ms, ratio
+ *
+ * With both engines, every case's answer must be the same on both (the run fails otherwise).
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -122,8 +124,9 @@ async function load(store: EventStore): Promise<void> {
 }
 const foldMs: Partial<Record<'duckdb' | 'clickhouse', number>> = {};
 
-async function median(fn: () => Promise<unknown>): Promise<number> {
-  await fn();
+/** The median time of RUNS runs after a warm-up, and the warm-up's answer. */
+async function timed(fn: () => Promise<unknown>): Promise<{ ms: number; answer: unknown }> {
+  const answer = await fn();
   const times: number[] = [];
   for (let r = 0; r < RUNS; r++) {
     const s = performance.now();
@@ -131,8 +134,14 @@ async function median(fn: () => Promise<unknown>): Promise<number> {
     times.push(performance.now() - s);
   }
   times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
+  return { ms: times[Math.floor(times.length / 2)], answer };
 }
+const median = async (fn: () => Promise<unknown>) => (await timed(fn)).ms;
+
+/** Each case's answer per engine: both engines hold the same dataset, so they must agree. */
+const answers: Record<string, Partial<Record<'duckdb' | 'clickhouse', unknown>>> = {};
+/** Drivers differ in number types (BigInt, numeric strings): compare as JSON of plain numbers. */
+const plainJson = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? Number(x) : typeof x === 'string' && /^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x));
 
 async function bench(store: EventStore) {
   await store.migrate();
@@ -168,7 +177,7 @@ async function bench(store: EventStore) {
   /** Cases whose work is per identity (their floor is `grouped`). */
   const perIdentity = (name: string) => /funnel|retention|flows|sessions/.test(name);
   /** Cases that filter or break down on a property read its column or the property lists too. */
-  const referenceOf = (name: string) => (/by p1|p1=v1/.test(name) ? propCols('p1') : /A-B/.test(name) ? propCols('p2') : BASE);
+  const referenceOf = (name: string) => (/by p1|p1=v2/.test(name) ? propCols('p1') : /A-B/.test(name) ? propCols('p2') : BASE);
   const cases: Array<[string, () => Promise<unknown>]> = [
     ['segmentation total/day', () => runSegmentation(store, q, { event: 'e1', unit: 'day', type: 'total' }, range)],
     ['segmentation unique/week by p1', () => runSegmentation(store, q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)],
@@ -176,7 +185,7 @@ async function bench(store: EventStore) {
     ['retention weekly, 8 buckets', () => runRetention(store, q, { bornEvent: 'e3', returnEvent: 'e0', unit: 'week', buckets: 8 }, range)],
     ['flows after, 3 steps', () => runFlows(store, q, { event: 'e5', direction: 'after', steps: 3, limit: 20 }, range)],
     ['sessions/day', () => runSessions(store, q, 'day', range)],
-    ['metric (A-B)/A', () => runMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v1' }] }] }, 'day', range)],
+    ['metric (A-B)/A', () => runMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v0' }] }] }, 'day', range)],
     ['cohort size (behaviour)', () => store.query(`SELECT count(*) AS n FROM (${membershipSql(q, { op: 'and', criteria: [{ kind: 'behavior', event: 'e2', op: 'gte', count: 3, windowDays: 0 }] }, { now: range.toEndMs })}) m`)],
   ];
   // The IR on the same questions as the v0 cases above (same range), and drilldown pages of 50.
@@ -188,14 +197,18 @@ async function bench(store: EventStore) {
   const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
   await migrateMetadataStore(meta);
   const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, doc.analysis as never, range);
-  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () => store.query(drilldownSql(irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, sel, { limit: 50, offset: 0 }, range));
+  // As runDrilldown reads the row (an empty list is NULL on DuckDB).
+  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => async () => {
+    const [row] = await store.query<{ n: number; ids: string[] | null }>(drilldownSql(irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, sel, { limit: 50, offset: 0 }, range));
+    return { total: Number(row?.n ?? 0), ids: row?.ids ?? [] };
+  };
   const uniqueByP1 = ir({ metrics: [{ id: 'A', kind: 'event', event: '$all_events', aggregation: { op: 'unique' } }], breakdown: { property: 'p1' }, analysis: { kind: 'trend', unit: 'week' } });
   const funnel3 = ir({ metrics: ['e0', 'e1', 'e2'].map((e, i) => ({ id: 'ABC'[i], kind: 'event', event: e, aggregation: { op: 'unique' } })), analysis: { kind: 'funnel', steps: ['A', 'B', 'C'], window: { value: 7, unit: 'day' } } });
   cases.push(
     ['IR trend total/day', irTrend(ir({ metrics: [{ id: 'A', kind: 'event', event: 'e1', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }))],
     ['IR trend unique/week by p1', irTrend(uniqueByP1)],
     ['IR funnel 3 steps, 7 days', () => runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, [], { overrides, unmerged }), funnel3, funnel3.analysis as never, range)],
-    ['IR drilldown 50: trend week 3, p1=v1', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v1' })],
+    ['IR drilldown 50: trend week 3, p1=v2', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v2' })],
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
   );
@@ -212,7 +225,8 @@ async function bench(store: EventStore) {
     if (only && !only.some((o) => name.startsWith(o))) continue;
     const scan = scans[referenceOf(name)];
     try {
-      const ms = await median(fn);
+      const { ms, answer } = await timed(fn);
+      (answers[name] ??= {})[store.dialect] = answer;
       const overGrouped = perIdentity(name) ? ms / grouped : undefined;
       console.log(`| ${name} | ${ms.toFixed(0)} | ${scan.toFixed(0)} | ${(ms / scan).toFixed(1)} | ${overGrouped?.toFixed(1) ?? ''} |`);
       out.cases[name] = { medianMs: Math.round(ms), bareScanMs: Math.round(scan), ratio: Math.round((ms / scan) * 100) / 100,
@@ -242,6 +256,8 @@ interface EngineResult {
   /** Folding the dataset's 200k links into the events after loading (only when this run loaded it). */
   foldMs?: number;
   cases: Record<string, { medianMs: number; bareScanMs: number; ratio: number; groupedRatio?: number } | { error: string }>;
+  /** Both engines ran: whether every case answered the same on both. */
+  enginesAgree?: boolean;
 }
 
 const dir = process.env.BENCH_DIR ?? '/tmp/bench-query';
@@ -260,4 +276,14 @@ if (chUrl && engines.includes('clickhouse')) {
   results.clickhouse = await bench(ch);
   await ch.close();
 }
+// The same dataset in both engines: every case must answer the same (a check at a scale the
+// generated reference tests never reach).
+const compared = Object.entries(answers).filter(([, a]) => 'duckdb' in a && 'clickhouse' in a);
+const differing = compared.filter(([, a]) => plainJson(a.duckdb) !== plainJson(a.clickhouse)).map(([name]) => name);
+if (compared.length > 0) {
+  console.log(`\nanswers: DuckDB and ClickHouse agree on ${compared.length - differing.length} of ${compared.length} cases${differing.length ? `; DIFFER: ${differing.join(', ')}` : ''}`);
+  for (const name of differing) for (const e of ['duckdb', 'clickhouse'] as const) console.log(`  ${name}, ${e}: ${plainJson(answers[name][e]).slice(0, 300)}`);
+  for (const r of Object.values(results)) r.enginesAgree = differing.length === 0;
+}
 if (process.argv.includes('--json')) console.log(JSON.stringify(results));
+if (differing.length > 0) process.exitCode = 1;
