@@ -50,4 +50,22 @@ forEachBackend('funnels at scale agree with the reference', (backend) => {
       assert.deepStrictEqual(await runFunnel(t.svc.deps.events, qc, { filters: [], ...q }, range), ref.funnel(data, { filters: [], ...q }, range), JSON.stringify(q));
     }
   });
+
+  it('a range reaching year 9999 with 37,000 identities (keys that would overflow 64 bits)', async function () {
+    this.timeout(180_000);
+    // Event times may be anything up to year 9999: identities × the range's milliseconds pass 2^63 here.
+    const events: ref.RefEvent[] = [];
+    for (let i = 0; i < 37_000; i++) {
+      events.push({ event: 'A', distinct_id: `w${i}`, time: T0 + i * 1000, insert_id: `wa${i}`, props: {} });
+      if (i % 3 > 0) events.push({ event: 'B', distinct_id: `w${i}`, time: T0 + i * 1000 + (i % 3) * DAY, insert_id: `wb${i}`, props: {} });
+    }
+    events.push({ event: 'B', distinct_id: 'w1', time: Date.UTC(9999, 11, 31), insert_id: 'far', props: {} });
+    const data: ref.RefData = { events, links: [] };
+    const projectId = await freshProject(t.svc.deps);
+    await loadDataset(t.svc.deps, projectId, data);
+    const qc = await buildAnalyses(t.svc.deps.db, t.svc.deps.events).contexts.forProject(projectId);
+    const range = { fromMs: 0, toEndMs: Date.UTC(10000, 0, 1) };
+    const q = { steps: ['A', 'B'], windowDays: 1, filters: [] };
+    assert.deepStrictEqual(await runFunnel(t.svc.deps.events, qc, q, range), ref.funnel(data, q, range));
+  });
 });

@@ -47,7 +47,7 @@ export function funnelPathsSql(q: QueryContext, f: FunnelSpec, range: DateRange)
   ];
   // Duplicates of the dedup key have the same identity, time and flags: they change no chain.
   const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, dedup: false });
-  return d.funnelPaths(`SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`, n, f.windowDays * DAY_MS);
+  return d.funnelPaths(`SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`, n, f.windowDays * DAY_MS, range.toEndMs - range.fromMs);
 }
 
 /** Per step (and per step and segment): identities, mean and median time, listed ids. */

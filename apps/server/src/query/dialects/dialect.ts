@@ -188,8 +188,9 @@ export interface Dialect {
    * identity with a step-0 event: `cid`, `level` (steps reached), `seg` (the `bv` of the chosen
    * start), `durs` (Int64 array, time from the start to each reached step). Greedy chains per start;
    * the path: most steps, then earliest start, then smallest `bv` (semantics in `query/funnel.ts`).
+   * `rangeMs`: the length of the range the events are in (bounds their times' spread).
    */
-  funnelPaths(perEvent: string, steps: number, windowMs: number): string;
+  funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string;
   /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
   flowPaths(spec: FlowPathsSpec): string;
   /**

@@ -16,10 +16,12 @@ import { sqlInt } from '../../../ports/events/index.js';
  * `level`, as `funnelSql` reads no further). The path per identity is the smallest
  * comp = (steps - level) * span + (time - tmin): most steps, then the earliest start; starts at the
  * same time have the same chain, and the smallest `bv` among them is looked up at the end.
- * Overflow of pid * span (identities × time range above 2^63 ms) is a query error, never a wrong
- * answer.
+ * Keys are BIGINT while the range is under 2^36 ms (795 days): room for 2^27 identities; longer
+ * ranges (event times may reach year 9999) take HUGEINT keys, about 1.6× slower, so that no
+ * identity count overflows them. Overflow would be a query error, never a wrong answer.
  */
-export function funnelPaths(perEvent: string, steps: number, windowMs: number): string {
+export function funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string {
+  const K = rangeMs < 2 ** 36 ? 'BIGINT' : 'HUGEINT';
   const W = sqlInt(windowMs);
   const n = steps;
   const ks = Array.from({ length: n - 1 }, (_, i) => i + 1);
@@ -27,8 +29,8 @@ export function funnelPaths(perEvent: string, steps: number, windowMs: number): 
     `ev AS MATERIALIZED (${perEvent})`,
     `ids AS MATERIALIZED (SELECT cid, row_number() OVER () - 1 AS pid FROM (SELECT DISTINCT cid FROM ev) d)`,
     `sp AS MATERIALIZED (SELECT min(time) AS tmin, max(time) - min(time) + 1 AS span FROM ev)`,
-    `ek AS MATERIALIZED (SELECT ev.bv, ${Array.from({ length: n }, (_, k) => `ev.f${k}`).join(', ')}, ids.pid * sp.span + (ev.time - sp.tmin) AS key,
-        (ids.pid + 1) * sp.span AS lim FROM ev JOIN ids USING (cid), sp)`,
+    `ek AS MATERIALIZED (SELECT ev.bv, ${Array.from({ length: n }, (_, k) => `ev.f${k}`).join(', ')}, ids.pid::${K} * sp.span + (ev.time - sp.tmin) AS key,
+        (ids.pid::${K} + 1) * sp.span AS lim FROM ev JOIN ids USING (cid), sp)`,
     `a0 AS (SELECT key, lim FROM ek WHERE f0 = 1)`,
   ];
   // c_k is the identity's and inside the window (NULL when c_k is NULL). lim is a column, so these
@@ -48,12 +50,12 @@ export function funnelPaths(perEvent: string, steps: number, windowMs: number): 
   if (n === 1) parts.push(`SELECT key, ${comp('1')} AS comp FROM a0, sp`);
   cte.push(`lv AS (${parts.join('\n      UNION ALL ')})`);
   // Starts with the same comp have the same time, hence the same chain: any one's durs.
-  cte.push(`pk AS (SELECT key // sp.span AS pid, min(comp) AS comp${ks.map((k) => `, arg_min_null(d${k}, comp) AS d${k}`).join('')} FROM lv, sp GROUP BY pid)`);
-  cte.push(`ch AS (SELECT pk.*, pk.pid * sp.span + pk.comp % sp.span AS key FROM pk, sp)`);
+  cte.push(`pk AS (SELECT (key // sp.span)::BIGINT AS pid, min(comp) AS comp${ks.map((k) => `, arg_min_null(d${k}, comp) AS d${k}`).join('')} FROM lv, sp GROUP BY pid)`);
+  cte.push(`ch AS (SELECT pk.*, pk.pid::${K} * sp.span + pk.comp % sp.span AS key FROM pk, sp)`);
   // The aggregate's FILTER (rather than a WHERE) keeps ek's readers from pushing their step filters
   // into ek's build, where they would only cost time.
   cte.push(`bs AS (SELECT ch.pid, min(ek.bv) FILTER (WHERE ek.f0 = 1) AS bv FROM ch JOIN ek ON ek.key = ch.key GROUP BY ch.pid)`);
   return `WITH ${cte.join(',\n')}
-      SELECT ids.cid, (${n} - ch.comp // sp.span)::INTEGER AS level, bs.bv AS seg, [0::BIGINT${ks.map((k) => `, ch.d${k}`).join('')}] AS durs
+      SELECT ids.cid, (${n} - ch.comp // sp.span)::INTEGER AS level, bs.bv AS seg, [0::BIGINT${ks.map((k) => `, ch.d${k}::BIGINT`).join('')}] AS durs
       FROM ch JOIN bs USING (pid) JOIN ids USING (pid), sp`;
 }

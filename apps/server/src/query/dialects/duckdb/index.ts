@@ -105,7 +105,7 @@ export const duckdb: Dialect = {
   sessions(events, unit, gapMs) {
     return sessions(this, events, unit, gapMs);
   },
-  funnelPaths: (perEvent, steps, windowMs) => funnelPaths(perEvent, steps, windowMs),
+  funnelPaths: (perEvent, steps, windowMs, rangeMs) => funnelPaths(perEvent, steps, windowMs, rangeMs),
   data,
   flowPaths(spec) {
     return flowPaths(this, spec);
