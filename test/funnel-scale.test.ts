@@ -10,7 +10,8 @@ import { DAY, T0, freshProject, loadDataset } from './reference/harness.js';
  * Funnels on a dataset larger than the generated ones (4,000 events, 400 identities), where
  * many identities lack a middle step but have the later ones: DuckDB's partitioned ASOF join
  * once matched a missing (NULL) chain step to the identity's first event at this size (not with
- * the generated datasets' few dozen rows), counting steps that were never reached.
+ * the generated datasets' few dozen rows), counting steps that were never reached. And a range
+ * long enough that the DuckDB plan's 64-bit (identity, time) keys would overflow.
  */
 forEachBackend('funnels at scale agree with the reference', (backend) => {
   let t: TestService;
