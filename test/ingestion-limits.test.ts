@@ -70,6 +70,27 @@ forEachBackend('ingestion limits', (backend) => {
       assert.equal(mixed.status, 429);
       assert.equal((await globex.owner.get(`/api/data/events?projectId=${globex.project.id}&event=Mixed`)).body.total, 0);
     });
+
+    it('checks concurrent requests together (PostgreSQL: fewer statements than requests), exactly as one by one', async () => {
+      const send = (tenant: Tenant, n: number, net: string) => Promise.all(Array.from({ length: n }, (_, i) =>
+        ingest(t, tenant.project.token, { 'x-forwarded-for': `10.0.${net}.${i}` }).post('/track', ev('R', `r${i}`))));
+      // 5 requests at once, all inside every window (the project's 5, 3 per address).
+      const initech = await createTenant(t, 'Initech');
+      let statements = 0;
+      const counted = (q: { sql: string }) => { if (/rate_limit_windows/.test(q.sql)) statements++; };
+      t.svc.deps.db.on('query', counted);
+      try {
+        assert.ok((await send(initech, 5, '1')).every((r) => r.status === 200));
+      } finally {
+        t.svc.deps.db.off('query', counted);
+      }
+      if (backend.name === 'production') assert.ok(statements < 5, `${statements} rate-limit statements for 5 concurrent requests`);
+      // 12 at once from 12 addresses: the project's window of 5 admits exactly 5.
+      const hooli = await createTenant(t, 'Hooli');
+      const replies = await send(hooli, 12, '2');
+      assert.deepEqual([replies.filter((r) => r.status === 200).length, replies.filter((r) => r.status === 429).length], [5, 7]);
+      assert.equal(await total(hooli), 5);
+    });
   });
 
   describe('monthly quota', () => {

@@ -18,10 +18,46 @@ export class SharedCounter implements RateCounter {
     const known = this.knownWait(checks.map((c) => c.key));
     if (known > 0) return known;
     this.sweep();
-    const arg = JSON.stringify(checks.map(({ key, limit }) => ({ k: key, n: limit.requests, w: limit.windowMs })));
-    const res = await this.db.raw('SELECT full_key, wait_ms FROM rate_limit_windows(?::jsonb)', [arg]);
+    const arg = checks.map(({ key, limit }) => ({ k: key, n: limit.requests, w: limit.windowMs }));
+    if (this.checking) return new Promise((resolve, reject) => this.waiting.push({ arg, resolve, reject }));
+    this.checking = true;
+    try {
+      const res = await this.db.raw('SELECT full_key, wait_ms FROM rate_limit_windows(?::jsonb)', [JSON.stringify(arg)]);
+      return this.waitOf(res.rows);
+    } finally {
+      void this.checkWaiting();
+    }
+  }
+
+  /**
+   * Group commit, as the quota's (usage/store.ts): the checks that arrived while one ran go to
+   * the database together, one `rate_limit_windows_batch` call answering each in arrival order
+   * exactly as one call each would (under concurrent ingestion this was one statement per request).
+   */
+  private checking = false;
+  private waiting: Array<{ arg: Array<{ k: string; n: number; w: number }>; resolve: (waitMs: number) => void; reject: (err: unknown) => void }> = [];
+
+  private async checkWaiting(): Promise<void> {
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.waiting.splice(0);
+        try {
+          const res = await this.db.raw('SELECT req, full_key, wait_ms FROM rate_limit_windows_batch(?::jsonb)', [JSON.stringify(group.map((g) => g.arg))]);
+          const rows = res.rows as Array<{ req: number; full_key: string; wait_ms: number }>;
+          group.forEach((g, i) => g.resolve(this.waitOf(rows.filter((r) => Number(r.req) === i + 1))));
+        } catch (err) {
+          for (const g of group) g.reject(err);
+        }
+      }
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  /** The longest wait among a check's refused keys (0: admitted), each remembered. */
+  private waitOf(rows: Array<{ full_key: string; wait_ms: number }>): number {
     let wait = 0;
-    for (const row of res.rows as Array<{ full_key: string; wait_ms: number }>) wait = Math.max(wait, this.remember(row.full_key, Number(row.wait_ms)));
+    for (const row of rows) wait = Math.max(wait, this.remember(row.full_key, Number(row.wait_ms)));
     return wait;
   }
 
