@@ -3,7 +3,7 @@ import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentities, linksOf, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
-import { propValue, type Props, type TrackEventRecord } from './records.js';
+import { propArrays, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch } from './batch.js';
 import { withoutTombstoned } from '../privacy/tombstones.js';
 
@@ -159,14 +159,10 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
   // The record's own map (the API's copy, or JSON.parse output when the batch crossed NATS).
   const props: Props = r.properties;
   if (!Object.hasOwn(props, '$processed_at')) props.$processed_at = processedAt;
-  // prop_keys/prop_values filled in one pass over the keys, straight into the row (no
-  // intermediate object to spread).
-  const keys = Object.keys(props);
-  const values = new Array<string>(keys.length);
-  for (let i = 0; i < keys.length; i++) values[i] = propValue(props[keys[i]]);
+  const { prop_keys, prop_values } = propArrays(props);
   return {
     project_id: projectId, id: r.id, event: r.event, distinct_id: r.distinct_id, time: r.time, insert_id: r.insert_id,
-    properties: JSON.stringify(props), prop_keys: keys, prop_values: values, received_at: r.received_at,
+    properties: JSON.stringify(props), prop_keys, prop_values, received_at: r.received_at,
   };
 }
 

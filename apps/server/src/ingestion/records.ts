@@ -208,12 +208,9 @@ function hashNumber(h: Int32Array, n: number): void {
 
 /** The stored form of property values (parallel arrays beside the JSON). */
 export function propArrays(props: Props): { prop_keys: string[]; prop_values: string[] } {
-  const prop_keys: string[] = [];
-  const prop_values: string[] = [];
-  for (const k of Object.keys(props)) {
-    prop_keys.push(k);
-    prop_values.push(propValue(props[k]));
-  }
+  const prop_keys = Object.keys(props);
+  const prop_values = new Array<string>(prop_keys.length);
+  for (let i = 0; i < prop_keys.length; i++) prop_values[i] = propValue(props[prop_keys[i]]);
   return { prop_keys, prop_values };
 }
 
