@@ -151,6 +151,7 @@ export function mountRoutes(
   authenticate: (ctx: Context, kind: AuthKind) => Promise<void>,
 ): Koa.Middleware {
   const exact = new Map<string, (ctx: Context) => Promise<void>>();
+  const patterns = routes.map((r) => pathPattern(r.path));
   routes.forEach((r, i) => {
     const handle = async (ctx: Context) => {
       await authenticate(ctx, r.auth);
@@ -168,7 +169,7 @@ export function mountRoutes(
     };
     router[r.method](koaPath(r.path), handle);
     const key = `${r.method.toUpperCase()} ${r.path}`;
-    const shadowed = routes.slice(0, i).some((e) => e.method === r.method && pathPattern(e.path).test(r.path));
+    const shadowed = routes.slice(0, i).some((e, j) => e.method === r.method && patterns[j].test(r.path));
     if (!r.path.includes('{') && !shadowed) exact.set(key, handle);
   });
   return async (ctx, next) => {
