@@ -1,5 +1,6 @@
 import type { Db } from '../ports/metadata/knex.js';
 import type { Bound, RateCounter, Window } from './rate-limit.js';
+import { groupCommit } from '../ports/metadata/group-commit.js';
 
 /**
  * Request counts in PostgreSQL, one for every API process (migration 0011_rate_limits): each check
@@ -18,41 +19,26 @@ export class SharedCounter implements RateCounter {
     const known = this.knownWait(checks.map((c) => c.key));
     if (known > 0) return known;
     this.sweep();
-    const arg = checks.map(({ key, limit }) => ({ k: key, n: limit.requests, w: limit.windowMs }));
-    if (this.checking) return new Promise((resolve, reject) => this.waiting.push({ arg, resolve, reject }));
-    this.checking = true;
-    try {
-      const res = await this.db.raw('SELECT full_key, wait_ms FROM rate_limit_windows(?::jsonb)', [JSON.stringify(arg)]);
-      return this.waitOf(res.rows);
-    } finally {
-      void this.checkWaiting();
-    }
+    return this.checkGrouped(checks.map(({ key, limit }) => ({ k: key, n: limit.requests, w: limit.windowMs })));
   }
 
   /**
-   * Group commit, as the quota's (usage/store.ts): the checks that arrived while one ran go to
-   * the database together, one `rate_limit_windows_batch` call answering each in arrival order
-   * exactly as one call each would (under concurrent ingestion this was one statement per request).
+   * Group commit (ports/metadata/group-commit.ts), as the quota's (usage/store.ts): the checks that
+   * arrived while one ran go to the database together, one `rate_limit_windows_batch` call
+   * answering each in arrival order exactly as one call each would (under concurrent ingestion
+   * this was one statement per request).
    */
-  private checking = false;
-  private waiting: Array<{ arg: Array<{ k: string; n: number; w: number }>; resolve: (waitMs: number) => void; reject: (err: unknown) => void }> = [];
-
-  private async checkWaiting(): Promise<void> {
-    try {
-      while (this.waiting.length > 0) {
-        const group = this.waiting.splice(0);
-        try {
-          const res = await this.db.raw('SELECT req, full_key, wait_ms FROM rate_limit_windows_batch(?::jsonb)', [JSON.stringify(group.map((g) => g.arg))]);
-          const rows = res.rows as Array<{ req: number; full_key: string; wait_ms: number }>;
-          group.forEach((g, i) => g.resolve(this.waitOf(rows.filter((r) => Number(r.req) === i + 1))));
-        } catch (err) {
-          for (const g of group) g.reject(err);
-        }
-      }
-    } finally {
-      this.checking = false;
-    }
-  }
+  private checkGrouped = groupCommit<Array<{ k: string; n: number; w: number }>, number>(
+    async (arg) => {
+      const res = await this.db.raw('SELECT full_key, wait_ms FROM rate_limit_windows(?::jsonb)', [JSON.stringify(arg)]);
+      return this.waitOf(res.rows);
+    },
+    async (args) => {
+      const res = await this.db.raw('SELECT req, full_key, wait_ms FROM rate_limit_windows_batch(?::jsonb)', [JSON.stringify(args)]);
+      const rows = res.rows as Array<{ req: number; full_key: string; wait_ms: number }>;
+      return args.map((_, i) => ({ status: 'fulfilled', value: this.waitOf(rows.filter((r) => Number(r.req) === i + 1)) }));
+    },
+  );
 
   /** The longest wait among a check's refused keys (0: admitted), each remembered. */
   private waitOf(rows: Array<{ full_key: string; wait_ms: number }>): number {

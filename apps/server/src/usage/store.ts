@@ -1,4 +1,5 @@
 import { isPostgres, type Db } from '../ports/metadata/knex.js';
+import { groupCommit } from '../ports/metadata/group-commit.js';
 
 /** `YYYY-MM` of a Unix-ms instant, in UTC. */
 export const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
@@ -54,44 +55,37 @@ export class UsageStore {
    * when any organisation would exceed its quota. Several organisations in one request are
    * counted in one transaction. PostgreSQL: one statement (CTE) per organisation and project set.
    */
-  async admit(counts: UsageCount[], month: string): Promise<boolean> {
-    if (this.admitting) return new Promise((resolve, reject) => this.waiting.push({ counts, month, resolve, reject }));
-    this.admitting = true;
-    try {
-      return await this.admitNow(counts, month);
-    } finally {
-      void this.admitWaiting();
-    }
+  admit(counts: UsageCount[], month: string): Promise<boolean> {
+    return this.admitGrouped({ counts, month });
   }
 
   /**
-   * Group commit: the requests that arrived while an admit ran are admitted together, in one
-   * statement per organisation instead of one each (under concurrent ingestion most of the
-   * metadata round trips were these). The group's sum fits only if each request fits in arrival
-   * order, so all pass; a group that does not fit is admitted request by request in that order,
-   * so a request is never refused because of the others. Admits are therefore one at a time per
-   * process (they were serialised on the organisation's row anyway).
+   * Group commit (ports/metadata/group-commit.ts): the requests that arrived while an admit ran
+   * are admitted together, in one statement per organisation instead of one each (under
+   * concurrent ingestion most of the metadata round trips were these). The group's sum fits only
+   * if each request fits in arrival order, so all pass; a group that does not fit is admitted
+   * request by request in that order, so a request is never refused because of the others.
    */
-  private admitting = false;
-  private waiting: Array<{ counts: UsageCount[]; month: string; resolve: (ok: boolean) => void; reject: (err: unknown) => void }> = [];
-
-  private async admitWaiting(): Promise<void> {
-    try {
-      while (this.waiting.length > 0) {
-        const group = this.waiting.splice(0);
-        for (const month of new Set(group.map((w) => w.month))) {
-          const of = group.filter((w) => w.month === month);
-          if (of.length > 1 && (await this.admitNow(sumByProject(of.flatMap((w) => w.counts)), month).catch(() => false))) {
-            for (const w of of) w.resolve(true);
-            continue;
-          }
-          for (const w of of) await this.admitNow(w.counts, month).then(w.resolve, w.reject);
+  private admitGrouped = groupCommit<{ counts: UsageCount[]; month: string }, boolean>(
+    ({ counts, month }) => this.admitNow(counts, month),
+    async (group) => {
+      const out = new Array<PromiseSettledResult<boolean>>(group.length);
+      for (const month of new Set(group.map((w) => w.month))) {
+        const of = [...group.keys()].filter((i) => group[i].month === month);
+        if (of.length > 1 && (await this.admitNow(sumByProject(of.flatMap((i) => group[i].counts)), month).catch(() => false))) {
+          for (const i of of) out[i] = { status: 'fulfilled', value: true };
+          continue;
+        }
+        for (const i of of) {
+          out[i] = await this.admitNow(group[i].counts, month).then(
+            (value): PromiseSettledResult<boolean> => ({ status: 'fulfilled', value }),
+            (reason): PromiseSettledResult<boolean> => ({ status: 'rejected', reason }),
+          );
         }
       }
-    } finally {
-      this.admitting = false;
-    }
-  }
+      return out;
+    },
+  );
 
   private async admitNow(counts: UsageCount[], month: string): Promise<boolean> {
     const perOrg = new Map<number | null, UsageCount[]>();
