@@ -47,7 +47,8 @@ import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
 import { irMetricContext } from '../apps/server/src/query/ir/context.js';
 import { runTrend } from '../apps/server/src/query/ir/trend.js';
 import { runIrFunnel } from '../apps/server/src/query/ir/funnel.js';
-import { drilldownSql, type DrilldownSelection } from '../apps/server/src/query/ir/drilldown.js';
+import { runDrilldown, type DrilldownSelection } from '../apps/server/src/query/ir/drilldown.js';
+import { loadConfig } from '../apps/server/src/config.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
 import { migrateMetadataStore, openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { foldIdentityLinks } from '../apps/server/src/identity/fold.js';
@@ -197,11 +198,9 @@ async function bench(store: EventStore) {
   const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
   await migrateMetadataStore(meta);
   const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, doc.analysis as never, range);
-  // As runDrilldown reads the row (an empty list is NULL on DuckDB).
-  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => async () => {
-    const [row] = await store.query<{ n: number; ids: string[] | null }>(drilldownSql(irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, sel, { limit: 50, offset: 0 }, range));
-    return { total: Number(row?.n ?? 0), ids: row?.ids ?? [] };
-  };
+  // As POST /api/query/drilldown runs it (its own context and range from the document).
+  const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () =>
+    runDrilldown({ events: store, db: meta, config: loadConfig({}) }, PROJECT, doc, sel, { limit: 50, offset: 0 });
   const uniqueByP1 = ir({ metrics: [{ id: 'A', kind: 'event', event: '$all_events', aggregation: { op: 'unique' } }], breakdown: { property: 'p1' }, analysis: { kind: 'trend', unit: 'week' } });
   const funnel3 = ir({ metrics: ['e0', 'e1', 'e2'].map((e, i) => ({ id: 'ABC'[i], kind: 'event', event: e, aggregation: { op: 'unique' } })), analysis: { kind: 'funnel', steps: ['A', 'B', 'C'], window: { value: 7, unit: 'day' } } });
   cases.push(
