@@ -33,7 +33,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
-import { EVENT_STORE_DDL } from '../apps/server/src/ports/events/schema.js';
+import { EVENT_STORE_DDL, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
 import { benchApi, startBenchService } from './bench-support.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
@@ -408,8 +408,8 @@ async function rawDuckDb(source: string) {
         a.endRow();
       }
       a.closeSync();
-      await conn.run(`INSERT INTO events (${EVENT_COLUMNS}) SELECT project_id, id, event, distinct_id, time, insert_id, properties,
-        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at, person_id FROM staging`);
+      await conn.run(`INSERT INTO events (${EVENT_COLUMNS}, person_key) SELECT project_id, id, event, distinct_id, time, insert_id, properties,
+        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at, person_id, ${PERSON_KEY_SQL.duckdb('person_id')} FROM staging`);
       await conn.run('DELETE FROM staging');
     }
     const ms = performance.now() - t0;

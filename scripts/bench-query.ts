@@ -7,15 +7,15 @@
  *
  * The bare scan: `SELECT sum(hash(<columns>))` (ClickHouse: `cityHash64`) over the events in the
  * analysis' range (same project and time filter), where <columns> are the ones the analysis reads:
- * `event, distinct_id, time` for every case, plus, for the cases that filter or break down on a
+ * `event, person_key, time` for every case (persons as numbers, as the analyses read them), plus, for the cases that filter or break down on a
  * property, that property's materialised column (BENCH_MATERIALIZED, default p1,p2: as a
  * deployment materialises its hot properties) or else `prop_keys, prop_values`. Hashing makes the engine read and decode every value (a bare
  * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
  * once. ClickHouse's scan is without FINAL (the scan with FINAL is printed alongside); the loaded
  * table is merged, so analyses that count every row read it as stored, as they read any month
  * the service's compaction merged (BENCH_UNMERGED=1 leaves the last month unmerged: read FINAL).
- * After the fold the analyses read person_id alone (no identity join); "grouped per person" is
- * the floor of the per-identity analyses.
+ * After the fold the analyses read person_key alone (no identity join); "grouped per person"
+ * (times grouped by person_key and sorted) is the floor of the per-identity analyses.
  *
  *   npm run bench:query                         # DuckDB file in $BENCH_DIR (default /tmp/bench-query)
  *   CLICKHOUSE_URL=http://127.0.0.1:8123 npm run bench:query   # also ClickHouse (database bench_query_v4)
@@ -32,7 +32,7 @@ import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
-import { materializedProperties } from '../apps/server/src/ports/events/schema.js';
+import { PERSON_KEY_SQL, materializedProperties } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import type { QueryContext } from '../apps/server/src/query/context.js';
@@ -93,7 +93,7 @@ function generatorSql(dialect: 'duckdb' | 'clickhouse', start: number, count: nu
   // the links below arrive later, unfolded, and the load folds them (timed).
   const cols = `${PROJECT} AS project_id, ${i} AS id, ${name} AS event, ${distinct} AS distinct_id, ${time} AS time,
     ${cat(`'i'`, str(i))} AS insert_id, '{}' AS properties, ${keys} AS prop_keys, ${values} AS prop_values, ${time} AS received_at,
-    ${distinct} AS person_id`;
+    ${distinct} AS person_id, ${PERSON_KEY_SQL[dialect](distinct)} AS person_key`;
   return ch ? `SELECT ${cols} FROM numbers(${start}, ${count})` : `SELECT ${cols} FROM range(${start}, ${start + count}) t(i)`;
 }
 
@@ -105,7 +105,7 @@ async function load(store: EventStore): Promise<void> {
   await store.command(store.dialect === 'clickhouse' ? 'TRUNCATE TABLE identity_links' : 'DELETE FROM identity_links');
   // In chunks of 10M rows: one statement per chunk stays inside the client's request timeout.
   for (let start = 0; start < N; start += LOAD_CHUNK) {
-    await store.command(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id)
+    await store.command(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id, person_key)
       ${generatorSql(store.dialect, start, Math.min(LOAD_CHUNK, N - start))}`);
   }
   const links = store.dialect === 'clickhouse'
@@ -163,7 +163,8 @@ async function bench(store: EventStore) {
   const where = `project_id = ${PROJECT} AND time >= ${range.fromMs} AND time < ${range.toEndMs}`;
   const hash = store.dialect === 'clickhouse' ? 'cityHash64' : 'hash';
   const scanSql = (cols: string, final = '') => `SELECT sum(${hash}(${cols})) AS h FROM events${final} WHERE ${where}`;
-  const BASE = 'event, distinct_id, time';
+  // What the analyses read: each person as its number (person_key), not a string.
+  const BASE = 'event, person_key, time';
   const PROPS = `${BASE}, prop_keys, prop_values`;
   /** The columns a property case reads for `key`: its materialised column, else the lists. */
   const propCols = (key: string) => (store.materialized.has(key) ? `${BASE}, ${store.materialized.get(key)}` : PROPS);
@@ -173,8 +174,8 @@ async function bench(store: EventStore) {
   // The least any per-identity analysis does: group the range's event times by person and sort
   // each person's times (the shape of sessions, funnels, retention and flows).
   const grouped = await median(() => store.query(store.dialect === 'clickhouse'
-    ? `SELECT sum(length(ts)) AS n FROM (SELECT person_id, arraySort(groupArray(time)) AS ts FROM events WHERE ${where} GROUP BY person_id)`
-    : `SELECT sum(len(ts)) AS n FROM (SELECT person_id, list(time ORDER BY time) AS ts FROM events WHERE ${where} GROUP BY person_id)`));
+    ? `SELECT sum(length(ts)) AS n FROM (SELECT person_key, arraySort(groupArray(time)) AS ts FROM events WHERE ${where} GROUP BY person_key)`
+    : `SELECT sum(len(ts)) AS n FROM (SELECT person_key, list(time ORDER BY time) AS ts FROM events WHERE ${where} GROUP BY person_key)`));
   /** Cases whose work is per identity (their floor is `grouped`). */
   const perIdentity = (name: string) => /funnel|retention|flows|sessions/.test(name);
   /** Cases that filter or break down on a property read its column or the property lists too. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
+import { personKey } from '../apps/server/src/ports/events/schema.js';
 import { FOLD_LOCK, foldExclusively, foldIdentityLinks } from '../apps/server/src/identity/fold.js';
 
 /**
@@ -22,11 +23,14 @@ forEachBackend('identity: persons on events and the fold', (backend) => {
 
   const send = (body: unknown) => ingest(t, acme.project.token).post('/track', body);
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
-  /** Stored rows (each dedup key once): distinct_id, time and person_id. */
+  /** Stored rows (each dedup key once): distinct_id, time and person_id (person_key checked). */
   const rows = async () => {
     const final = t.svc.deps.events.dialect === 'clickhouse' ? 'FINAL' : '';
-    const r = await t.svc.deps.events.query<{ distinct_id: string; time: number; person_id: string }>(
-      `SELECT distinct_id, time, person_id FROM events ${final} WHERE project_id = ${acme.project.id} ORDER BY time, distinct_id`);
+    const text = t.svc.deps.events.dialect === 'clickhouse' ? 'String' : 'VARCHAR';
+    const r = await t.svc.deps.events.query<{ distinct_id: string; time: number; person_id: string; k: string }>(
+      `SELECT distinct_id, time, person_id, CAST(person_key AS ${text}) AS k FROM events ${final} WHERE project_id = ${acme.project.id} ORDER BY time, distinct_id`);
+    // The fold rewrites person_key with person_id: the number analyses group by stays its key.
+    for (const x of r) assert.equal(x.k, personKey(x.person_id).toString(), `${x.distinct_id} -> ${x.person_id}`);
     return r.map((x) => `${x.distinct_id}@${Number(x.time) - T0} -> ${x.person_id}`);
   };
   const folded = async (distinctId: string) => {

@@ -3,6 +3,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import type { Deps } from '../apps/server/src/deps.js';
 import { QueryLimitExceeded } from '../apps/server/src/ports/events/index.js';
+import { PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
 
 /** Events of the guard dataset (QUERY_GUARD_EVENTS overrides; docs/hardening.md measured with the default). */
 const N = Number(process.env.QUERY_GUARD_EVENTS ?? 1_000_000);
@@ -28,8 +29,9 @@ async function loadGuardDataset(deps: Deps, projectId: number, n = N): Promise<v
         concat('i', toString(i)), '{}', ['rid', 'country'], [concat('r', toString(i)), ['fr', 'de', 'us'][i % 3 + 1]], ${FROM} + i * ${STEP}, concat('u', toString(i % 10000))
         FROM (SELECT toInt64(number) + ${start} AS i FROM system.numbers LIMIT ${count})`);
     } else {
-      await deps.events.command(`INSERT INTO events (${cols}) SELECT ${projectId}, i, 'view', 'u' || (i % 10000)::VARCHAR, ${FROM} + i * ${STEP},
-        'i' || i::VARCHAR, '{}', ['rid', 'country'], ['r' || i::VARCHAR, (['fr', 'de', 'us'])[i % 3 + 1]], ${FROM} + i * ${STEP}, 'u' || (i % 10000)::VARCHAR
+      await deps.events.command(`INSERT INTO events (${cols}, person_key) SELECT ${projectId}, i, 'view', 'u' || (i % 10000)::VARCHAR, ${FROM} + i * ${STEP},
+        'i' || i::VARCHAR, '{}', ['rid', 'country'], ['r' || i::VARCHAR, (['fr', 'de', 'us'])[i % 3 + 1]], ${FROM} + i * ${STEP}, 'u' || (i % 10000)::VARCHAR,
+        ${PERSON_KEY_SQL.duckdb("'u' || (i % 10000)::VARCHAR")}
         FROM range(${start}, ${start + count}) t(i)`);
     }
   }

@@ -27,7 +27,7 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
   const anchor = q.events.condition(f.event);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
   const props = q.events.needsProps(f.event);
-  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props, dedup: dedupOf(q) });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, props, dedup: dedupOf(q) });
   return d.flowPaths({
     projectId: q.projectId, fromMs: range.fromMs, toEndMs: range.toEndMs, events: ev, anchor, anchorName: f.event,
     direction: f.direction, steps: f.steps, limit: f.limit, sep: SEP,
@@ -37,7 +37,7 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
 /** Identities with the anchor in range (reads the anchor's events only). */
 export function flowsTotalSql(q: QueryContext, f: FlowsSpec, range: DateRange): string {
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`, q.events.condition(f.event)];
-  return `SELECT ${q.d.uniq('cid')} AS total FROM ${q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props: q.events.needsProps(f.event), dedup: false })} ev`;
+  return `SELECT ${q.d.uniq('cid')} AS total FROM ${q.d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, props: q.events.needsProps(f.event), dedup: false })} ev`;
 }
 
 export async function runFlows(events: EventStore, q: QueryContext, f: FlowsSpec, range: DateRange): Promise<FlowsResult> {

@@ -25,7 +25,7 @@ export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit
       if (m.type !== type) return `${d.countZero()} AS m_${m.id}`;
       return `${type === 'total' ? d.countIf(conds[i]) : d.uniqIf('cid', conds[i])} AS m_${m.id}`;
     });
-    const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, props: needProps, identity: type === 'unique', dedup: type === 'total' && dedupOf(q) });
+    const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, props: needProps, identity: type === 'unique', dedup: type === 'total' && dedupOf(q) });
     return `SELECT ${d.bucket(unit, 'time')} AS b, ${cols.join(', ')} FROM ${ev} ev GROUP BY b`;
   };
   const parts = [part('total'), part('unique')].filter((p): p is string => p !== undefined);

@@ -33,7 +33,7 @@ export function retentionSql(q: QueryContext, r: RetentionSpec, range: DateRange
     ['isr', `CASE WHEN ${ret} THEN 1 ELSE 0 END`],
   ];
   const perId = `SELECT cid, ${d.minIf('time', 'isb = 1')} AS bt, ${d.groupArrayIf('time', 'isr = 1')} AS rts
-    FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, dedup: false })} ev GROUP BY cid HAVING ${d.countIf('isb = 1')} > 0`;
+    FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, exprs, dedup: false })} ev GROUP BY cid HAVING ${d.countIf('isb = 1')} > 0`;
   const offsets = d.filter(
     d.distinct(d.map(d.filter('rts', 't', 't > bt'), 't', d.intDiv(`${d.bucket(r.unit, 't')} - ${d.bucket(r.unit, 'bt')}`, sqlInt(unitMs)))),
     'o', `o < ${sqlInt(r.buckets)}`,

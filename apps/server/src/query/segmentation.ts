@@ -34,7 +34,7 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
     ['bv', s.breakdown ? d.propValueOr(s.breakdown, "''") : "''"],
   ];
   const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
-  return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' && dedupOf(q) })} ev
+  return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' && dedupOf(q) })} ev
     GROUP BY b, bh, bv`;
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
-import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
@@ -226,8 +226,10 @@ export class ClickHouseEventStore implements EventStore {
       return { c, ids, where };
     });
     for (const { c, ids, where } of steps) {
-      await this.command(this.mutationSql('events', `UPDATE person_id = if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
-          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`, where), settings);
+      // A mutation's expressions read the old values: person_key repeats person_id's expression.
+      const person = `if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
+          transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`;
+      await this.command(this.mutationSql('events', `UPDATE person_id = ${person}, person_key = ${PERSON_KEY_SQL.clickhouse(person)}`, where), settings);
     }
     await this.waitForMutations(['events']);
     for (const { where } of steps) await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', where), settings);
@@ -263,14 +265,15 @@ export class ClickHouseEventStore implements EventStore {
 
   /**
    * `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months, and of months with a part
-   * written before a materialised property was added (it computes the column at every read until
+   * written before `person_key` or a materialised property was added (it computes the column at every read until
    * rewritten; once is enough, so those need not be quiet). Cluster mode: the month's local table
    * on every server (ON CLUSTER).
    */
   async mergeQuietPartitions(quietMs: number, max: number): Promise<number> {
-    const columns = [...this.materialized.values()];
+    // Columns every part should store (added after some parts were written: computed on read until then).
+    const columns = ['person_key', ...this.materialized.values()];
     const quiet = `AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))}`;
-    const lacking = columns.length === 0 ? [] : (await this.systemTables('parts_columns')).map((src) =>
+    const lacking = (await this.systemTables('parts_columns')).map((src) =>
       `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition, name
        HAVING NOT hasAll(groupArray(column), [${columns.map((c) => sqlString('clickhouse', c)).join(', ')}])`);
     const rows = await this.query<{ partition: string }>(

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
-import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, type MaterializedProperties } from './schema.js';
+import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 const str = (v: string) => sqlString('duckdb', v);
@@ -89,6 +89,7 @@ export class DuckDbEventStore implements EventStore {
     for (const { table, column, type } of ADDED_COLUMNS) await conn.run(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.duckdb}`);
     // A DuckDB default cannot name another column: rows from before person_id take their distinct_id.
     await conn.run(`UPDATE events SET person_id = distinct_id WHERE person_id = '' OR person_id IS NULL`);
+    await conn.run(`UPDATE events SET person_key = ${PERSON_KEY_SQL.duckdb('person_id')} WHERE person_key IS NULL`);
     // A materialised property new to this store: the column and its values for the stored events
     // in one transaction (a column left half filled would answer wrongly for good).
     for (const [key, column] of this.materialized) {
@@ -265,7 +266,8 @@ export class DuckDbEventStore implements EventStore {
           WHERE folded = 0 AND created_at < ${sqlInt(createdBefore)} LIMIT ${sqlInt(maxLinks)}`);
         const n = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM fold_links')).getRowObjects()[0].n);
         if (n > 0) {
-          await conn.run(`UPDATE events SET person_id = CASE WHEN events.time >= l.from_time THEN l.canonical_id ELSE events.distinct_id END
+          const person = 'CASE WHEN events.time >= l.from_time THEN l.canonical_id ELSE events.distinct_id END';
+          await conn.run(`UPDATE events SET person_id = ${person}, person_key = ${PERSON_KEY_SQL.duckdb(person)}
             FROM fold_links l WHERE events.project_id = l.project_id AND events.distinct_id = l.distinct_id`);
           await conn.run(`UPDATE identity_links SET folded = 1 FROM fold_links l
             WHERE identity_links.project_id = l.project_id AND identity_links.distinct_id = l.distinct_id`);
@@ -305,7 +307,10 @@ export class DuckDbEventStore implements EventStore {
   }
 
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r), ...this.materializedOf(r) })));
+    return this.insertRows('events', rows.map((r) => {
+      const person = storedPersonId(r);
+      return { ...r, person_id: person, person_key: personKey(person).toString(), ...this.materializedOf(r) };
+    }));
   }
 
   /** A row's materialised property columns (NULL where it lacks the key). */
@@ -372,8 +377,9 @@ export class DuckDbEventStore implements EventStore {
           a.endRow();
         }
       },
-      `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id${mat.map(([, c]) => `, ${c}`).join('')})
-          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
+      `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id, person_key${mat.map(([, c]) => `, ${c}`).join('')})
+          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id,
+            ${PERSON_KEY_SQL.duckdb('n.person_id')}${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
           FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, properties, ${splitList('prop_keys')} AS prop_keys,
                        ${splitList('prop_values')} AS prop_values, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events

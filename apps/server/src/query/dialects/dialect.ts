@@ -114,8 +114,11 @@ export interface Dialect {
    * join, and passed through as `alias`: the join then carries a scalar instead of the property
    * arrays (on ClickHouse 18.16 carrying `prop_keys`/`prop_values` through the join doubled the
    * cost of a breakdown).
+   * `key: true` makes `cid` the identity's number (the events' `person_key`, PERSON_KEY_SQL of the
+   * canonical id under an unfolded link) instead of its string: for analyses that only group or
+   * count identities and never show them or compare them with another table's ids.
    */
-  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; overrides?: boolean; dedup?: Dedup; cols?: string[]; exprs?: Array<[string, string]> }): string;
+  canonicalEvents(opts: { projectId: number; where: string[]; props?: boolean; identity?: boolean; overrides?: boolean; key?: boolean; dedup?: Dedup; cols?: string[]; exprs?: Array<[string, string]> }): string;
   /**
    * Canonical ids (column `cid`, possibly repeated) of the identities with at least one event
    * matching `where` (raw event columns), any duplicates allowed: events are reduced per

@@ -55,7 +55,7 @@ export function identitiesSql(q: QueryContext, s: MetricScope, range: DateRange,
 /** Unique identities per (bucket, segment) and, as bucket -1, over the whole range per segment, in one scan (Dialect.uniqueBuckets). */
 export function uniqueBucketsSql(q: QueryContext, s: MetricScope, unit: Unit, range: DateRange): string {
   const { d } = q;
-  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
+  const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where: metricWhere(q, s, range), exprs: [['bk', d.bucket(unit, 'time')], ['seg', segExpr(q, s.breakdown)]], dedup: false });
   return d.uniqueBuckets(ev);
 }
 

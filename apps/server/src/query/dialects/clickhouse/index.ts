@@ -1,5 +1,5 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
-import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
+import { NO_MATERIALIZED, PERSON_KEY_SQL } from '../../../ports/events/schema.js';
 import { materializedColumn, type Dedup, type Dialect, type Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
@@ -52,17 +52,19 @@ export const clickhouse: Dialect = {
     return `toFloat64OrZero(${this.propValue(key)})`;
   },
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
-  canonicalEvents({ projectId, where, props, identity = true, overrides = true, dedup = true, cols: extra = [], exprs = [] }) {
+  canonicalEvents({ projectId, where, props, identity = true, overrides = true, key = false, dedup = true, cols: extra = [], exprs = [] }) {
     const pass = [...(props ? ['prop_keys', 'prop_values', ...this.materialized.values()] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const scan = (select: string[]) => eventsScan(select.join(', '), conds, dedup);
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (${scan(cols)}))`;
+    const person = key ? 'person_key' : 'person_id';
     // No override: person_id alone answers (distinct_id is not read unless asked for).
-    if (!overrides) return `(SELECT event, time, person_id AS cid${tail} FROM (${scan([...cols.filter((c) => c !== 'distinct_id' || extra.includes(c)), 'person_id'])}))`;
-    return `(SELECT event, time, if(canonical_id != '', if(time >= from_time, canonical_id, distinct_id), person_id) AS cid${tail}
-      FROM (${scan([...cols, 'person_id'])})
+    if (!overrides) return `(SELECT event, time, ${person} AS cid${tail} FROM (${scan([...cols.filter((c) => c !== 'distinct_id' || extra.includes(c)), person])}))`;
+    const linked = 'if(time >= from_time, canonical_id, distinct_id)';
+    return `(SELECT event, time, if(canonical_id != '', ${key ? PERSON_KEY_SQL.clickhouse(linked) : linked}, ${person}) AS cid${tail}
+      FROM (${scan([...cols, person])})
       ANY LEFT JOIN ${unfoldedLinks(projectId)} USING (distinct_id))`;
   },
   canonicalIds(projectId, where, overrides = true) {

@@ -1,5 +1,5 @@
 import { sqlInt, sqlString } from '../../../ports/events/index.js';
-import { NO_MATERIALIZED } from '../../../ports/events/schema.js';
+import { NO_MATERIALIZED, PERSON_KEY_SQL } from '../../../ports/events/schema.js';
 import { materializedColumn, type Dialect, type Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
@@ -34,17 +34,19 @@ export const duckdb: Dialect = {
     return `coalesce(TRY_CAST(${this.propValue(key)} AS DOUBLE), 0)`;
   },
   contains: (h, n) => `coalesce(strpos(${h}, ${n}) > 0, false)`,
-  canonicalEvents({ projectId, where, props, identity = true, overrides = true, cols: extra = [], exprs = [] }) {
+  canonicalEvents({ projectId, where, props, identity = true, overrides = true, key = false, cols: extra = [], exprs = [] }) {
     // DuckDB deduplicates at write: `dedup` needs nothing here.
     const pass = [...(props ? ['prop_keys', 'prop_values', ...this.materialized.values()] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
     const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
     const tail = (p: string) => [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${p}${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail('')} FROM (SELECT ${cols.join(', ')} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
-    if (!overrides) return `(SELECT event, time, person_id AS cid${tail('')} FROM (SELECT ${cols.filter((c) => c !== 'distinct_id' || extra.includes(c)).join(', ')}, person_id FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
-    return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL THEN (CASE WHEN e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END)
-        ELSE e.person_id END AS cid${tail('e.')}
-      FROM (SELECT ${cols.join(', ')}, person_id FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
+    const person = key ? 'person_key' : 'person_id';
+    if (!overrides) return `(SELECT event, time, ${person} AS cid${tail('')} FROM (SELECT ${cols.filter((c) => c !== 'distinct_id' || extra.includes(c)).join(', ')}, ${person} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e)`;
+    const linked = '(CASE WHEN e.time >= l.from_time THEN l.canonical_id ELSE e.distinct_id END)';
+    return `(SELECT e.event, e.time, CASE WHEN l.canonical_id IS NOT NULL THEN ${key ? PERSON_KEY_SQL.duckdb(linked) : linked}
+        ELSE e.${person} END AS cid${tail('e.')}
+      FROM (SELECT ${cols.join(', ')}, ${person} FROM events WHERE ${conds.map((c) => `(${c})`).join(' AND ')}) e
       LEFT JOIN ${unfoldedLinks(projectId)} l USING (distinct_id))`;
   },
   canonicalIds(projectId, where, overrides = true) {
