@@ -17,7 +17,7 @@ export function sessionsSql(q: QueryContext, unit: Unit, range: DateRange): stri
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
   // A duplicate of the dedup key has the same identity and time: a zero gap changes no session.
   const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, dedup: false });
-  return d.sessions(ev, unit, SESSION_GAP_MS);
+  return d.sessions(ev, unit, SESSION_GAP_MS, range.fromMs);
 }
 
 export async function runSessions(events: EventStore, q: QueryContext, unit: Unit, range: DateRange): Promise<SessionsResult> {

@@ -183,9 +183,9 @@ export interface Dialect {
   /**
    * Sessions per bucket of their first event (columns `b`, `n`, `avg_ms`): per `cid` of `events`,
    * a gap of `gapMs` or more between consecutive times starts a new session; duration is last
-   * time minus first.
+   * time minus first. `fromMs`: no time of `events` is earlier.
    */
-  sessions(events: string, unit: Unit, gapMs: number): string;
+  sessions(events: string, unit: Unit, gapMs: number, fromMs: number): string;
   /**
    * Funnel paths: `perEvent` rows (`cid`, `time`, `bv`, `f0`…`f{steps-1}` step flags) to one row per
    * identity with a step-0 event: `cid`, `level` (steps reached), `seg` (the `bv` of the chosen

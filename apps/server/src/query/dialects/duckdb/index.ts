@@ -104,8 +104,8 @@ export const duckdb: Dialect = {
   emptyStrings: () => '[]::VARCHAR[]',
   range0: (n) => `generate_series(0, ${n} - 1)`,
   linkedIds: (projectId, id) => `SELECT distinct_id FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND canonical_id = ${id}`,
-  sessions(events, unit, gapMs) {
-    return sessions(this, events, unit, gapMs);
+  sessions(events, unit, gapMs, fromMs) {
+    return sessions(this, events, unit, gapMs, fromMs);
   },
   funnelPaths: (perEvent, steps, windowMs, rangeMs) => funnelPaths(perEvent, steps, windowMs, rangeMs),
   data,
