@@ -22,7 +22,7 @@ export interface FlowsSpec {
  * - paths are ranked by identities, then by path (joined names, ascending); `total` counts every
  *   identity with the anchor.
  */
-export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): string {
+export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange, names?: string[]): string {
   const { d } = q;
   const anchor = q.events.condition(f.event);
   const where = [`time >= ${sqlInt(range.fromMs)}`, `time < ${sqlInt(range.toEndMs)}`];
@@ -30,7 +30,7 @@ export function flowsSql(q: QueryContext, f: FlowsSpec, range: DateRange): strin
   const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, props, dedup: dedupOf(q) });
   return d.flowPaths({
     projectId: q.projectId, fromMs: range.fromMs, toEndMs: range.toEndMs, events: ev, anchor, anchorName: f.event,
-    direction: f.direction, steps: f.steps, limit: f.limit, sep: SEP,
+    direction: f.direction, steps: f.steps, limit: f.limit, sep: SEP, names,
   });
 }
 
@@ -42,8 +42,17 @@ export function flowsTotalSql(q: QueryContext, f: FlowsSpec, range: DateRange): 
 
 export async function runFlows(events: EventStore, q: QueryContext, f: FlowsSpec, range: DateRange): Promise<FlowsResult> {
   const [rows, total] = await Promise.all([
-    events.query<{ p: string; n: number }>(flowsSql(q, f, range)),
+    flowNamesOf(events, q, range).then((names) => events.query<{ p: string; n: number }>(flowsSql(q, f, range, names))),
     events.query<{ total: number }>(flowsTotalSql(q, f, range)),
   ]);
   return { paths: rows.map((r) => ({ path: String(r.p).split(SEP), count: Number(r.n) })), total: Number(total[0]?.total ?? 0) };
+}
+
+/** The range's event names when the dialect wants them before the paths (Dialect.flowNames), unless too many. */
+async function flowNamesOf(events: EventStore, q: QueryContext, range: DateRange): Promise<string[] | undefined> {
+  const spec = q.d.flowNames;
+  if (!spec) return undefined;
+  const [row] = await events.query<{ a: string[] }>(spec.sql(q.projectId, range.fromMs, range.toEndMs));
+  const names = row?.a ?? [];
+  return names.length <= spec.max ? names : undefined;
 }

@@ -56,6 +56,11 @@ export interface FlowPathsSpec {
   steps: number;
   limit: number;
   sep: string;
+  /**
+   * The range's event names, sorted, when the dialect asked for them first (`flowNames`): the
+   * paths then read them as constants. Events of a name not in the list (written since) are left out.
+   */
+  names?: string[];
 }
 
 /**
@@ -196,6 +201,11 @@ export interface Dialect {
   funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string;
   /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
   flowPaths(spec: FlowPathsSpec): string;
+  /**
+   * When the dialect's flows want the range's event names first (FlowPathsSpec.names): the query
+   * answering them sorted (column `a`, an array) and the most it takes as constants.
+   */
+  flowNames?: { sql(projectId: number, fromMs: number, toEndMs: number): string; max: number };
   /**
    * Unique identities per bucket and segment, and over the whole range per segment, in one pass:
    * rows `b`, `seg`, `v` from `events` (columns `cid`, `seg`, `bk`), the range totals as `b` = -1.

@@ -3,7 +3,7 @@ import { NO_MATERIALIZED, PERSON_KEY_SQL } from '../../../ports/events/schema.js
 import { materializedColumn, type Dedup, type Dialect, type Unit } from '../dialect.js';
 import { sessions } from './sessions.js';
 import { funnelPaths } from './funnel.js';
-import { flowPaths } from './flows.js';
+import { flowNames, flowPaths } from './flows.js';
 import { data } from './data.js';
 
 /**
@@ -134,6 +134,7 @@ export const clickhouse: Dialect = {
   flowPaths(spec) {
     return flowPaths(this, spec);
   },
+  flowNames,
   // Exact uniq states per (segment, bucket), merged again for the segment's range total: half the
   // time of grouping per (identity, segment) at 10M, same answers.
   uniqueBuckets: (events) => `SELECT b, seg, v FROM (
