@@ -169,7 +169,9 @@ async function bench(store: EventStore) {
   /** The columns a property case reads for `key`: its materialised column, else the lists. */
   const propCols = (key: string) => (store.materialized.has(key) ? `${BASE}, ${store.materialized.get(key)}` : PROPS);
   const scans: Record<string, number> = {};
-  for (const cols of new Set([BASE, PROPS, propCols('p1'), propCols('p2')])) scans[cols] = await median(() => store.query(scanSql(cols)));
+  // The string ids' scan as well: the reference before analyses read person_key (comparisons across days).
+  const STRING_IDS = 'event, distinct_id, time';
+  for (const cols of new Set([BASE, PROPS, propCols('p1'), propCols('p2'), STRING_IDS])) scans[cols] = await median(() => store.query(scanSql(cols)));
   const scanFinal = store.dialect === 'clickhouse' ? await median(() => store.query(scanSql(BASE, ' FINAL'))) : undefined;
   // The least any per-identity analysis does: group the range's event times by person and sort
   // each person's times (the shape of sessions, funnels, retention and flows).
@@ -216,7 +218,7 @@ async function bench(store: EventStore) {
   console.log('| analysis | median ms | bare scan ms | × bare scan | × grouped per person |');
   console.log('|---|---:|---:|---:|---:|');
   const only = process.env.BENCH_CASES?.split(',');
-  const out: EngineResult = { events: N, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), cases: {} };
+  const out: EngineResult = { events: N, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), scanStringIdsMs: Math.round(scans[STRING_IDS]), cases: {} };
   if (store.materialized.size) out.scanMaterializedMs = Object.fromEntries(['p1', 'p2'].filter((k) => store.materialized.has(k)).map((k) => [k, Math.round(scans[propCols(k)])]));
   if (foldMs[store.dialect] !== undefined) out.foldMs = foldMs[store.dialect];
   if (scanFinal !== undefined) out.scanFinalMs = Math.round(scanFinal);
@@ -250,6 +252,8 @@ interface EngineResult {
   unmergedMonths?: number;
   scanMs: number;
   scanPropsMs: number;
+  /** The bare scan with distinct_id (a string) for person_key: the reference of runs before person_key. */
+  scanStringIdsMs: number;
   scanFinalMs?: number;
   /** Times grouped and sorted per person over the range: the floor of per-identity analyses. */
   groupedMs: number;
