@@ -11,7 +11,7 @@
  * property, that property's materialised column (BENCH_MATERIALIZED, default p1,p2: as a
  * deployment materialises its hot properties) or else `prop_keys, prop_values`. Hashing makes the engine read and decode every value (a bare
  * `count()` reads nearly nothing), so "× bare scan" is the analysis' cost over reading its input
- * once. ClickHouse's scan is without FINAL (the scan with FINAL is printed alongside); the loaded
+ * once; each case's scan runs interleaved with the case's own runs (same minutes, same machine state). ClickHouse's scan is without FINAL (the scan with FINAL is printed alongside); the loaded
  * table is merged, so analyses that count every row read it as stored, as they read any month
  * the service's compaction merged (BENCH_UNMERGED=1 leaves the last month unmerged: read FINAL).
  * After the fold the analyses read person_key alone (no identity join); "grouped per person"
@@ -125,17 +125,27 @@ async function load(store: EventStore): Promise<void> {
 }
 const foldMs: Partial<Record<'duckdb' | 'clickhouse', number>> = {};
 
-/** The median time of RUNS runs after a warm-up, and the warm-up's answer. */
-async function timed(fn: () => Promise<unknown>): Promise<{ ms: number; answer: unknown }> {
+/**
+ * The median time of RUNS runs after a warm-up, and the warm-up's answer; with `reference`, that
+ * query runs after each run too and its median comes back as `refMs`: the machine's speed drifts
+ * by tens of percent within minutes here, and a reference measured in the same minutes keeps the
+ * ratio honest.
+ */
+async function timed(fn: () => Promise<unknown>, reference?: () => Promise<unknown>): Promise<{ ms: number; refMs: number; answer: unknown }> {
   const answer = await fn();
   const times: number[] = [];
+  const refs: number[] = [];
   for (let r = 0; r < RUNS; r++) {
     const s = performance.now();
     await fn();
     times.push(performance.now() - s);
+    if (!reference) continue;
+    const t = performance.now();
+    await reference();
+    refs.push(performance.now() - t);
   }
-  times.sort((a, b) => a - b);
-  return { ms: times[Math.floor(times.length / 2)], answer };
+  const mid = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  return { ms: mid(times), refMs: mid(refs), answer };
 }
 const median = async (fn: () => Promise<unknown>) => (await timed(fn)).ms;
 
@@ -225,9 +235,9 @@ async function bench(store: EventStore) {
   if (unmerged) out.unmergedMonths = unmerged.length;
   for (const [name, fn] of cases) {
     if (only && !only.some((o) => name.startsWith(o))) continue;
-    const scan = scans[referenceOf(name)];
     try {
-      const { ms, answer } = await timed(fn);
+      // Its bare scan again, interleaved with its runs (the header's scans were measured first).
+      const { ms, refMs: scan, answer } = await timed(fn, () => store.query(scanSql(referenceOf(name))));
       (answers[name] ??= {})[store.dialect] = answer;
       const overGrouped = perIdentity(name) ? ms / grouped : undefined;
       console.log(`| ${name} | ${ms.toFixed(0)} | ${scan.toFixed(0)} | ${(ms / scan).toFixed(1)} | ${overGrouped?.toFixed(1) ?? ''} |`);
