@@ -48,11 +48,13 @@ export async function runFlows(events: EventStore, q: QueryContext, f: FlowsSpec
   return { paths: rows.map((r) => ({ path: String(r.p).split(SEP), count: Number(r.n) })), total: Number(total[0]?.total ?? 0) };
 }
 
-/** The range's event names when the dialect wants them before the paths (Dialect.flowNames), unless too many. */
-async function flowNamesOf(events: EventStore, q: QueryContext, range: DateRange): Promise<string[] | undefined> {
+/** The range's event names when the dialect wants them before the paths (Dialect.flowNames), unless too long to inline. */
+export async function flowNamesOf(events: EventStore, q: QueryContext, range: DateRange): Promise<string[] | undefined> {
   const spec = q.d.flowNames;
   if (!spec) return undefined;
   const [row] = await events.query<{ a: string[] }>(spec.sql(q.projectId, range.fromMs, range.toEndMs));
   const names = row?.a ?? [];
-  return names.length <= spec.max ? names : undefined;
+  // Each name quoted, escaped and separated: at most twice its UTF-8 length plus 4.
+  const bytes = names.reduce((n, name) => n + 2 * Buffer.byteLength(name) + 4, 0);
+  return bytes <= spec.maxBytes ? names : undefined;
 }

@@ -203,9 +203,9 @@ export interface Dialect {
   flowPaths(spec: FlowPathsSpec): string;
   /**
    * When the dialect's flows want the range's event names first (FlowPathsSpec.names): the query
-   * answering them sorted (column `a`, an array) and the most it takes as constants.
+   * answering them sorted (column `a`, an array) and the most bytes of names it takes as constants.
    */
-  flowNames?: { sql(projectId: number, fromMs: number, toEndMs: number): string; max: number };
+  flowNames?: { sql(projectId: number, fromMs: number, toEndMs: number): string; maxBytes: number };
   /**
    * Unique identities per bucket and segment, and over the whole range per segment, in one pass:
    * rows `b`, `seg`, `v` from `events` (columns `cid`, `seg`, `bk`), the range totals as `b` = -1.

@@ -7,14 +7,17 @@ import type { Dialect, FlowPathsSpec } from '../dialect.js';
  */
 const FLOW_RANK_BASE = 1_000_000;
 
-/** The most names flows take as constants; past it, scalar subqueries read them in the query. */
-const FLOW_NAMES_MAX = 10_000;
+/**
+ * The most bytes of names flows take as constants (they appear twice in the SQL, which must stay
+ * under the server's max_query_size, 256 KiB by default); past it, scalar subqueries read them.
+ */
+const FLOW_NAMES_MAX_BYTES = 64 * 1024;
 
 /** The range's distinct event names, sorted (FlowPathsSpec.names). */
 export const flowNames = {
   sql: (projectId: number, fromMs: number, toEndMs: number) =>
     `SELECT arraySort(groupUniqArray(event)) AS a FROM events WHERE project_id = ${sqlInt(projectId)} AND time >= ${sqlInt(fromMs)} AND time < ${sqlInt(toEndMs)}`,
-  max: FLOW_NAMES_MAX,
+  maxBytes: FLOW_NAMES_MAX_BYTES,
 };
 
 /**
@@ -22,7 +25,7 @@ export const flowNames = {
  * sorted distinct names, sorted once: numeric keys order by (time, name), which 18.16 sorts far
  * faster than tuples. The names come from a query before this one (`spec.names`, constant arrays:
  * 18.16 evaluated each scalar subquery over the range again, 3.5 s of 6 s at 10M events), or
- * from scalar subqueries when there are too many to inline. A name outside the list (an event
+ * from scalar subqueries when they are too long to inline. A name outside the list (an event
  * written since) has rank 0 and is left out. `events` is read FINAL (every event counts);
  * lambdas capture only the scalar anchor key. Names come back on the grouped paths only.
  */
