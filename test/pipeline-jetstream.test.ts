@@ -288,4 +288,33 @@ describe('pipeline: JetStream buffer when NATS is unreachable', function () {
       await buf.close();
     }
   });
+
+  it('after a pull went unanswered, first deliveries are handled as possible redeliveries for a while', async function () {
+    // A replicated consumer whose leader is lost can hand out again, as first deliveries, messages
+    // it had delivered: the store must then write only what it lacks. Here the server is frozen
+    // (SIGSTOP) past a pull's guard, as a dead consumer leader leaves pulls unanswered.
+    const cfg = freshConfig({ NATS_ACK_WAIT_MS: '1000', NATS_FETCH_EXPIRES_MS: '1000' });
+    const buf = await JetStreamBuffer.open(server.url, cfg);
+    const seen = new Map<string, boolean>();
+    const consumer = buf.consume(async (b) => { seen.set(b.id, b.redelivered === true); });
+    try {
+      const handled = async (id: string) => {
+        await buf.publish(batch(1, 'track', [{ n: id }], id));
+        await waitFor(`${id} handled`, async () => seen.has(id), 20_000, 50);
+        return seen.get(id);
+      };
+      assert.equal(await handled('calm'), false, 'a first delivery in calm weather pays no lookup');
+      const pid = server.child!.pid;
+      process.kill(pid, 'SIGSTOP');
+      await sleep(4000); // the long poll (1 s) and its guard (2 s) run out unanswered
+      process.kill(pid, 'SIGCONT');
+      const resumed = Date.now();
+      assert.equal(await handled('after-freeze'), true, 'distrusted after the unanswered pull');
+      await sleep(Math.max(0, resumed + 11_000 - Date.now())); // the window: max(10 s, 2 × ack wait)
+      assert.equal(await handled('later'), false, 'trusted again once the window passed');
+    } finally {
+      await consumer.stop();
+      await buf.close();
+    }
+  });
 });

@@ -36,6 +36,8 @@ export interface DeliveryContext {
 
 export class Delivery {
   private healthyFailures = new Map<number, number>();
+  /** Until then every delivery is treated as possibly seen before (see `distrust`). */
+  private distrustUntil = 0;
 
   constructor(
     private x: DeliveryContext,
@@ -43,6 +45,18 @@ export class Delivery {
     private mergeable: (batch: IngestionBatch) => boolean,
     private storesHealthy?: () => Promise<boolean>,
   ) {}
+
+  /**
+   * From now until a while after, deliveries are handled as redeliveries (the store writes only
+   * the rows it lacks). A replicated consumer that loses its leader hands out again, flagged as
+   * first deliveries, the messages its old leader delivered but had not replicated as delivered
+   * (nats-server #6566): another worker may have stored them already. Called on a pull that went
+   * unanswered or ended on a leadership change, a failed fetch, a NATS reconnect, and a real
+   * redelivery (the failure behind it may have rewound the consumer too). Each call extends it.
+   */
+  distrust(): void {
+    this.distrustUntil = Date.now() + Math.max(10_000, 2 * this.x.cfg.ackWaitMs);
+  }
 
   /** Applies one fetch; returns how long to pause before the next fetch (after a store failure). */
   async processFetch(msgs: JsMsg[]): Promise<number> {
@@ -52,6 +66,8 @@ export class Delivery {
     }, Math.max(500, Math.floor(this.x.cfg.ackWaitMs / 3)));
     try {
       const byProject = new Map<number, Item[]>();
+      if (msgs.some((m) => m.redelivered)) this.distrust();
+      const distrusted = Date.now() < this.distrustUntil;
       for (const msg of msgs) {
         if (msg.redelivered) this.x.hooks.emit('redelivered');
         const decoded = decodeBatch(msg, this.x.cfg.subjectPrefix);
@@ -59,7 +75,7 @@ export class Delivery {
           await this.deadLetter(msg, decoded, settled);
           continue;
         }
-        if (msg.redelivered) decoded.redelivered = true;
+        if (msg.redelivered || distrusted) decoded.redelivered = true;
         const list = byProject.get(decoded.projectId) ?? [];
         list.push({ msg, batch: decoded });
         byProject.set(decoded.projectId, list);

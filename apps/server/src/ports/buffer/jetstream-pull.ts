@@ -13,25 +13,33 @@ import type { NatsConfig } from './jetstream-config.js';
  * the server's terminating status, so no delivered message is left behind (the client's `fetch`
  * stops at the first message reporting 0 pending, and with `no_wait` a later delivery would then
  * wait for `ack_wait`).
+ *
+ * Resolves with a reason when a pull went unanswered (its guard timed out: the consumer's leader
+ * is gone) or ended on a leadership change: the consumer may then hand out again, as first
+ * deliveries, messages it had delivered but not yet replicated as delivered.
  */
-export async function fetchAvailable(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[]): Promise<void> {
-  await pull(nc, cfg, msgs, cfg.fetchBatch, 0);
-  if (msgs.length > 0) return;
-  await pull(nc, cfg, msgs, 1, cfg.fetchExpiresMs);
-  if (msgs.length === 1 && msgs[0].info.pending > 0) await pull(nc, cfg, msgs, cfg.fetchBatch - 1, 0);
+export async function fetchAvailable(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[]): Promise<string | undefined> {
+  const disturbed = await pull(nc, cfg, msgs, cfg.fetchBatch, 0);
+  if (msgs.length > 0 || disturbed) return disturbed;
+  const waited = await pull(nc, cfg, msgs, 1, cfg.fetchExpiresMs);
+  if (msgs.length === 1 && msgs[0].info.pending > 0) return (await pull(nc, cfg, msgs, cfg.fetchBatch - 1, 0)) ?? waited;
+  return waited;
 }
 
-/** One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard timeout. */
-function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number, expiresMs: number): Promise<void> {
-  if (batch <= 0) return Promise.resolve();
-  return new Promise<void>((resolve, reject) => {
+/**
+ * One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard
+ * timeout (the latter two with a reason to distrust first deliveries for a while).
+ */
+function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number, expiresMs: number): Promise<string | undefined> {
+  if (batch <= 0) return Promise.resolve(undefined);
+  return new Promise<string | undefined>((resolve, reject) => {
     let got = 0;
     const inbox = createInbox();
-    const finish = (err?: unknown) => {
+    const finish = (err?: unknown, disturbed?: string) => {
       clearTimeout(guard);
       sub.unsubscribe();
       if (err) reject(err);
-      else resolve();
+      else resolve(disturbed);
     };
     const sub = nc.subscribe(inbox, {
       callback: (err, m) => {
@@ -41,6 +49,7 @@ function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number,
           if (code === 100) return; // idle heartbeat / flow control
           // 404 no messages, 408 expired / no_wait ran out, 409 e.g. max ack pending: end of this pull
           if (code === 404 && /consumer/i.test(m.headers.description)) return finish(new Error(`consumer not found: ${m.headers.description}`));
+          if (code === 409 && /leader/i.test(m.headers.description)) return finish(undefined, `pull ended: ${code} ${m.headers.description}`);
           if (code === 404 || code === 408 || code === 409) return finish();
           return finish(new Error(`pull: ${code} ${m.headers.description}`));
         }
@@ -48,7 +57,7 @@ function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number,
         if (++got >= batch) finish();
       },
     });
-    const guard = setTimeout(() => finish(), expiresMs + Math.max(2000, cfg.publishTimeoutMs));
+    const guard = setTimeout(() => finish(undefined, 'pull request unanswered'), expiresMs + Math.max(2000, cfg.publishTimeoutMs));
     const req: Record<string, unknown> = { batch };
     if (expiresMs > 0) req.expires = nanos(expiresMs);
     else req.no_wait = true;

@@ -36,6 +36,8 @@ export class JetStreamBuffer implements IngestionBuffer {
   private closed = false;
   /** False between a disconnect and the next reconnect: publishes fail fast (503) meanwhile. */
   private connected = true;
+  /** Reconnections so far: a consumer distrusts its next deliveries after one. */
+  private reconnects = 0;
   private lastLoggedError = 0;
   private hooks = new HookSet();
 
@@ -179,6 +181,7 @@ export class JetStreamBuffer implements IngestionBuffer {
       });
     let consumer: Consumer | undefined;
     let failures = 0;
+    let seenReconnects = this.reconnects;
     while (!state.stopping) {
       try {
         if (!consumer) {
@@ -188,9 +191,14 @@ export class JetStreamBuffer implements IngestionBuffer {
         const msgs: JsMsg[] = [];
         let fetchError: unknown;
         try {
-          await fetchAvailable(this.nc, this.cfg, msgs);
+          if (await fetchAvailable(this.nc, this.cfg, msgs)) delivery.distrust();
         } catch (err) {
           fetchError = err;
+          delivery.distrust();
+        }
+        if (this.reconnects !== seenReconnects) {
+          seenReconnects = this.reconnects;
+          delivery.distrust();
         }
         // Messages received before an error are ours until acked: always process them.
         const pauseMs = msgs.length > 0 ? await delivery.processFetch(msgs) : 0;
@@ -212,7 +220,10 @@ export class JetStreamBuffer implements IngestionBuffer {
     void (async () => {
       for await (const s of this.nc.status()) {
         if (s.type === 'disconnect') this.connected = false;
-        if (s.type === 'reconnect') this.connected = true;
+        if (s.type === 'reconnect') {
+          this.connected = true;
+          this.reconnects++;
+        }
         if (s.type === 'disconnect' || s.type === 'reconnect') this.log.info(`nats: ${s.type}`, { server: String(s.data) });
       }
     })().catch(() => undefined);
