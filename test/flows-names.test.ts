@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { forEachBackend } from './support/backends.js';
-import { loadConfig } from '../apps/server/src/config.js';
-import { openEventStore, type EventStore, type StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { useEventStore } from './support/event-store.js';
+import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import { flowNamesOf, runFlows } from '../apps/server/src/query/flows.js';
@@ -17,23 +14,7 @@ import { flowNamesOf, runFlows } from '../apps/server/src/query/flows.js';
 forEachBackend('flows: many and long event names', (backend) => {
   const T0 = Date.UTC(2024, 4, 6);
   const range = { fromMs: T0, toEndMs: T0 + 86_400_000 };
-  let drop: () => Promise<void>;
-  let store: EventStore;
-  let dir: string;
-
-  before(async () => {
-    const stores = await backend.provision();
-    drop = stores.drop;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flows-names-'));
-    const config = loadConfig({ ...stores.env, DATA_DIR: dir });
-    store = openEventStore({ clickhouse: config.clickhouse, dataDir: dir, duckdbFile: path.join(dir, 'events.duckdb') });
-    await store.migrate();
-  });
-  after(async () => {
-    await store?.close();
-    await drop?.();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const fixture = useEventStore(backend);
 
   let n = 0;
   const event = (projectId: number, name: string, distinctId: string, t: number): StoredEvent => ({
@@ -41,14 +22,14 @@ forEachBackend('flows: many and long event names', (backend) => {
     properties: '{}', prop_keys: [], prop_values: [], received_at: T0,
   });
   const context = (projectId: number) => {
-    const d = dialectFor(store.dialect, store.materialized);
+    const d = dialectFor(fixture.store.dialect, fixture.store.materialized);
     return { d, projectId, events: new EventMatcher(d, new Map()), overrides: false };
   };
   /** `names` long names once each by a filler id, and the path start → b → c → d by ann and bob. */
   const load = async (projectId: number, names: number, length: number) => {
     const filler = Array.from({ length: names }, (_, i) => event(projectId, `${String(i).padStart(5, '0')}-${"x'".repeat(length / 2)}`, 'filler', i));
     const path = ['start', 'b', 'c', 'd'].flatMap((e, i) => [event(projectId, e, 'ann', 60_000 + i), event(projectId, e, 'bob', 70_000 + i)]);
-    await store.writeEvents(projectId, [...filler, ...path]);
+    await fixture.store.writeEvents(projectId, [...filler, ...path]);
   };
   const expected = { paths: [{ path: ['start', 'b', 'c', 'd'], count: 2 }], total: 2 };
 
@@ -57,10 +38,10 @@ forEachBackend('flows: many and long event names', (backend) => {
     await load(2, 600, 200); // about 240 KB: past the limit
     for (const [projectId, inlined] of [[1, true], [2, false]] as const) {
       const q = context(projectId);
-      const names = await flowNamesOf(store, q, range);
-      if (store.dialect === 'clickhouse') assert.equal(names !== undefined, inlined, `project ${projectId}`);
+      const names = await flowNamesOf(fixture.store, q, range);
+      if (fixture.store.dialect === 'clickhouse') assert.equal(names !== undefined, inlined, `project ${projectId}`);
       else assert.equal(names, undefined); // DuckDB reads no names first
-      assert.deepEqual(await runFlows(store, q, { event: 'start', direction: 'after', steps: 3, limit: 1 }, range), expected);
+      assert.deepEqual(await runFlows(fixture.store, q, { event: 'start', direction: 'after', steps: 3, limit: 1 }, range), expected);
     }
   });
 });

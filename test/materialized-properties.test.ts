@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { forEachBackend } from './support/backends.js';
-import { loadConfig } from '../apps/server/src/config.js';
-import { openEventStore, type EventStore, type StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { useEventStore } from './support/event-store.js';
+import type { EventStore, StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import type { QueryContext } from '../apps/server/src/query/context.js';
@@ -19,21 +16,8 @@ import { runSegmentation, segmentationSql } from '../apps/server/src/query/segme
 forEachBackend('events: materialised properties', (backend) => {
   const T0 = Date.UTC(2024, 4, 6);
   const range = { fromMs: T0, toEndMs: T0 + 7 * 86_400_000 };
-  let drop: () => Promise<void>;
-  let open: (materialized: string[]) => EventStore;
-  let dir: string;
-
-  before(async () => {
-    const stores = await backend.provision();
-    drop = stores.drop;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'materialized-'));
-    const config = loadConfig({ ...stores.env, DATA_DIR: dir });
-    open = (materialized) => openEventStore({ clickhouse: config.clickhouse, dataDir: dir, duckdbFile: path.join(dir, 'events.duckdb'), materialized });
-  });
-  after(async () => {
-    await drop?.();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const fixture = useEventStore(backend, { open: false });
+  const open = (materialized: string[]) => fixture.open(materialized);
 
   let n = 0;
   const event = (distinctId: string, props: Record<string, string>, dt = 0): StoredEvent => ({

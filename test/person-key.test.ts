@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { forEachBackend } from './support/backends.js';
-import { loadConfig } from '../apps/server/src/config.js';
-import { openEventStore, type EventStore, type StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { useEventStore } from './support/event-store.js';
+import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { personKey } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
@@ -19,23 +16,7 @@ import { runSessions } from '../apps/server/src/query/sessions.js';
 forEachBackend('events: person_key', (backend) => {
   const T0 = Date.UTC(2024, 4, 6);
   const range = { fromMs: T0, toEndMs: T0 + 7 * 86_400_000 };
-  let drop: () => Promise<void>;
-  let store: EventStore;
-  let dir: string;
-
-  before(async () => {
-    const stores = await backend.provision();
-    drop = stores.drop;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'person-key-'));
-    const config = loadConfig({ ...stores.env, DATA_DIR: dir });
-    store = openEventStore({ clickhouse: config.clickhouse, dataDir: dir, duckdbFile: path.join(dir, 'events.duckdb') });
-    await store.migrate();
-  });
-  after(async () => {
-    await store?.close();
-    await drop?.();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const fixture = useEventStore(backend);
 
   // Ids of every kind of character: the key hashes their UTF-8 bytes in all three places.
   const ids = ['ann', 'Bob@example.com', 'über-😀', "o'hara", '12345', 'a'.repeat(300)];
@@ -45,22 +26,22 @@ forEachBackend('events: person_key', (backend) => {
     properties: '{}', prop_keys: [], prop_values: [], received_at: T0,
   });
   const stored = async () => {
-    const final = store.dialect === 'clickhouse' ? 'FINAL' : '';
-    const rows = await store.query<{ person_id: string; k: string }>(`SELECT person_id, CAST(person_key AS ${store.dialect === 'clickhouse' ? 'String' : 'VARCHAR'}) AS k FROM events ${final} WHERE project_id = 1`);
+    const final = fixture.store.dialect === 'clickhouse' ? 'FINAL' : '';
+    const rows = await fixture.store.query<{ person_id: string; k: string }>(`SELECT person_id, CAST(person_key AS ${fixture.store.dialect === 'clickhouse' ? 'String' : 'VARCHAR'}) AS k FROM events ${final} WHERE project_id = 1`);
     return rows.map((r) => [r.person_id, r.k]);
   };
   const answers = async () => {
-    const d = dialectFor(store.dialect, store.materialized);
+    const d = dialectFor(fixture.store.dialect, fixture.store.materialized);
     const q = { d, projectId: 1, events: new EventMatcher(d, new Map()), overrides: false };
     return {
-      unique: await runSegmentation(store, q, { event: 'Viewed', unit: 'day', type: 'unique' }, range),
-      sessions: await runSessions(store, q, 'day', range),
+      unique: await runSegmentation(fixture.store, q, { event: 'Viewed', unit: 'day', type: 'unique' }, range),
+      sessions: await runSessions(fixture.store, q, 'day', range),
     };
   };
 
   it('is the first 8 bytes of MD5 in Node and both engines, and a store from before it gets it', async () => {
     // Two sessions for ann (a 2-hour gap), one for everyone else.
-    await store.writeEvents(1, [...ids.map((id, i) => event(id, i * 60_000)), event('ann', 2 * 3_600_000), event('ann', 2 * 3_600_000 + 60_000)]);
+    await fixture.store.writeEvents(1, [...ids.map((id, i) => event(id, i * 60_000)), event('ann', 2 * 3_600_000), event('ann', 2 * 3_600_000 + 60_000)]);
     const rows = await stored();
     assert.equal(rows.length, ids.length + 2);
     for (const [person, key] of rows) assert.equal(key, personKey(person).toString(), person);
@@ -70,12 +51,12 @@ forEachBackend('events: person_key', (backend) => {
     assert.equal(before.sessions.series[0].sessions, ids.length + 1);
 
     // A store written before the column: drop it, migrate again.
-    await store.command('ALTER TABLE events DROP COLUMN person_key');
-    await store.migrate();
-    if (store.dialect === 'clickhouse') {
+    await fixture.store.command('ALTER TABLE events DROP COLUMN person_key');
+    await fixture.store.migrate();
+    if (fixture.store.dialect === 'clickhouse') {
       // Parts written before the column compute it when read, and the compaction stores it.
-      assert.ok((await store.mergeQuietPartitions(3_600_000, 10)) >= 1);
-      const parts = await store.query<{ n: number }>(`SELECT count() AS n FROM system.parts_columns
+      assert.ok((await fixture.store.mergeQuietPartitions(3_600_000, 10)) >= 1);
+      const parts = await fixture.store.query<{ n: number }>(`SELECT count() AS n FROM system.parts_columns
         WHERE database = currentDatabase() AND table = 'events' AND active AND column = 'person_key'`);
       assert.ok(Number(parts[0].n) >= 1);
     }

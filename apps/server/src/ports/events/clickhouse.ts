@@ -265,13 +265,16 @@ export class ClickHouseEventStore implements EventStore {
 
   /**
    * `OPTIMIZE … PARTITION … FINAL` of the oldest quiet unmerged months, and of months with a part
-   * written before `person_key` or a materialised property was added (it computes the column at every read until
-   * rewritten; once is enough, so those need not be quiet). Cluster mode: the month's local table
-   * on every server (ON CLUSTER).
+   * written before a column every part should store (ADDED_COLUMNS' `rewriteOldParts`, a
+   * materialised property) was added: it computes the column at every read until rewritten; once
+   * is enough, so those need not be quiet. Cluster mode: the month's local table on every server
+   * (ON CLUSTER).
    */
   async mergeQuietPartitions(quietMs: number, max: number): Promise<number> {
-    // Columns every part should store (added after some parts were written: computed on read until then).
-    const columns = ['person_key', ...this.materialized.values()];
+    const columns = [
+      ...ADDED_COLUMNS.filter((c) => c.table === 'events' && c.rewriteOldParts).map((c) => c.column),
+      ...this.materialized.values(),
+    ];
     const quiet = `AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))}`;
     const lacking = (await this.systemTables('parts_columns')).map((src) =>
       `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition, name

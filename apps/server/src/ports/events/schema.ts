@@ -109,10 +109,12 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
  * Columns added after a table's first release, for stores created before them (the CREATE
  * statements above already hold them). ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS: the
  * adapter checks system.columns first. Added at the end of the table, where CREATE puts them too.
+ * `rewriteOldParts`: ClickHouse computes the default at every read of a part written before the
+ * column, too dear to leave there, so the compaction rewrites such months once.
  */
-export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string> }> = [
+export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string>; rewriteOldParts?: boolean }> = [
   { table: 'events', column: 'person_id', type: { clickhouse: 'String DEFAULT distinct_id', duckdb: "VARCHAR DEFAULT ''" } },
-  { table: 'events', column: 'person_key', type: { clickhouse: 'UInt64 DEFAULT halfMD5(person_id)', duckdb: 'UBIGINT' } },
+  { table: 'events', column: 'person_key', type: { clickhouse: 'UInt64 DEFAULT halfMD5(person_id)', duckdb: 'UBIGINT' }, rewriteOldParts: true },
   { table: 'identity_links', column: 'folded', type: { clickhouse: 'UInt8 DEFAULT 0', duckdb: 'UTINYINT DEFAULT 0' } },
 ];
 
