@@ -258,11 +258,6 @@ export class ClickHouseEventStore implements EventStore {
    * copies, a merge does). Cluster mode: null (see below).
    */
   async unmergedRanges(): Promise<Array<[number, number]> | null> {
-    // Cluster mode reads FINAL everywhere: 18.16 refuses some reads of a Distributed table split
-    // into a plain and a FINAL scan by UNION ALL ("Cannot convert column … non constant in source
-    // stream but must be constant in result", seen in the cluster suite). The compaction still
-    // merges months on every shard.
-    if (this.opts.cluster) return null;
     // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
     const rows = await this.query<{ from_ms: number; to_ms: number }>(
       `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms
