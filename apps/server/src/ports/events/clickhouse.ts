@@ -255,7 +255,8 @@ export class ClickHouseEventStore implements EventStore {
   /**
    * The months (the events' partitions) that may hold copies of a dedup key: more than one active
    * part on some server, or one straight from an insert (level 0; an insert does not collapse
-   * copies, a merge does). Cluster mode: null (see below).
+   * copies, a merge does). Cluster mode: such a part on any shard or replica (each host's
+   * system.parts through remote()).
    */
   async unmergedRanges(): Promise<Array<[number, number]> | null> {
     // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
