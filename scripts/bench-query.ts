@@ -30,7 +30,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
-import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
+import { DuckDbEventStore, materializedValue } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
 import { PERSON_KEY_SQL, materializedProperties } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
@@ -115,7 +115,7 @@ async function load(store: EventStore): Promise<void> {
   await store.mergeQuietPartitions(0, 1000); // ClickHouse: each month merged, as the compaction leaves a quiet month
   // The generator's INSERT leaves DuckDB's materialised columns empty: filled as migrate fills a new one.
   for (const [key, column] of store.dialect === 'duckdb' ? store.materialized : []) {
-    await store.command(`UPDATE events SET ${column} = prop_values[list_position(prop_keys, '${key}')]`);
+    await store.command(`UPDATE events SET ${column} = ${materializedValue(key)}`);
   }
   console.log(`  ${store.dialect}: loaded ${N} events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const folding = Date.now();

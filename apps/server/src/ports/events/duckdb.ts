@@ -9,7 +9,7 @@ import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER
 const str = (v: string) => sqlString('duckdb', v);
 
 /** A materialised property's value from the row's lists (NULL without the key, as list indexing gives). */
-const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${str(key)})]`;
+export const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${str(key)})]`;
 
 /** A list as one string, each element preceded by NUL (split back in SQL by splitList). */
 function joinList(items: string[]): string {
