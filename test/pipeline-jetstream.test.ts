@@ -296,6 +296,8 @@ describe('pipeline: JetStream buffer when NATS is unreachable', function () {
     const cfg = freshConfig({ NATS_ACK_WAIT_MS: '1000', NATS_FETCH_EXPIRES_MS: '1000' });
     const buf = await JetStreamBuffer.open(server.url, cfg);
     const seen = new Map<string, boolean>();
+    let distrusted = 0;
+    buf.watch({ distrusted: () => distrusted++ });
     const consumer = buf.consume(async (b) => { seen.set(b.id, b.redelivered === true); });
     try {
       const handled = async (id: string) => {
@@ -310,8 +312,10 @@ describe('pipeline: JetStream buffer when NATS is unreachable', function () {
       process.kill(pid, 'SIGCONT');
       const resumed = Date.now();
       assert.equal(await handled('after-freeze'), true, 'distrusted after the unanswered pull');
+      assert.equal(distrusted, 1, 'counted (ingest_distrusted_messages_total)');
       await sleep(Math.max(0, resumed + 11_000 - Date.now())); // the window: max(10 s, 2 × ack wait)
       assert.equal(await handled('later'), false, 'trusted again once the window passed');
+      assert.equal(distrusted, 1);
     } finally {
       await consumer.stop();
       await buf.close();

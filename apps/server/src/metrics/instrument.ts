@@ -31,6 +31,7 @@ export function instrumentBuffer<B extends IngestionBuffer>(buffer: B): B {
   const close = buffer.close.bind(buffer);
   buffer.watch({
     redelivered: () => ingestMetrics.redelivered.inc(),
+    distrusted: () => ingestMetrics.distrusted.inc(),
     deadLettered: () => ingestMetrics.deadLettered.inc(),
   });
   const lag = () => buffer.lag();

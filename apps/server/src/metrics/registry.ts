@@ -67,6 +67,11 @@ export const ingestMetrics = {
     help: 'Buffer messages received again after a nak, a crash or an ack timeout',
     registers: [registry],
   }),
+  distrusted: new client.Counter({
+    name: 'ingest_distrusted_messages_total',
+    help: 'First deliveries written as possible redeliveries (rows looked up first) after a sign of a JetStream consumer leader change',
+    registers: [registry],
+  }),
   deadLettered: new client.Counter({
     name: 'ingest_dead_lettered_messages_total',
     help: 'Messages terminated as poison and recorded on the dead-letter subject',

@@ -75,7 +75,11 @@ export class Delivery {
           await this.deadLetter(msg, decoded, settled);
           continue;
         }
-        if (msg.redelivered || distrusted) decoded.redelivered = true;
+        if (msg.redelivered) decoded.redelivered = true;
+        else if (distrusted) {
+          decoded.redelivered = true;
+          this.x.hooks.emit('distrusted');
+        }
         const list = byProject.get(decoded.projectId) ?? [];
         list.push({ msg, batch: decoded });
         byProject.set(decoded.projectId, list);

@@ -55,6 +55,11 @@ export interface BufferConsumer {
 export interface BufferHooks {
   /** A message arrived again (after a nak, a crash or an ack timeout). */
   redelivered?(): void;
+  /**
+   * A first delivery handled as a possible redelivery (its rows looked up before writing): it
+   * came within a while of a sign that the consumer changed leaders (JetStream).
+   */
+  distrusted?(): void;
   /** A batch that can never be applied was set aside on the dead-letter subject. */
   deadLettered?(): void;
 }
