@@ -85,6 +85,7 @@ export class UsageStore {
       }
       return out;
     },
+    { gather: () => !isPostgres(this.db) },
   );
 
   private async admitNow(counts: UsageCount[], month: string): Promise<boolean> {

@@ -8,6 +8,7 @@
 export function groupCommit<T, R>(
   runOne: (item: T) => Promise<R>,
   runGroup: (items: T[]) => Promise<Array<PromiseSettledResult<R>>>,
+  opts: { gather?: () => boolean } = {},
 ): (item: T) => Promise<R> {
   let busy = false;
   const waiting: Array<{ item: T; resolve: (r: R) => void; reject: (err: unknown) => void }> = [];
@@ -32,6 +33,11 @@ export function groupCommit<T, R>(
   };
   return async (item) => {
     if (busy) return new Promise<R>((resolve, reject) => waiting.push({ item, resolve, reject }));
+    if (opts.gather?.()) {
+      busy = true;
+      setImmediate(() => void drain());
+      return new Promise<R>((resolve, reject) => waiting.push({ item, resolve, reject }));
+    }
     busy = true;
     try {
       return await runOne(item);
