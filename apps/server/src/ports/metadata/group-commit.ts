@@ -1,7 +1,9 @@
 /**
  * Group commit for metadata round trips: while a call of the returned function runs, later calls
  * wait; when it ends, the waiting ones go to `runGroup` together (in arrival order), which
- * answers each of them. An idle caller runs `runOne` at once, so nothing waits without a reason.
+ * answers each of them. An idle caller runs `runOne` at once, so nothing waits without a reason;
+ * with `gather` (a store whose calls finish before the event loop reads the next request, e.g.
+ * SQLite) it waits one setImmediate instead, so the requests read meanwhile join it in `runGroup`.
  * Calls are therefore one at a time per process (the quota and the rate limits serialised on
  * their rows in the database anyway). A `runGroup` that throws rejects its whole group.
  */
