@@ -93,7 +93,7 @@ forEachBackend('query: generated datasets agree with the reference', (backend) =
       const qc = await analyses().contexts.forProject(projectId);
       const engine = await runFlows(deps().events, qc, q, q.range);
       if (qc.d.flowNames) {
-        // The names read in the query (the plan past FLOW_NAMES_MAX) give the same paths.
+        // The names read in the query (the plan past FLOW_NAMES_MAX_BYTES) give the same paths.
         const inQuery = await deps().events.query<{ p: string; n: number }>(flowsSql(qc, q, q.range));
         assert.deepStrictEqual(inQuery.map((r) => ({ path: String(r.p).split('\u001f'), count: Number(r.n) })), engine.paths);
       }

@@ -35,12 +35,11 @@ export function groupCommit<T, R>(
   };
   return async (item) => {
     if (busy) return new Promise<R>((resolve, reject) => waiting.push({ item, resolve, reject }));
+    busy = true;
     if (opts.gather?.()) {
-      busy = true;
       setImmediate(() => void drain());
       return new Promise<R>((resolve, reject) => waiting.push({ item, resolve, reject }));
     }
-    busy = true;
     try {
       return await runOne(item);
     } finally {

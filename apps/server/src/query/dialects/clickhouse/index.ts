@@ -19,15 +19,16 @@ const unfoldedLinks = (projectId: number) =>
  * on every read (5-6× a plain scan of merged data on 18.16): with ranges, only the rows inside
  * them (the months not merged yet, EventStore.unmergedRanges) are read FINAL, the rest as stored.
  */
-function eventsScan(items: string[], conds: string[], dedup: Dedup): string {
+function eventsScan(columns: string[], exprs: Array<[string, string]>, conds: string[], dedup: Dedup): string {
   const where = conds.map((c) => `(${c})`).join(' AND ');
-  if (dedup === true) return `SELECT ${items.join(', ')} FROM events FINAL WHERE ${where}`;
-  if (dedup === false || dedup.length === 0) return `SELECT ${items.join(', ')} FROM events WHERE ${where}`;
+  const items = (wrap: (e: string) => string) => [...columns, ...exprs.map(([a, e]) => `${wrap(e)} AS ${a}`)].join(', ');
+  if (dedup === true) return `SELECT ${items((e) => e)} FROM events FINAL WHERE ${where}`;
+  if (dedup === false || dedup.length === 0) return `SELECT ${items((e) => e)} FROM events WHERE ${where}`;
   const unmerged = dedup.map(([a, b]) => `(time >= ${sqlInt(a)} AND time < ${sqlInt(b)})`).join(' OR ');
-  // Computed items are materialize()d: over a Distributed table (cluster mode) 18.16 refuses a
+  // Computed columns are materialize()d: over a Distributed table (cluster mode) 18.16 refuses a
   // UNION ALL whose column is constant in one stream and not in another ("Cannot convert column
   // … non constant in source stream but must be constant in result"), e.g. `0 AS bh`.
-  const select = items.map((i) => i.replace(/^([\s\S]+) AS (\w+)$/, 'materialize($1) AS $2')).join(', ');
+  const select = items((e) => `materialize(${e})`);
   return `SELECT ${select} FROM events WHERE ${where} AND NOT (${unmerged})
     UNION ALL SELECT ${select} FROM events FINAL WHERE ${where} AND (${unmerged})`;
 }
@@ -58,9 +59,9 @@ export const clickhouse: Dialect = {
   contains: (h, n) => `(position(${h}, ${n}) > 0)`,
   canonicalEvents({ projectId, where, props, identity = true, overrides = true, key = false, dedup = true, cols: extra = [], exprs = [] }) {
     const pass = [...(props ? ['prop_keys', 'prop_values', ...this.materialized.values()] : []), ...extra.filter((c) => c !== 'distinct_id'), ...exprs.map(([a]) => a)];
-    const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length), ...exprs.map(([a, e]) => `${e} AS ${a}`)];
+    const cols = ['event', 'time', 'distinct_id', ...pass.slice(0, pass.length - exprs.length)];
     const conds = [`project_id = ${sqlInt(projectId)}`, ...where];
-    const scan = (select: string[]) => eventsScan(select, conds, dedup);
+    const scan = (columns: string[]) => eventsScan(columns, exprs, conds, dedup);
     const tail = [...pass, ...(extra.includes('distinct_id') ? ['distinct_id'] : [])].map((c) => `, ${c}`).join('');
     if (!identity) return `(SELECT event, time, distinct_id AS cid${tail} FROM (${scan(cols)}))`;
     const person = key ? 'person_key' : 'person_id';
