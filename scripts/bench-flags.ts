@@ -1,8 +1,9 @@
 /**
  * `npm run bench:flags [-- --json]`: feature-flag serving speed against its peers, one run.
  *
- * Servers, each in its own process pinned to core 0 (`taskset -c 0`, once set up); this process, the load
- * generator, pinned to core 1 (`taskset -c 1`). All of them answer for the same 100 flags of 10
+ * Servers, each in its own process pinned to core 0 (`taskset -c 0`, once set up); the load
+ * generators, this process (autocannon) and scripts/bench-open-loop.mjs (the open-loop phases),
+ * pinned to core 1 (`taskset -c 1`). All of them answer for the same 100 flags of 10
  * rules each (8 override lists of 5 ids with a forced variant, a 10% rollout forcing variant b, a
  * 50% rollout over 3 weighted variants), for a distinct user id per request (user-0 … user-9999):
  *
@@ -38,7 +39,6 @@
  */
 import { once } from 'node:events';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -217,7 +217,7 @@ interface Phase {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
-async function measured(target: Target, all: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'>>): Promise<Phase> {
+async function measured(target: Target, all: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>): Promise<Phase> {
   const others = all.filter((t) => t !== target);
   const before = cpuMs(target.pid);
   const othersBefore = others.reduce((s, t) => s + cpuMs(t.pid), 0);
@@ -231,7 +231,8 @@ async function measured(target: Target, all: Target[], run: () => Promise<Omit<P
     ...r,
     cpuMsPerRequest: Math.round((used / Math.max(1, r.requests)) * 1000) / 1000,
     othersCpuMs: Math.round(others.reduce((s, t) => s + cpuMs(t.pid), 0) - othersBefore),
-    generatorBusy: round2((ownUsed.user + ownUsed.system) / 1000 / wall),
+    // the open loop's generator is a process of its own, which measures itself
+    generatorBusy: r.generatorBusy ?? round2((ownUsed.user + ownUsed.system) / 1000 / wall),
   };
 }
 
@@ -261,127 +262,26 @@ async function cannon(target: Target, seconds: number) {
 /**
  * Open-loop load at a uniform rate (autocannon's overallRate sends each second's quota as a burst
  * and corrects for coordinated omission with a 1 ms interval, which measures queueing rather than
- * latency at that rate). Every 2 ms the requests that are due go out, each on an idle keep-alive
- * socket (a new one when all are busy, up to 256, then queued in the generator); latency runs from
- * the scheduled send time to the last byte, so a server that falls behind shows its backlog (given
- * `seconds` more to drain it; then the rest counts as unanswered). The p99 from the write of each
- * request is reported too: the scheduled-time p99 minus the generator's own lateness. The
- * client is raw HTTP/1.1 over net sockets so that it costs little CPU.
+ * latency at that rate), from scripts/bench-open-loop.mjs in a process of its own on the load
+ * generator's core (what it does is described there). Latency runs from the scheduled send time to
+ * the last byte; the p99 from the write of each request is reported too.
  */
 async function uniformLoad(target: Target, ratePerSecond: number, seconds: number) {
-  const MAX_SOCKETS = 256;
-  const url = new URL(target.url);
-  const idle: net.Socket[] = [];
-  const all: net.Socket[] = [];
-  const queue: number[] = [];
-  const latencies: number[] = [];
-  /** From the write of the request to its answer: the server and the network without the generator's lateness. */
-  const fromSend: number[] = [];
-  /** How late the generator itself sent each request (its own scheduling delay on a busy machine). */
-  const sendLag: number[] = [];
-  let errors = 0;
-  let pending = 0;
-  let finished = false;
-  let lastAnswer = 0;
-  const head = Object.entries(target.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  const request = (id: string) => {
-    const body = target.body?.(id) ?? '';
-    return `${target.method} ${target.path(id)} HTTP/1.1\r\nhost: ${url.host}\r\n${head}${body ? `content-length: ${Buffer.byteLength(body)}\r\n` : ''}\r\n${body}`;
+  const config = {
+    url: target.url, method: target.method, headers: target.headers, path: target.path('%ID%'), body: target.body?.('%ID%'),
+    rate: ratePerSecond, seconds, idStart: idCounter, ids: IDS,
   };
-  const waiting = new Map<net.Socket, { scheduled: number; sentAt: number; buf: Buffer }>();
-  const write = (sock: net.Socket, scheduled: number) => {
-    waiting.set(sock, { scheduled, sentAt: performance.now(), buf: Buffer.alloc(0) });
-    sock.write(request(nextId()));
-  };
-  const onData = (sock: net.Socket, chunk: Buffer) => {
-    const w = waiting.get(sock);
-    if (!w) return;
-    w.buf = w.buf.length ? Buffer.concat([w.buf, chunk]) : chunk;
-    const headEnd = w.buf.indexOf('\r\n\r\n');
-    if (headEnd < 0) return;
-    const h = w.buf.subarray(0, headEnd).toString('latin1');
-    if (/transfer-encoding:\s*chunked/i.test(h)) {
-      if (!w.buf.subarray(w.buf.length - 5).equals(Buffer.from('0\r\n\r\n'))) return;
-    } else {
-      const len = Number(/content-length:\s*(\d+)/i.exec(h)?.[1] ?? 0);
-      if (w.buf.length < headEnd + 4 + len) return;
-    }
-    if (!h.startsWith('HTTP/1.1 200')) errors++;
-    lastAnswer = performance.now();
-    latencies.push(lastAnswer - w.scheduled);
-    fromSend.push(lastAnswer - w.sentAt);
-    waiting.delete(sock);
-    pending--;
-    const next = queue.shift();
-    if (next !== undefined) write(sock, next);
-    else idle.push(sock);
-  };
-  const socket = () =>
-    new Promise<net.Socket>((resolve) => {
-      const sock = net.connect(Number(url.port), url.hostname, () => resolve(sock));
-      sock.setNoDelay(true);
-      sock.on('data', (c) => onData(sock, c));
-      sock.on('error', () => undefined);
-      // a server closing an idle keep-alive socket races with a request written on it: drop the
-      // socket and send that request again on another one, as HTTP clients do (same scheduled time)
-      sock.on('close', () => {
-        const i = idle.indexOf(sock);
-        if (i >= 0) idle.splice(i, 1);
-        all.splice(all.indexOf(sock), 1);
-        const w = waiting.get(sock);
-        if (!w || finished) return;
-        waiting.delete(sock);
-        if (w.buf.length) { errors++; pending--; return; } // it had started answering
-        void socket().then((fresh) => write(fresh, w.scheduled));
-      });
-      all.push(sock);
-    });
-  for (let i = 0; i < 32; i++) idle.push(await socket());
-  const send = async (scheduled: number) => {
-    pending++;
-    let sock = idle.pop();
-    if (!sock && all.length < MAX_SOCKETS) sock = await socket();
-    if (sock) {
-      sendLag.push(performance.now() - scheduled);
-      write(sock, scheduled);
-    } else queue.push(scheduled);
-  };
-  const start = performance.now();
-  const total = Math.round(ratePerSecond * seconds);
-  let sent = 0;
-  await new Promise<void>((done) => {
-    const tick = () => {
-      // request k is scheduled at k / rate seconds: floor(elapsed * rate) + 1 of them are due
-      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * ratePerSecond) + 1);
-      while (sent < due) void send(start + (sent++ * 1000) / ratePerSecond);
-      if (sent >= total) done();
-      else setTimeout(tick, 2);
-    };
-    tick();
-  });
-  // a server that cannot keep up gets as long again to drain its backlog; what is still unanswered
-  // then enters the latencies with its age at the cutoff (so p50/p99 are lower bounds)
-  const cutoff = performance.now() + seconds * 1000;
-  while (pending > 0 && performance.now() < cutoff) await new Promise((r) => setTimeout(r, 5));
-  finished = true;
-  const elapsed = ((pending > 0 ? performance.now() : lastAnswer) - start) / 1000;
-  const answered = latencies.length;
-  const now = performance.now();
-  for (const w of waiting.values()) latencies.push(now - w.scheduled);
-  for (const q of queue) latencies.push(now - q);
-  const unanswered = pending;
-  for (const s of [...all]) s.destroy();
-  const quantile = (xs: number[], p: number) => {
-    xs.sort((a, b) => a - b);
-    return round2(xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]);
-  };
-  const rps = Math.round(answered / elapsed);
-  const p99 = quantile(latencies, 0.99);
-  return {
-    rps, requests: answered, p50: quantile(latencies, 0.5), p99, errors: errors + unanswered, unanswered, lag50: quantile(sendLag, 0.5), lag99: quantile(sendLag, 0.99), p99FromSend: quantile(fromSend, 0.99),
-    // kept up: (nearly) the offered rate, no errors, and no backlog building up over the phase
-    sustained: errors + unanswered === 0 && rps >= ratePerSecond * 0.97 && p99 < 250,
-  };
+  const node = [process.execPath, path.join(ROOT, 'scripts/bench-open-loop.mjs'), JSON.stringify(config)];
+  const [cmd, ...args] = TASKSET ? ['taskset', '-c', '1', ...node] : node;
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`open-loop generator exited with ${code}: ${out}`);
+  const r = JSON.parse(out.trim().split('\n').pop()!) as Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs'> & { sent: number; busy: number };
+  idCounter += r.sent;
+  const { sent: _sent, busy, ...phase } = r;
+  return { ...phase, generatorBusy: busy };
 }
 /** GrowthBook features equivalent to flagSpecs(): force rules for override lists, a force rollout, an experiment. */
 function growthbookFeatures() {
