@@ -224,11 +224,15 @@ async function bench(store: EventStore) {
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
   );
-  console.log(`\n${store.dialect}: bare scan ${hash}(${BASE}) ${scans[BASE].toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}, ${Object.keys(scans).filter((c) => c !== BASE).map((c) => `${hash}(${c}) ${scans[c].toFixed(0)} ms`).join(', ')}; times grouped and sorted per person ${grouped.toFixed(0)} ms`);
+  // The threads a query may use: ClickHouse 18.16 counts physical cores (1 on some 2-vCPU VMs, 2 on
+  // others), DuckDB is given cores - 1 by the service: runs on different machines compare only so.
+  const threads = Number((await store.query<{ t: string | number }>(store.dialect === 'clickhouse'
+    ? `SELECT value AS t FROM system.settings WHERE name = 'max_threads'` : `SELECT current_setting('threads') AS t`))[0].t);
+  console.log(`\n${store.dialect} (${threads} thread${threads === 1 ? '' : 's'} per query): bare scan ${hash}(${BASE}) ${scans[BASE].toFixed(0)} ms${scanFinal !== undefined ? ` (with FINAL ${scanFinal.toFixed(0)} ms)` : ''}, ${Object.keys(scans).filter((c) => c !== BASE).map((c) => `${hash}(${c}) ${scans[c].toFixed(0)} ms`).join(', ')}; times grouped and sorted per person ${grouped.toFixed(0)} ms`);
   console.log('| analysis | median ms | bare scan ms | × bare scan | × grouped per person |');
   console.log('|---|---:|---:|---:|---:|');
   const only = process.env.BENCH_CASES?.split(',');
-  const out: EngineResult = { events: N, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), scanStringIdsMs: Math.round(scans[STRING_IDS]), cases: {} };
+  const out: EngineResult = { events: N, threads, groupedMs: Math.round(grouped), scanMs: Math.round(scans[BASE]), scanPropsMs: Math.round(scans[PROPS]), scanStringIdsMs: Math.round(scans[STRING_IDS]), cases: {} };
   if (store.materialized.size) out.scanMaterializedMs = Object.fromEntries(['p1', 'p2'].filter((k) => store.materialized.has(k)).map((k) => [k, Math.round(scans[propCols(k)])]));
   if (foldMs[store.dialect] !== undefined) out.foldMs = foldMs[store.dialect];
   if (scanFinal !== undefined) out.scanFinalMs = Math.round(scanFinal);
@@ -256,6 +260,8 @@ async function bench(store: EventStore) {
 
 interface EngineResult {
   events: number;
+  /** Threads per query (ClickHouse max_threads, DuckDB threads). */
+  threads: number;
   /** Bare scan of the base columns plus each materialised property's column. */
   scanMaterializedMs?: Record<string, number>;
   /** Months of the table read with FINAL by the analyses that count every row. */
