@@ -18,9 +18,9 @@ export interface QueryContext {
   overrides?: boolean;
   /**
    * Time ranges whose stored rows may hold copies of a dedup key (EventStore.unmergedRanges):
-   * reads that count every row deduplicate only those. Absent or null: deduplicate everything.
+   * reads that count every row deduplicate only those. Absent: deduplicate everything.
    */
-  unmerged?: ReadonlyArray<readonly [number, number]> | null;
+  unmerged?: ReadonlyArray<readonly [number, number]>;
 }
 
 /** `dedup` for a read where every row counts (dialect canonicalEvents): the unmerged ranges when known. */

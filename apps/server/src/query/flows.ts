@@ -45,7 +45,12 @@ export async function runFlows(events: EventStore, q: QueryContext, f: FlowsSpec
     flowNamesOf(events, q, range).then((names) => events.query<{ p: string; n: number }>(flowsSql(q, f, range, names))),
     events.query<{ total: number }>(flowsTotalSql(q, f, range)),
   ]);
-  return { paths: rows.map((r) => ({ path: String(r.p).split(SEP), count: Number(r.n) })), total: Number(total[0]?.total ?? 0) };
+  return { paths: pathsOf(rows), total: Number(total[0]?.total ?? 0) };
+}
+
+/** The rows of flowsSql as paths: each path's names joined by SEP in `p`, its identities in `n`. */
+export function pathsOf(rows: Array<{ p: string; n: number }>): FlowsResult['paths'] {
+  return rows.map((r) => ({ path: String(r.p).split(SEP), count: Number(r.n) }));
 }
 
 /** The range's event names when the dialect wants them before the paths (Dialect.flowNames), unless too long to inline. */

@@ -258,7 +258,7 @@ export class ClickHouseEventStore implements EventStore {
    * copies, a merge does). Cluster mode: such a part on any shard or replica (each host's
    * system.parts through remote()).
    */
-  async unmergedRanges(): Promise<Array<[number, number]> | null> {
+  async unmergedRanges(): Promise<Array<[number, number]>> {
     // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
     const rows = await this.query<{ from_ms: number; to_ms: number }>(
       `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms

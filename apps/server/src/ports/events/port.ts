@@ -128,9 +128,9 @@ export interface EventStore {
   /**
    * Time ranges [from, to) in Unix ms whose stored events may still hold several rows of one
    * dedup key: readers that count every row deduplicate those (ClickHouse FINAL) and read the
-   * rest as stored. null: deduplicate everything. DuckDB: none (it dedups at write).
+   * rest as stored. DuckDB: none (it dedups at write).
    */
-  unmergedRanges(): Promise<Array<[number, number]> | null>;
+  unmergedRanges(): Promise<Array<[number, number]>>;
   /**
    * Merges up to `max` event partitions that hold unmerged rows and had no write for `quietMs`
    * (data/compaction.ts), so readers stop deduplicating them; returns how many. DuckDB: 0.
