@@ -28,8 +28,8 @@ export interface FunnelSpec {
  * - segments use the breakdown property of that path's step-0 event.
  *
  * Compiled to one query: per identity, arrays of times and per-step flags; one array layer per step
- * computes every start's greedy chain (the dialect's `funnelPaths`: arrays on ClickHouse, ASOF
- * joins on DuckDB); the chosen path is exploded into (step, duration) rows and
+ * computes every start's greedy chain (the dialect's `funnelPaths`: arrays on ClickHouse; lists,
+ * and ASOF joins for identities with many events, on DuckDB); the chosen path is exploded into (step, duration) rows and
  * aggregated per step and per segment (funnelSql). `funnelPathsSql` is the per-identity layer: one
  * row per identity that reached step 0 with `cid`, `level` (steps reached), `seg` ('0' missing,
  * '1' + value) and `durs`; the IR drilldown pages through it.
@@ -47,7 +47,7 @@ export function funnelPathsSql(q: QueryContext, f: FunnelSpec, range: DateRange)
   ];
   // Duplicates of the dedup key have the same identity, time and flags: they change no chain.
   const ev = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, where, exprs, dedup: false });
-  return d.funnelPaths(`SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`, n, f.windowDays * DAY_MS, range.toEndMs - range.fromMs);
+  return d.funnelPaths(`SELECT cid, time, ${exprs.map(([a]) => a).join(', ')} FROM ${ev} ev`, n, f.windowDays * DAY_MS, range.toEndMs - range.fromMs, !!f.breakdown);
 }
 
 /** Per step (and per step and segment): identities, mean and median time, listed ids. */

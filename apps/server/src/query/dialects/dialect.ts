@@ -197,8 +197,9 @@ export interface Dialect {
    * start), `durs` (Int64 array, time from the start to each reached step). Greedy chains per start;
    * the path: most steps, then earliest start, then smallest `bv` (semantics in `query/funnel.ts`).
    * `rangeMs`: the length of the range the events are in (bounds their times' spread).
+   * `breakdown`: whether `bv` varies (false: it is one constant, which `seg` may be taken as).
    */
-  funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string;
+  funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number, breakdown: boolean): string;
   /** Flows' ranked paths (see FlowPathsSpec), ordered by `n` descending then `p`, at most `limit`. */
   flowPaths(spec: FlowPathsSpec): string;
   /**

@@ -1,6 +1,60 @@
 import { sqlInt } from '../../../ports/events/index.js';
 
 /**
+ * Identities with at most this many events of the funnel's steps in range take the list plan:
+ * its lookups copy a step's list for every start (DuckDB copies a list a lambda captures), at
+ * most 64 × 64 values an identity and step.
+ */
+export const FUNNEL_LIST_MAX_EVENTS = 64;
+
+/**
+ * Two plans, chosen per identity by its number of step events (FUNNEL_LIST_MAX_EVENTS), one
+ * query: the same rows either way (funnelPathsSql's `cid, level, seg, durs`).
+ *
+ * Lists, for the many identities with few events: per identity each step's times sorted, each
+ * chain step `list_filter(t_k, x -> x > c_{k-1})[1]` (NULL: none), a start's level 1 + its chain
+ * steps inside the window, the path the earliest start of the highest level, its breakdown value
+ * the smallest among the step-0 events at that time (a join back, made only with a breakdown).
+ * About twice as fast as the joins at 10M events, but a step's lookup filters the whole list for
+ * every start: quadratic in the identity's events, hence the bound. Every list has the same
+ * ORDER BY: DuckDB sorts once for all of them (a second ordering, such as (time, value) for the
+ * breakdown values, cost 3-4× the whole query).
+ *
+ * Joins (asofPaths), for the identities past the bound: n log n whatever their size.
+ */
+export function funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number, breakdown: boolean): string {
+  const W = sqlInt(windowMs);
+  const ks = Array.from({ length: steps - 1 }, (_, i) => i + 1);
+  const lists = ['list(time ORDER BY time) FILTER (WHERE f0 = 1) AS s0',
+    ...ks.map((k) => `coalesce(list(time ORDER BY time) FILTER (WHERE f${k} = 1), []::BIGINT[]) AS t${k}`)];
+  const cte = [
+    `fe AS MATERIALIZED (${perEvent})`,
+    `g AS MATERIALIZED (SELECT cid, count(*) AS n, ${lists.join(', ')} FROM fe GROUP BY cid HAVING count(*) FILTER (WHERE f0 = 1) > 0)`,
+    `l0 AS (SELECT * FROM g WHERE n <= ${FUNNEL_LIST_MAX_EVENTS})`,
+  ];
+  for (const k of ks) {
+    const next = k === 1
+      ? 'list_transform(s0, s -> list_filter(t1, x -> x > s)[1])'
+      : `list_transform(c${k - 1}, p -> CASE WHEN p IS NULL THEN NULL ELSE list_filter(t${k}, x -> x > p)[1] END)`;
+    cte.push(`l${k} AS (SELECT *, ${next} AS c${k} FROM l${k - 1})`);
+  }
+  // Chains are strictly increasing: the steps inside the window are a prefix. The lists are
+  // zipped, not indexed from the lambda (a captured list is copied for every element).
+  const inside = ks.map((k) => ` + CASE WHEN z[${k + 1}] IS NOT NULL AND z[${k + 1}] - z[1] <= ${W} THEN 1 ELSE 0 END`).join('');
+  cte.push(`lv AS (SELECT *, list_transform(list_zip(s0${ks.map((k) => `, c${k}`).join('')}), z -> 1${inside}) AS lv FROM l${steps - 1})`);
+  // list_position: the earliest start with the most steps (starts at one time share their chain).
+  cte.push(`lp AS (SELECT *, list_max(lv) AS level, list_position(lv, list_max(lv)) AS pos, s0[list_position(lv, list_max(lv))] AS st FROM lv)`);
+  const durs = ks.map((k) => `, CASE WHEN level > ${k} THEN c${k}[pos] - st END`).join('');
+  const seg = breakdown
+    ? '(SELECT min(fe.bv) FROM fe WHERE fe.cid = lp.cid AND fe.time = lp.st AND fe.f0 = 1)'
+    : '(SELECT any_value(bv) FROM fe)';
+  const big = `SELECT fe.* FROM fe JOIN (SELECT cid FROM g WHERE n > ${FUNNEL_LIST_MAX_EVENTS}) b USING (cid)`;
+  return `WITH ${cte.join(',\n')}
+      SELECT cid, level::INTEGER AS level, ${seg} AS seg, [0::BIGINT${durs}] AS durs FROM lp
+      UNION ALL SELECT * FROM (${asofPaths(big, steps, windowMs, rangeMs)}) big`;
+}
+
+/**
  * One BIGINT key per event orders the events by (identity, time): identities are numbered 0..P-1
  * (`pid`) and key = pid * span + (time - tmin), span being the range of the events' times plus one
  * (so key // span is the pid, key % span is time - tmin). Each chain step is an ASOF join on that
@@ -20,7 +74,7 @@ import { sqlInt } from '../../../ports/events/index.js';
  * ranges (event times may reach year 9999) take HUGEINT keys, about 1.6× slower, so that no
  * identity count overflows them. Overflow would be a query error, never a wrong answer.
  */
-export function funnelPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string {
+function asofPaths(perEvent: string, steps: number, windowMs: number, rangeMs: number): string {
   const K = rangeMs < 2 ** 36 ? 'BIGINT' : 'HUGEINT';
   const W = sqlInt(windowMs);
   const n = steps;

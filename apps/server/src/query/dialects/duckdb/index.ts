@@ -107,7 +107,7 @@ export const duckdb: Dialect = {
   sessions(events, unit, gapMs, fromMs) {
     return sessions(this, events, unit, gapMs, fromMs);
   },
-  funnelPaths: (perEvent, steps, windowMs, rangeMs) => funnelPaths(perEvent, steps, windowMs, rangeMs),
+  funnelPaths: (perEvent, steps, windowMs, rangeMs, breakdown) => funnelPaths(perEvent, steps, windowMs, rangeMs, breakdown),
   data,
   flowPaths(spec) {
     return flowPaths(this, spec);
