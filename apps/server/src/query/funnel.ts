@@ -57,7 +57,7 @@ export function funnelSql(q: QueryContext, f: FunnelSpec, range: DateRange): str
   // One row per (identity, step reached); then per (step, segment) and per (step, all).
   sql = `SELECT cid, level, seg, durs, ${d.explode(d.range0('level'))} AS k FROM (${sql}) pi WHERE ${d.keep(['cid', 'level', 'seg', 'durs'])}`;
   sql = `SELECT cid, level, k, durs[k + 1] AS dur, ${d.explode(f.breakdown ? "[seg, '*']" : "['*']")} AS sg FROM (${sql}) pk WHERE ${d.keep(['cid', 'level', 'seg', 'durs', 'k'])}`;
-  const ids = (cond: string) => d.slice(d.sortStrings(d.groupArrayIf('cid', cond)), '1', sqlInt(FUNNEL_ID_LIST_MAX));
+  const ids = (cond: string) => d.smallestIf('cid', cond, sqlInt(FUNNEL_ID_LIST_MAX));
   const sorted = d.sortStrings(d.groupArray('dur'));  // numbers: ascending
   return `SELECT k, sg, n, mean_ms, (sd[${d.intDiv('n - 1', '2')} + 1] + sd[${d.intDiv('n', '2')} + 1]) / 2 AS med_ms, reached, stopped FROM (
     SELECT k, sg, count(*) AS n, avg(${d.toFloat('dur')}) AS mean_ms,

@@ -163,6 +163,8 @@ export interface Dialect {
   maxOr0(arr: string): string;
   concat(a: string, b: string): string;
   groupArrayIf(value: string, cond: string): string;
+  /** Aggregate: the `n` smallest values of `value` over the rows where `cond` holds, ascending (empty when none). */
+  smallestIf(value: string, cond: string, n: string): string;
   uniqIf(expr: string, cond: string): string;
   /**
    * A WHERE condition (always true) naming columns of the subquery read only inside lambdas:

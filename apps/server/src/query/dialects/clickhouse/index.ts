@@ -119,6 +119,7 @@ export const clickhouse: Dialect = {
   maxOr0: (arr) => `arrayReduce('max', ${arr})`,
   concat: (a, b) => `arrayConcat(${a}, ${b})`,
   groupArrayIf: (v, c) => `groupArrayIf(${v}, ${c})`,
+  smallestIf: (v, c, n) => `arraySlice(arraySort(groupArrayIf(${v}, ${c})), 1, ${n})`,
   uniqIf: (e, c) => `uniqExactIf(${e}, ${c})`,
   keep: (cols) => `ignore(${cols.join(', ')}) = 0`,
   sortStrings: (arr) => `arraySort(${arr})`,
