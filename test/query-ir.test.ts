@@ -5,6 +5,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { loadDataset, T0, DAY } from './reference/harness.js';
 import type { RefEvent } from './reference/index.js';
+import { PAGE_SMALLEST_MAX } from '../apps/server/src/query/ir/sql.js';
 
 const H = 3_600_000;
 const MIN = 60_000;
@@ -161,6 +162,9 @@ forEachBackend('query IR: POST /api/query and drilldown', (backend) => {
     const p1 = await drill({ ...query, breakdown: undefined }, { kind: 'trend', metricId: 'A', bucket: 'total' }, { limit: 2, offset: 0 });
     const p2 = await drill({ ...query, breakdown: undefined }, { kind: 'trend', metricId: 'A', bucket: 'total' }, { limit: 2, offset: 2 });
     assert.deepEqual([...p1.users, ...p2.users], all.users.slice(0, 4));
+    // a page ending past PAGE_SMALLEST_MAX comes from sorting the whole set: its total, no id past its end
+    const deep = await drill({ ...query, breakdown: undefined }, { kind: 'trend', metricId: 'A', bucket: 'total' }, { limit: 2, offset: PAGE_SMALLEST_MAX });
+    assert.deepEqual(deep, { ...all, limit: 2, offset: PAGE_SMALLEST_MAX, users: [] });
     assert.deepEqual(all.users.map((u: any) => u.distinctId), [...all.users.map((u: any) => u.distinctId)].sort());
     assert.equal(p1.total, all.total);
   });

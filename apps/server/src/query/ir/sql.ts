@@ -76,5 +76,11 @@ export function droppedSql(q: QueryContext, s: MetricScope, primary: DateRange, 
  */
 export function pageSql(q: QueryContext, setSql: string, limit: number, offset: number): string {
   const { d } = q;
-  return `SELECT count(*) AS n, ${d.slice(d.sortStrings(d.groupArray('cid')), sqlInt(offset + 1), sqlInt(limit))} AS ids FROM (${setSql}) ps`;
+  // Pages near the start keep only the ids up to the page's end (a bounded aggregate) instead of
+  // sorting the whole set; deep pages sort it.
+  const upTo = offset + limit <= PAGE_SMALLEST_MAX ? d.smallestIf('cid', '1 = 1', sqlInt(offset + limit)) : d.sortStrings(d.groupArray('cid'));
+  return `SELECT count(*) AS n, ${d.slice(upTo, sqlInt(offset + 1), sqlInt(limit))} AS ids FROM (${setSql}) ps`;
 }
+
+/** The deepest page end (offset + limit) that pageSql reaches without sorting the whole set. */
+export const PAGE_SMALLEST_MAX = 10_000;
