@@ -29,8 +29,8 @@ export interface FunnelSpec {
  *
  * Compiled to one query: per identity, arrays of times and per-step flags; one array layer per step
  * computes every start's greedy chain (the dialect's `funnelPaths`: arrays on ClickHouse; lists,
- * and ASOF joins for identities with many events, on DuckDB); the chosen path is exploded into (step, duration) rows and
- * aggregated per step and per segment (funnelSql). `funnelPathsSql` is the per-identity layer: one
+ * and ASOF joins for identities with many events, on DuckDB); the chosen path is exploded into
+ * (step, duration) rows and aggregated per step and per segment (funnelSql). `funnelPathsSql` is the per-identity layer: one
  * row per identity that reached step 0 with `cid`, `level` (steps reached), `seg` ('0' missing,
  * '1' + value) and `durs`; the IR drilldown pages through it.
  */

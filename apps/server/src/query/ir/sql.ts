@@ -70,6 +70,9 @@ export function droppedSql(q: QueryContext, s: MetricScope, primary: DateRange, 
   return `SELECT cid, seg FROM (${identitiesSql(q, s, cmp, segment)}) ic WHERE ${key} NOT IN (SELECT ${key} FROM (${identitiesSql(q, s, primary, segment)}) ipr)`;
 }
 
+/** The deepest page end (offset + limit) that pageSql reaches without sorting the whole set. */
+export const PAGE_SMALLEST_MAX = 10_000;
+
 /**
  * One page of a set of `cid`s (ascending) and its size, in one pass over the set (the set is often
  * a whole funnel: computing it twice, for the page and for the count, would double the cost).
@@ -81,6 +84,3 @@ export function pageSql(q: QueryContext, setSql: string, limit: number, offset: 
   const upTo = offset + limit <= PAGE_SMALLEST_MAX ? d.smallestIf('cid', '1 = 1', sqlInt(offset + limit)) : d.sortStrings(d.groupArray('cid'));
   return `SELECT count(*) AS n, ${d.slice(upTo, sqlInt(offset + 1), sqlInt(limit))} AS ids FROM (${setSql}) ps`;
 }
-
-/** The deepest page end (offset + limit) that pageSql reaches without sorting the whole set. */
-export const PAGE_SMALLEST_MAX = 10_000;

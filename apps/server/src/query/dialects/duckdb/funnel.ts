@@ -43,7 +43,7 @@ export function funnelPaths(perEvent: string, steps: number, windowMs: number, r
   const inside = ks.map((k) => ` + CASE WHEN z[${k + 1}] IS NOT NULL AND z[${k + 1}] - z[1] <= ${W} THEN 1 ELSE 0 END`).join('');
   cte.push(`lv AS (SELECT *, list_transform(list_zip(s0${ks.map((k) => `, c${k}`).join('')}), z -> 1${inside}) AS lv FROM l${steps - 1})`);
   // list_position: the earliest start with the most steps (starts at one time share their chain).
-  cte.push(`lp AS (SELECT *, list_max(lv) AS level, list_position(lv, list_max(lv)) AS pos, s0[list_position(lv, list_max(lv))] AS st FROM lv)`);
+  cte.push(`lp AS (SELECT *, list_max(lv) AS level, list_position(lv, level) AS pos, s0[pos] AS st FROM lv)`);
   const durs = ks.map((k) => `, CASE WHEN level > ${k} THEN c${k}[pos] - st END`).join('');
   const seg = breakdown
     ? '(SELECT min(fe.bv) FROM fe WHERE fe.cid = lp.cid AND fe.time = lp.st AND fe.f0 = 1)'
