@@ -59,6 +59,8 @@ const EVALS = Number(process.env.BENCH_EVALS ?? 300_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const LOCAL = process.env.BENCH_LOCAL !== '0';
+/** BENCH_FREEZE=0 leaves the idle servers running during another's phase (as before 2026-11-26 night). */
+const FREEZE = process.env.BENCH_FREEZE !== '0';
 const JSON_OUT = process.argv.includes('--json');
 const FLAGS = 100;
 const IDS = 10_000;
@@ -217,8 +219,39 @@ interface Phase {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+/**
+ * SIGSTOP (or SIGCONT) every process of the servers not under load: they share core 0 with the one
+ * measured, and their own timers (Unleash's metrics jobs, the proxy's polling) took up to 1 s of
+ * that core in a 10 s phase, which landed in the measured server's tail.
+ */
+function freeze(targets: Target[], signal: 'SIGSTOP' | 'SIGCONT') {
+  if (!FREEZE) return;
+  for (const t of targets) for (const p of processTree(t.pid)) {
+    try { process.kill(p, signal); } catch { /* exited */ }
+  }
+}
+
+/** Waits until a server is done with what it still had queued (under 5% of a core over 0.5 s; at most 30 s). */
+async function settle(target: Target) {
+  for (let i = 0; i < 60; i++) {
+    const before = cpuMs(target.pid);
+    await new Promise((r) => setTimeout(r, 500));
+    if (cpuMs(target.pid) - before < 25) return;
+  }
+}
+
 async function measured(target: Target, all: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>): Promise<Phase> {
   const others = all.filter((t) => t !== target);
+  freeze(others, 'SIGSTOP');
+  try {
+    return await measuredAlone(target, others, run);
+  } finally {
+    freeze(others, 'SIGCONT');
+    await settle(target);
+  }
+}
+
+async function measuredAlone(target: Target, others: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>): Promise<Phase> {
   const before = cpuMs(target.pid);
   const othersBefore = others.reduce((s, t) => s + cpuMs(t.pid), 0);
   const own = process.cpuUsage();
@@ -457,7 +490,7 @@ async function main() {
   let dataDir: string | undefined;
   let local: Awaited<ReturnType<typeof startUnleash>> | undefined;
   try {
-    const svc = await startBenchService({ name: 'bench-flags', role: 'api',
+    const svc = await startBenchService({ name: 'bench-flags', role: 'api', nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
       // the /flags/evaluate token bucket (2,000/s per project by default) out of the way
       env: { FLAGS_EVALUATE_RATE_PER_SECOND: '1000000000', FLAGS_EVALUATE_RATE_BURST: '1000000000', ...(oursDb ? { DATABASE_URL: databaseUrl(oursDb) } : {}) },
     });
@@ -517,6 +550,7 @@ async function main() {
     say(pinned ? 'servers pinned to core 0 (taskset -c 0), load generator to core 1 (taskset -c 1)'
       : TASKSET ? 'pinning with taskset did not take on every thread: processes NOT pinned, servers and load generator share the cores'
         : 'taskset unavailable (or a single CPU): processes NOT pinned, servers and load generator share the cores');
+    say(FREEZE ? 'during each phase the servers not under load are stopped (SIGSTOP) and resumed after it; each phase ends when its server is idle again' : 'the servers not under load keep running during each phase (BENCH_FREEZE=0)');
     say(`ours: ${svc.url} [${stores}]; unleash-server ${versions['unleash-server']} on PostgreSQL (${unleashDb}); @unleash/proxy ${versions['@unleash/proxy']}; ${DURATION} s per phase (+${WARMUP} s warm-up)`);
 
     // background CPU of each server with no load (timers, caches, pollers): part of every phase's CPU
@@ -538,6 +572,9 @@ async function main() {
     const LOW_RATE = Number(process.env.BENCH_LOW_RATE ?? Math.max(50, Math.floor(Math.min(lowest / 2, RATE / 2) / 50) * 50));
     for (const [key, rate] of [['open', RATE], ['openLow', LOW_RATE]] as const) {
       for (const t of targets) {
+        // unmeasured, like the saturated phases' warm-up: a server resumed after the others' phases
+        // fires its overdue timers and V8's memory reducer (a major GC after a quiet spell) first
+        await uniformLoad(t, rate, WARMUP);
         const r = await measured(t, targets, () => uniformLoad(t, rate, DURATION));
         results[t.name][key] = r;
         say(`  ${String(rate).padStart(5)} req/s ${t.label}: ${r.rps} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuMsPerRequest} CPU ms/req, errors ${r.errors}${r.unanswered ? ` (${r.unanswered} unanswered at the cutoff)` : ''}${r.sustained ? '' : ' (not sustained)'}, generator send delay p50 ${r.lag50} ms, p99 ${r.lag99} ms; p99 from the send ${r.p99FromSend} ms`);
@@ -587,7 +624,7 @@ async function main() {
     say(`\ntotal ${totalSeconds} s`);
     if (JSON_OUT) {
       console.log(JSON.stringify({
-        bench: 'flags', date: new Date().toISOString(), node: process.version, cpus: cpus().length, pinned,
+        bench: 'flags', date: new Date().toISOString(), node: process.version, cpus: cpus().length, pinned, othersFrozen: FREEZE,
         durationSeconds: DURATION, connections: CONNECTIONS, rate: RATE, lowRate: LOW_RATE, flags: FLAGS, versions,
         servers: Object.fromEntries(targets.map((t) => [t.name, { label: t.label, ...sizes[t.name], idleCpuMsPerSecond: idleCpu[t.name], ...results[t.name] }])),
         ratios, local: localResult ?? null, totalSeconds,
