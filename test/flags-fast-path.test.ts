@@ -195,6 +195,41 @@ describe('live flags cache: a project in use is reloaded in the background past 
     await fourth;
   });
 
+  it('with a revision source: an unchanged revision keeps the entry (younger) without re-reading the flags; a moved one reloads', async () => {
+    let loads = 0;
+    let revision = 7;
+    let clock = 0;
+    const cache = new LiveFlagsCache(async () => {
+      loads++;
+      return [flag(`k${revision}`)];
+    }, 1000, () => clock, async () => revision);
+    const settle = () => new Promise((r) => setTimeout(r, 5));
+    const first = await cache.get(1);
+    assert.equal(first.revision, 7);
+    clock = 800;
+    assert.equal(cache.get(1), first);
+    await settle();
+    assert.equal(loads, 1, 'same revision: the flags are not read again');
+    assert.equal(first.loadedAt, 800, '… and the entry counts as loaded at the check');
+    clock = 1700;
+    assert.equal(cache.get(1), first, 'within the TTL of the check: served as is');
+    revision = 8;
+    await settle();
+    assert.equal(loads, 1, 'the check at 1700 found the old number');
+    clock = 2500;
+    assert.equal(cache.get(1), first, 'past 3/4 of the TTL: served while the moved revision reloads it');
+    await settle();
+    assert.equal(loads, 2);
+    const second = await cache.get(1);
+    assert.deepEqual(second.list.map((f) => f.key), ['k8']);
+    assert.equal(second.revision, 8);
+    // a write through this process drops the entry even when the revision source lags
+    cache.invalidate(1);
+    revision = 8;
+    await cache.get(1);
+    assert.equal(loads, 3);
+  });
+
   it('a failed background reload rejects nothing unhandled; the next load after expiry reports it', async () => {
     let fail = false;
     let clock = 0;

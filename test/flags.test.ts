@@ -714,6 +714,35 @@ forEachBackend('flags', (backend) => {
       assert.ok(defs.filter((x: any) => x.key !== 'buyers-only').every((x: any) => x.localEvaluable === true));
     });
 
+    it('a flag changed straight in the store (as another process would) is evaluated within the TTL; its project revision moves with every write', async () => {
+      const revision = async (projectId: number) => Number((await db()('flag_revisions').where({ project_id: projectId }).first('revision'))?.revision ?? 0);
+      const f = await mk({ key: 'elsewhere', rules: [{ rolloutPct: 100 }] });
+      const res = async () => (await evalAs({ distinct_id: 'user-1', flag_keys: ['elsewhere'] })).body.flags.elsewhere.enabled;
+      assert.equal(await res(), true);
+      const r0 = await revision(ev.project.id);
+      assert.ok(r0 > 0);
+      await db()('flags').where({ id: f.id }).update({ active: false });
+      assert.equal(await revision(ev.project.id), r0 + 1);
+      const deadline = Date.now() + 3000;
+      while ((await res()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await res(), false, 'seen within the TTL (1 s; 3 s of slack)');
+      // other projects' writes leave this one's number alone; deletes move it
+      await globex.owner.post('/api/flags', { name: 'n', key: uniqueKey() });
+      assert.equal(await revision(ev.project.id), r0 + 1);
+      const g = await mk({ key: 'short-lived' });
+      await db()('flags').where({ id: g.id }).delete();
+      assert.equal(await revision(ev.project.id), r0 + 3);
+    });
+
+    it("deleting a project with flags takes its revision row with it", async () => {
+      const doomed = await createTenant(t, 'FlagDoomed');
+      assert.equal((await doomed.owner.post('/api/flags', { name: 'n', key: 'x' })).status, 201);
+      assert.ok(await db()('flag_revisions').where({ project_id: doomed.project.id }).first());
+      assert.equal((await t.admin.delete(`/api/projects/${doomed.project.id}`)).status, 200);
+      assert.equal(await db()('flag_revisions').where({ project_id: doomed.project.id }).first(), undefined);
+      assert.equal(await db()('flags').where({ project_id: doomed.project.id }).first(), undefined);
+    });
+
     it('a flag secret of one project never shows another project', async () => {
       const g = (await globex.owner.post(`/api/projects/${globex.project.id}/flag-secret`)).body.secret;
       const r = await t.anon.get('/flags/local-evaluation', { token: g });

@@ -12,6 +12,8 @@ export interface LiveFlags {
   etag: string;
   /** The flags compiled for `POST /flags/evaluate` (plan.ts). */
   plan: ProjectPlan;
+  /** The project's flags change number read before `list` (when the cache has `revisionOf`). */
+  revision?: number;
   loadedAt: number;
 }
 
@@ -22,6 +24,10 @@ export interface LiveFlags {
  * its TTL is reloaded in the background by the first request that finds it so (that request and
  * the next ones are still served the entry, younger than the TTL), so a project in steady use
  * never makes a request wait for the reload; requests that find the entry expired wait for it as before.
+ * With `revisionOf` (the project's flags change number, one row) a reload first reads the number and
+ * keeps the entry, only younger, when it has not moved: a project's flags are re-read and
+ * re-serialised only after a write, not every TTL (that reload was most of what the flag
+ * evaluation path allocated that outlived a young-generation GC).
  */
 export class LiveFlagsCache {
   private live = new Map<number, LiveFlags>();
@@ -33,7 +39,12 @@ export class LiveFlagsCache {
   /** Past this age a request starts a background reload (a quarter of the TTL left for it). */
   private refreshAfterMs: number;
 
-  constructor(private load: (projectId: number) => Promise<FeatureFlag[]>, private ttlMs = 1000, private now: () => number = Date.now) {
+  constructor(
+    private load: (projectId: number) => Promise<FeatureFlag[]>,
+    private ttlMs = 1000,
+    private now: () => number = Date.now,
+    private revisionOf?: (projectId: number) => Promise<number>,
+  ) {
     this.refreshAfterMs = ttlMs * 0.75;
   }
 
@@ -68,13 +79,19 @@ export class LiveFlagsCache {
 
   private async reload(projectId: number, generation: number): Promise<LiveFlags> {
     const now = this.now();
+    const previous = this.live.get(projectId);
+    const revision = this.revisionOf ? await this.revisionOf(projectId) : undefined;
+    if (revision !== undefined && previous?.revision === revision && this.live.get(projectId) === previous) {
+      previous.loadedAt = now;
+      return previous;
+    }
     const list = await this.load(projectId);
     const definitionsJson = JSON.stringify({ flags: list.map(toFlagDefinition) });
     const etag = `"${createHash('sha1').update(definitionsJson).digest('base64url')}"`;
     // the definitions hold all evaluation reads (key, active, variants, rules): same text, same plan
-    const previous = this.live.get(projectId)?.plan;
-    const plan = previous?.source === definitionsJson ? previous : compileProject(list, definitionsJson);
-    const entry: LiveFlags = { byKey: new Map(list.map((f) => [f.key, f])), list, definitionsJson, etag, plan, loadedAt: now };
+    const previousPlan = this.live.get(projectId)?.plan;
+    const plan = previousPlan?.source === definitionsJson ? previousPlan : compileProject(list, definitionsJson);
+    const entry: LiveFlags = { byKey: new Map(list.map((f) => [f.key, f])), list, definitionsJson, etag, plan, revision, loadedAt: now };
     // Only keep what was loaded if no write invalidated the project meanwhile.
     if ((this.invalidatedAt.get(projectId) ?? 0) <= generation) this.live.set(projectId, entry);
     return entry;

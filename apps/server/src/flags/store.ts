@@ -117,6 +117,12 @@ export class FlagStore {
     return (await q).map(toFlag);
   }
 
+  /** The project's flags change number (migration 0014): moves with every write of one of its flags. */
+  async revision(projectId: number): Promise<number> {
+    const row = await this.db('flag_revisions').where({ project_id: projectId }).first('revision');
+    return row ? Number(row.revision) : 0;
+  }
+
   async get(id: number, trx: Db = this.db): Promise<FeatureFlag | undefined> {
     const row = await trx<FlagRow>('flags').where({ id }).first();
     return row ? toFlag(row) : undefined;

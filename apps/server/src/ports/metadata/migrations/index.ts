@@ -11,6 +11,7 @@ import { privacy } from './0010_privacy.js';
 import { rateLimits } from './0011_rate_limits.js';
 import { identityLinkSeq } from './0012_identity_link_seq.js';
 import { rateLimitBatch } from './0013_rate_limit_batch.js';
+import { flagRevisions } from './0014_flag_revisions.js';
 
 export interface Migration {
   name: string;
@@ -22,4 +23,4 @@ export interface Migration {
  * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
  * here; names must sort in the order they are applied.
  */
-export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch];
+export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions];
