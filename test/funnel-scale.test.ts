@@ -82,8 +82,8 @@ forEachBackend('funnels at scale agree with the reference', (backend) => {
 
   it('one identity with 45,000 step events (a bot) next to small ones, in n log n per identity', async function () {
     this.timeout(120_000);
-    // bot: A, B, C a minute apart, 15,000 times over; a search per start (ClickHouse's plan until
-    // 2026-11, arrayFirst) held 15,000 x 15,000 times per step in memory and failed here.
+    // bot: A, B, C a minute apart, 15,000 times over; a search per start (ClickHouse's earlier
+    // plan, arrayFirst) held 15,000 x 15,000 times per step in memory and failed here.
     // The reference evaluator is quadratic too, so the answer is checked against what it must be.
     const events: ref.RefEvent[] = [];
     const names = ['A', 'B', 'C'];
