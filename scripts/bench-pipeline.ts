@@ -25,6 +25,7 @@ import {
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
 import { peakRssMb } from './bench-support.js';
+import { RANGE, makeDataset, sendAll, type Dataset } from './bench-traffic.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -39,6 +40,8 @@ const WORKERS = arg('workers', 1);
 const DRAIN = process.argv.includes('--drain');
 const CLUSTER = process.argv.includes('--cluster');
 const JSON_LINE = process.argv.includes('--json');
+/** `--plain`: the earlier stream (every event from one of 997 identified users, 4 properties, no links). */
+const PLAIN = process.argv.includes('--plain');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
 
 /** CPU seconds (user + system) a process has used so far. */
@@ -97,6 +100,9 @@ const ratio = (a: unknown, b: unknown) => (typeof a === 'number' && typeof b ===
 async function run(openStore: () => Promise<Store>): Promise<Record<string, any>> {
   const pgUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!pgUrl) throw new Error('set TEST_DATABASE_URL (eval "$(bash scripts/services.sh --env)")');
+  // Identity traffic (bench-traffic.ts), serialised before anything is timed.
+  const data: Dataset | undefined = PLAIN ? undefined : makeDataset({ events: EVENTS, batch: BATCH });
+  if (data && (RATE || DRAIN)) throw new Error('--rate and --drain send the --plain stream');
   const logDir = tempDir('bench-pipeline-');
   const children: Child[] = [];
   const [nats, ch] = await Promise.all([NatsServer.start(), openStore()]);
@@ -149,7 +155,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
     const storedCurve: Array<[number, number]> = [];
     let started = Date.now();
-    let load = undefined as Awaited<ReturnType<typeof sendEvents>> | undefined;
+    let load: Pick<Awaited<ReturnType<typeof sendEvents>>, 'statuses' | 'acceptedCurve' | 'elapsedMs'> | undefined;
     if (DRAIN) {
       load = await sendEvents({ url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY, timeBase: Date.UTC(2024, 0, 1), retry: true });
       startWorkers();
@@ -164,7 +170,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
         await sleep(50);
       }
     })();
-    load ??= await sendEvents({
+    load ??= data ? await sendAll(url, project.token, data.requests, CONCURRENCY) : await sendEvents({
       url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY,
       timeBase: Date.UTC(2024, 0, 1), eventsPerSecond: RATE || undefined, retry: true,
     });
@@ -194,6 +200,28 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       lags.push(Math.max(0, storedCurve[si][0] - load.acceptedCurve[ai][0]));
     }
     lags.sort((a, b) => a - b);
+    // The answers, for identity traffic: every link stored, one unique user per generated user.
+    const checks: string[] = [];
+    if (data) {
+      const links = async () => {
+        const c = new pg.Client({ connectionString: dbUrl.toString() });
+        await c.connect();
+        try {
+          return Number((await c.query('SELECT count(*) AS n FROM identity_links WHERE project_id = $1', [project.id])).rows[0].n);
+        } finally {
+          await c.end();
+        }
+      };
+      await waitFor('links stored', async () => (await links()) >= data.links, 60_000, 200).catch(() => undefined);
+      const stored = await links();
+      if (stored !== data.links) checks.push(`links ${stored}, expected ${data.links}`);
+      const seg = await (await fetch(`${url}/api/query/segmentation`, {
+        method: 'POST', headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ projectId: String(project.id), event: '$all_events', ...RANGE, unit: 'month', type: 'unique' }),
+      })).json() as { series: Array<{ data: Array<{ value: number }> }> };
+      const unique = seg.series.reduce((s, x) => s + x.data.reduce((a, d) => a + d.value, 0), 0);
+      if (unique !== data.users) checks.push(`unique users ${unique}, generated ${data.users}`);
+    }
     const rss = Object.fromEntries([
       ...children.map((c) => [c.name, peakRssMb(c.pid)]),
       ['nats-server', peakRssMb(nats.child!.pid)],
@@ -213,6 +241,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     times.sort((a, b) => a - b);
     const report = {
       events: EVENTS, batch: BATCH, concurrency: CONCURRENCY, workers: WORKERS, rate: RATE || 'unpaced',
+      traffic: data ? { kind: 'identity', requests: data.requests.length, users: data.users, links: data.links, aliasCalls: data.aliasCalls, engageOps: data.engageOps } : { kind: 'plain' },
+      checks: checks.length ? checks.join('; ') : 'ok',
       statuses: load.statuses,
       apiAcceptedPerSec: Math.round(EVENTS / (load.elapsedMs / 1000)),
       sustainedEndToEndPerSec: Math.round(EVENTS / (doneMs / 1000)),
