@@ -115,6 +115,42 @@ describe('pipeline: JetStream buffer', function () {
     assert.equal((await jsm.streams.info(cfg.stream)).state.messages, 0, 'work queue emptied by the acks');
   });
 
+  it("with applyUnit: a project's batches of one fetch, any kinds, reach it in one call in order; a failed unit comes back whole", async function () {
+    const cfg = freshConfig();
+    const buf = await open(cfg);
+    const sent: IngestionBatch[] = [];
+    const kinds: IngestionBatch['kind'][] = ['track', 'alias', 'engage', 'track', 'engage', 'track'];
+    for (let i = 0; i < 24; i++) sent.push(batch(1 + (Math.floor(i / 3) % 2), kinds[i % kinds.length], [{ n: i }]));
+    for (const b of sent) await buf.publish(b);
+    const seen = new Map<number, number[]>();
+    const units: IngestionBatch[][] = [];
+    let failOnce = true;
+    const consumer = buf.consume(async () => assert.fail('handler called'), {
+      applyUnit: async (unit) => {
+        units.push(unit);
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('store down');
+        }
+        const list = seen.get(unit[0].projectId) ?? [];
+        for (const b of unit) for (const r of b.records as Array<{ n: number }>) list.push(r.n);
+        seen.set(unit[0].projectId, list);
+      },
+    });
+    await waitFor('all records', async () => [...seen.values()].reduce((a, l) => a + l.length, 0) === 24, 15_000);
+    await consumer.stop();
+    for (const p of [1, 2]) {
+      assert.deepEqual(seen.get(p), sent.filter((b) => b.projectId === p).map((b) => (b.records[0] as { n: number }).n), `project ${p} in acceptance order`);
+    }
+    assert.ok(units.every((u) => u.every((b) => b.projectId === u[0].projectId)), 'one project per unit');
+    assert.ok(units.some((u) => new Set(u.map((b) => b.kind)).size === 3), 'track, alias and engage batches in one unit');
+    // the failed unit's batches come back first, redelivered, with (at least) the same batches
+    const failed = units[0].map((b) => b.id);
+    const retried = units.slice(1).find((u) => u[0].projectId === units[0][0].projectId)!;
+    assert.deepEqual(retried.slice(0, failed.length).map((b) => b.id), failed);
+    assert.ok(retried.slice(0, failed.length).every((b) => b.redelivered));
+  });
+
   it('naks a failing store write with backoff and redelivers it, still in order per project', async function () {
     const cfg = freshConfig();
     const buf = await open(cfg);

@@ -4,9 +4,8 @@ import { applyBatch, applyUnit, isMergeable } from './apply.js';
 
 /**
  * The ingestion consumer: applies buffered batches to the stores, in order, acknowledging after
- * each. The in-process buffer hands over every queued batch of a project at once (applyUnit: one
- * write per store and table for the lot); JetStream hands over one batch, or consecutive
- * mergeable track batches merged into one.
+ * each. The in-process buffer hands over every queued batch of a project at once, JetStream a
+ * project's batches of one fetch (applyUnit: one write per store and table for the lot).
  */
 export function ingestionWorker(deps: Deps): Worker {
   const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), {

@@ -2,13 +2,15 @@ import { headers, type JetStreamClient, type JsMsg, type NatsConnection } from '
 import type { NatsConfig } from './jetstream-config.js';
 import type { BufferLog, HookSet, IngestionBatch } from './port.js';
 import { isPoison } from './port.js';
-import { mergeBatches, mergeUnits } from './batches.js';
+import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
 import { decodeBatch } from './jetstream-encoding.js';
 
 /**
  * Delivery policy of the JetStream buffer: what happens to the messages of one fetch.
- * They are decoded, grouped per project in stream order, consecutive mergeable batches of a
- * project and kind are merged into one handler call, each project's batches are applied in order
+ * They are decoded, grouped per project in stream order; with `applyUnit`, a project's batches of
+ * the fetch (any kinds, up to MAX_MERGED_RECORDS records) go to it in one call (one write per
+ * store and table), otherwise consecutive mergeable batches of a project and kind are merged into
+ * one handler call; each project's batches are applied in order
  * (up to 4 projects at once), and messages are acked after the handler resolved. A handler
  * failure naks that batch and every later batch of the project in the fetch with an exponential
  * delay (they come back first, in order). A message that cannot be decoded, or whose handler
@@ -44,6 +46,7 @@ export class Delivery {
     private handler: (batch: IngestionBatch) => Promise<void>,
     private mergeable: (batch: IngestionBatch) => boolean,
     private storesHealthy?: () => Promise<boolean>,
+    private applyUnit?: (batches: IngestionBatch[]) => Promise<void>,
   ) {}
 
   /**
@@ -95,20 +98,21 @@ export class Delivery {
   }
 
   private async processProject(items: Item[], settled: Set<JsMsg>): Promise<number> {
-    const queue = mergeUnits(items, (i) => i.batch, this.mergeable);
+    const queue = this.applyUnit ? projectRuns(items) : mergeUnits(items, (i) => i.batch, this.mergeable);
     while (queue.length > 0) {
       const unit = queue.shift()!;
-      const batch = mergeBatches(unit.map((i) => i.batch));
       try {
-        await this.handler(batch);
+        if (this.applyUnit) await this.applyUnit(unit.map((i) => i.batch));
+        else await this.handler(mergeBatches(unit.map((i) => i.batch)));
         for (const { msg } of unit) { msg.ack(); settled.add(msg); }
         continue;
       } catch (err) {
         const reason = isPoison(err) ? (err as Error).message : await this.failsForever(unit, err);
         if (reason !== undefined) {
           if (unit.length > 1) {
-            // Find the poison message: apply the merged batches one by one.
-            queue.unshift(...unit.map((i) => [i]));
+            // Find the poison message: apply the merged batches one by one. A unit may have
+            // written its links and profiles before failing: its batches go as redeliveries.
+            queue.unshift(...unit.map((i) => [this.applyUnit ? { ...i, batch: { ...i.batch, redelivered: true } } : i]));
             continue;
           }
           if (await this.deadLetter(unit[0].msg, reason, settled)) continue;
@@ -187,5 +191,23 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
+}
+
+/** A project's items of one fetch as units of consecutive batches of any kind, up to MAX_MERGED_RECORDS records each. */
+function projectRuns(items: Item[]): Item[][] {
+  const out: Item[][] = [];
+  let records = 0;
+  for (const item of items) {
+    const n = item.batch.records.length;
+    const last = out[out.length - 1];
+    if (last && records + n <= MAX_MERGED_RECORDS) {
+      last.push(item);
+      records += n;
+    } else {
+      out.push([item]);
+      records = n;
+    }
+  }
   return out;
 }

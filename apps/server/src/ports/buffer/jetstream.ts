@@ -156,7 +156,7 @@ export class JetStreamBuffer implements IngestionBuffer {
     const state = { stopping: false, wake: () => {} };
     const delivery = new Delivery(
       { nc: this.nc, js: this.js, cfg: this.cfg, log: this.log, hooks: this.hooks, logThrottled: (m, e) => this.logThrottled(m, e) },
-      handler, opts.mergeable ?? (() => false), opts.storesHealthy,
+      handler, opts.mergeable ?? (() => false), opts.storesHealthy, opts.applyUnit,
     );
     const done = this.runConsumer(delivery, state).catch((err) => {
       this.log.error('ingestion: consumer loop ended', { err: String(err) });

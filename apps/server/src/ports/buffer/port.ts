@@ -32,10 +32,12 @@ export interface ConsumeOptions {
    */
   mergeable?: (batch: IngestionBatch) => boolean;
   /**
-   * In-process buffer only: when set, the consecutive batches of one project it holds (any kinds,
-   * in acceptance order, up to MAX_MERGED_RECORDS records) reach this in one call instead of
-   * reaching `handler` one (merged) batch at a time. A failed unit goes back to the head of the
-   * queue (flagged redelivered), so the next unit starts with its batches. JetStream ignores it.
+   * When set, the consecutive batches of one project a buffer holds (in-process: all it has
+   * queued; JetStream: those of one fetch; any kinds, in acceptance order, up to
+   * MAX_MERGED_RECORDS records) reach this in one call instead of reaching `handler` one (merged)
+   * batch at a time. A failed unit comes back first (in-process: at the head of the queue,
+   * flagged redelivered; JetStream: nak'ed, with the rest of its project's batches), so the next
+   * unit starts with its batches; one judged poison is applied batch by batch, flagged redelivered.
    */
   applyUnit?: (batches: IngestionBatch[]) => Promise<void>;
   /**
