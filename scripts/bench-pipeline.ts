@@ -1,12 +1,16 @@
 /**
  * Pipeline benchmark: API -> NATS JetStream -> worker(s) -> ClickHouse, every part a real process.
  *
- *   npm run bench:pipeline -- [--events 300000] [--rate 0] [--batch 100] [--concurrency 16] [--workers 1] [--drain] [--cluster] [--json]
+ *   npm run bench:pipeline -- [--events 300000] [--batch 100] [--concurrency 16] [--workers 1] [--cluster] [--json] [--plain [--rate 0] [--drain]]
  *
  * Starts a private nats-server (file store) and clickhouse-server (own ports and data dir), uses
  * PostgreSQL from TEST_DATABASE_URL / DATABASE_URL (scripts/services.sh), runs `api` and `worker`
- * as child processes, and sends `--events` events to /track (`--rate` events/s, 0 = as fast as
- * the API accepts). Reports: accepted events/s at the API, sustained end-to-end events/s (first
+ * as child processes, and sends `--events` events: by default bench:ingest's identity traffic
+ * (scripts/bench-traffic.ts: /track in batches of `--batch`, /alias, /engage), prepared before the
+ * timing and sent over `--concurrency` keep-alive connections, then checks the answers (every
+ * link in PostgreSQL, one unique user per generated user; the run fails otherwise); `--plain`
+ * sends the earlier stream (997 identified users, 4 properties, no links), `--rate` events/s
+ * (0 = as fast as the API accepts). Reports: accepted events/s at the API, sustained end-to-end events/s (first
  * request to last event queryable), end-to-end lag p50/p99/max (accepted -> queryable in
  * ClickHouse, per event, matching the k-th accepted with the k-th stored), and peak RSS of
  * every process. `--drain` measures the workers alone: the whole load is accepted first (workers
@@ -79,6 +83,7 @@ async function main() {
     const r = await run(singleStore);
     if (!JSON_LINE) console.log(JSON.stringify(r, null, 2));
     else console.log(JSON.stringify(r));
+    if (r.checks !== undefined && r.checks !== 'ok') process.exitCode = 1;
     return;
   }
   const single = await run(singleStore);
@@ -92,6 +97,7 @@ async function main() {
   };
   if (!JSON_LINE) console.log(JSON.stringify(report, null, 2));
   else console.log(JSON.stringify(report));
+  if ([single, cluster].some((r) => r.checks !== undefined && r.checks !== 'ok')) process.exitCode = 1;
 }
 
 const ratio = (a: unknown, b: unknown) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? Math.round((a / b) * 100) / 100 : null);
@@ -266,7 +272,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
   }
 }
 
-main().then(() => process.exit(0), (err) => {
+main().then(() => process.exit(), (err) => {
   console.error(err);
   process.exit(1);
 });
