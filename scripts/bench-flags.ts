@@ -59,7 +59,7 @@ const EVALS = Number(process.env.BENCH_EVALS ?? 300_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const LOCAL = process.env.BENCH_LOCAL !== '0';
-/** BENCH_FREEZE=0 leaves the idle servers running during another's phase (as before 2026-11-26 night). */
+/** BENCH_FREEZE=0 leaves the servers not under load running during another's phase. */
 const FREEZE = process.env.BENCH_FREEZE !== '0';
 const JSON_OUT = process.argv.includes('--json');
 const FLAGS = 100;
