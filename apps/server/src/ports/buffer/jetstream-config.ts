@@ -39,7 +39,7 @@ function oneOf<T extends string>(env: Env, name: string, allowed: T[], fallback:
 }
 
 export function natsConfig(env: Env): NatsConfig {
-  const fetchBatch = Math.max(1, int(env, 'NATS_FETCH_BATCH', 1000));
+  const fetchBatch = Math.max(1, int(env, 'NATS_FETCH_BATCH', 100));
   const maxAckPending = Math.max(1, int(env, 'NATS_MAX_ACK_PENDING', fetchBatch));
   return {
     stream: env.NATS_STREAM || 'INGEST',
