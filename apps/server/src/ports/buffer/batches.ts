@@ -34,6 +34,32 @@ export function mergeUnits<T>(items: T[], batchOf: (item: T) => IngestionBatch, 
   return out;
 }
 
+/**
+ * How many items from `start` on make one applyUnit unit: the batch there and the batches of its
+ * project right behind it, any kinds, up to MAX_MERGED_RECORDS records (the first always).
+ */
+export function projectRunLength<T>(items: T[], batchOf: (item: T) => IngestionBatch, start = 0): number {
+  const projectId = batchOf(items[start]).projectId;
+  let records = batchOf(items[start]).records.length;
+  let end = start + 1;
+  while (end < items.length && batchOf(items[end]).projectId === projectId && records + batchOf(items[end]).records.length <= MAX_MERGED_RECORDS) {
+    records += batchOf(items[end]).records.length;
+    end++;
+  }
+  return end - start;
+}
+
+/** Items (in order) split into applyUnit units (projectRunLength). */
+export function projectRuns<T>(items: T[], batchOf: (item: T) => IngestionBatch): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length;) {
+    const n = projectRunLength(items, batchOf, i);
+    out.push(items.slice(i, i + n));
+    i += n;
+  }
+  return out;
+}
+
 /** Consecutive batches of one project and kind as one batch (records in acceptance order). */
 export function mergeBatches(batches: IngestionBatch[]): IngestionBatch {
   const first = batches[0];

@@ -2,7 +2,7 @@ import { headers, type JetStreamClient, type JsMsg, type NatsConnection } from '
 import type { NatsConfig } from './jetstream-config.js';
 import type { BufferLog, HookSet, IngestionBatch } from './port.js';
 import { isPoison } from './port.js';
-import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
+import { mergeBatches, mergeUnits, projectRuns } from './batches.js';
 import { decodeBatch } from './jetstream-encoding.js';
 
 /**
@@ -98,7 +98,7 @@ export class Delivery {
   }
 
   private async processProject(items: Item[], settled: Set<JsMsg>): Promise<number> {
-    const queue = this.applyUnit ? projectRuns(items) : mergeUnits(items, (i) => i.batch, this.mergeable);
+    const queue = this.applyUnit ? projectRuns(items, (i) => i.batch) : mergeUnits(items, (i) => i.batch, this.mergeable);
     while (queue.length > 0) {
       const unit = queue.shift()!;
       try {
@@ -194,20 +194,3 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-/** A project's items of one fetch as units of consecutive batches of any kind, up to MAX_MERGED_RECORDS records each. */
-function projectRuns(items: Item[]): Item[][] {
-  const out: Item[][] = [];
-  let records = 0;
-  for (const item of items) {
-    const n = item.batch.records.length;
-    const last = out[out.length - 1];
-    if (last && records + n <= MAX_MERGED_RECORDS) {
-      last.push(item);
-      records += n;
-    } else {
-      out.push([item]);
-      records = n;
-    }
-  }
-  return out;
-}

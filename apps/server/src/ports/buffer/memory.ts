@@ -1,5 +1,5 @@
 import type { BufferConsumer, BufferLag, ConsumeOptions, IngestionBatch, IngestionBuffer } from './port.js';
-import { MAX_MERGED_RECORDS, mergeBatches, mergeUnits } from './batches.js';
+import { mergeBatches, mergeUnits, projectRunLength } from './batches.js';
 
 /**
  * Records (and batches) the in-process buffer holds before a publish waits for room (see
@@ -102,7 +102,7 @@ export class MemoryBuffer implements IngestionBuffer {
       // Taken off the queue while it is applied, so publishers get room meanwhile (the backlog
       // bound counts waiting batches); put back at the head if the handler fails.
       // With applyUnit: the head and every batch of its project queued right behind it, of any kind.
-      const unit = this.applyUnit ? projectRun(this.queue) : mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
+      const unit = this.applyUnit ? this.queue.slice(0, projectRunLength(this.queue, (b) => b)) : mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
       this.queue.splice(0, unit.length);
       for (const b of unit) this.queuedRecords -= b.records.length;
       try {
@@ -125,16 +125,4 @@ export class MemoryBuffer implements IngestionBuffer {
     this.stopped = true;
     await this.draining;
   }
-}
-
-/** The head of the queue and the batches of its project right behind it (up to MAX_MERGED_RECORDS records). */
-function projectRun(queue: IngestionBatch[]): IngestionBatch[] {
-  const head = queue[0];
-  let records = head.records.length;
-  let n = 1;
-  while (n < queue.length && queue[n].projectId === head.projectId && records + queue[n].records.length <= MAX_MERGED_RECORDS) {
-    records += queue[n].records.length;
-    n++;
-  }
-  return queue.slice(0, n);
 }
