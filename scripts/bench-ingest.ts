@@ -27,7 +27,6 @@
  * BENCH_CPU_CLIENT (default 0 / 1), BENCH_NODE_ARGS (extra node flags for the server, e.g. --cpu-prof).
  */
 import { spawnSync } from 'node:child_process';
-import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -35,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { EVENT_STORE_DDL, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
 import { benchApi, startBenchService } from './bench-support.js';
-import { AUX_BATCH, RANGE, makeDataset, post, type Dataset } from './bench-traffic.js';
+import { AUX_BATCH, RANGE, makeDataset, sendAll, type Dataset } from './bench-traffic.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
 const BATCH = 500;
@@ -96,19 +95,9 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
   try {
     const org = await api(url, 'POST', '/admin/orgs', { name: 'bench' });
     const project = await api(url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'bench' });
-    const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-    const target = new URL(url);
     const t0 = performance.now();
-    let next = 0;
-    let failures = 0;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (next < data.requests.length) {
-          const { status } = await post(agent, target, project.token, data.requests[next++]);
-          if (status !== 200) failures++;
-        }
-      }),
-    );
+    // 503s (a full in-process buffer) count as failures here, not retries: the run must not need them.
+    const failures = (await sendAll(url, project.token, data.requests, CONNECTIONS, { retryUnavailable: false })).failed;
     const accepted = performance.now() - t0;
     // Visible: /api/data/stats counts every event and the metadata store holds every link.
     let stored = 0;
@@ -121,7 +110,6 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       await new Promise((r) => setTimeout(r, 100));
     }
     const endToEnd = performance.now() - t0;
-    agent.destroy();
     const rss = peakRss(child.pid!);
     const load = Math.round(loadavg()[0] * 10) / 10;
     // The answers: one unique user per generated user (anonymous visits merged into their user).

@@ -176,7 +176,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
         await sleep(50);
       }
     })();
-    load ??= data ? await sendAll(url, project.token, data.requests, CONCURRENCY) : await sendEvents({
+    const sent = data ? await sendAll(url, project.token, data.requests, CONCURRENCY) : undefined;
+    load ??= sent ?? await sendEvents({
       url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY,
       timeBase: Date.UTC(2024, 0, 1), eventsPerSecond: RATE || undefined, retry: true,
     });
@@ -208,6 +209,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     lags.sort((a, b) => a - b);
     // The answers, for identity traffic: every link stored, one unique user per generated user.
     const checks: string[] = [];
+    if (sent?.failed) checks.push(`${sent.failed} requests failed`);
     if (data) {
       const links = async () => {
         const c = new pg.Client({ connectionString: dbUrl.toString() });

@@ -160,7 +160,7 @@ export function makeDataset(opts: { events: number; batch: number }): Dataset {
 }
 
 /** POSTs one prepared request; resolves with the status and the Retry-After seconds (0 when none). */
-export function post(agent: http.Agent, url: URL, token: string, req: Request): Promise<{ status: number; retryAfter: number }> {
+function post(agent: http.Agent, url: URL, token: string, req: Request): Promise<{ status: number; retryAfter: number }> {
   return new Promise((resolve, reject) => {
     const r = http.request(
       { host: url.hostname, port: url.port, path: req.path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(req.body), 'x-service-token': token } },
@@ -176,15 +176,17 @@ export function post(agent: http.Agent, url: URL, token: string, req: Request): 
 
 /**
  * Sends the requests in order over `connections` keep-alive connections (each takes the next
- * request when its previous one is answered), retrying a 503 or 429 after its Retry-After (at
- * most 1 s). Records [ms since the start, /track events accepted so far] at each accepted /track.
+ * request when its previous one is answered). A 503 or 429 is retried after its Retry-After (at
+ * most 1 s) unless `retryUnavailable` is false; any other answer but 200 counts in `failed`.
+ * Records [ms since the start, /track events accepted so far] at each accepted /track.
  */
-export async function sendAll(url: string, token: string, requests: Request[], connections: number) {
+export async function sendAll(url: string, token: string, requests: Request[], connections: number, opts: { retryUnavailable?: boolean } = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const target = new URL(url);
   const statuses: Record<number, number> = {};
   const acceptedCurve: Array<[number, number]> = [];
   let accepted = 0;
+  let failed = 0;
   let next = 0;
   const started = Date.now();
   await Promise.all(Array.from({ length: connections }, async () => {
@@ -193,15 +195,16 @@ export async function sendAll(url: string, token: string, requests: Request[], c
       for (;;) {
         const { status, retryAfter } = await post(agent, target, token, req);
         statuses[status] = (statuses[status] ?? 0) + 1;
-        if (status !== 503 && status !== 429) {
-          if (status !== 200) throw new Error(`${req.path} answered ${status}`);
-          if (req.events) acceptedCurve.push([Date.now() - started, (accepted += req.events)]);
-          break;
+        if (opts.retryUnavailable !== false && (status === 503 || status === 429)) {
+          await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(50, retryAfter * 1000))));
+          continue;
         }
-        await new Promise((r) => setTimeout(r, Math.min(1000, Math.max(50, retryAfter * 1000))));
+        if (status !== 200) failed++;
+        else if (req.events) acceptedCurve.push([Date.now() - started, (accepted += req.events)]);
+        break;
       }
     }
   }));
   agent.destroy();
-  return { accepted, statuses, acceptedCurve, elapsedMs: Date.now() - started };
+  return { accepted, failed, statuses, acceptedCurve, elapsedMs: Date.now() - started };
 }
