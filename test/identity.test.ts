@@ -124,7 +124,7 @@ forEachBackend('identity', (backend) => {
     // Statements writing links to the metadata store (all inside linkIdentities' one transaction).
     const counts = { linkInserts: 0, writeLinks: 0, latestProfiles: 0 };
     const onQuery = (q: { sql: string }) => {
-      if (/^insert into .identity_links/i.test(q.sql)) counts.linkInserts++;
+      if (/^\s*insert into .?identity_links\b/i.test(q.sql)) counts.linkInserts++;
     };
     deps.db.on('query', onQuery);
     const { writeLinks, latestProfiles } = deps.events;

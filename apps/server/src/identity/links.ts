@@ -1,5 +1,6 @@
+import type { Knex } from 'knex';
 import type { Deps } from '../deps.js';
-import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
+import { isPostgres, lockForUpdate, nowMs, type Db } from '../ports/metadata/knex.js';
 import { existingLinkIndex } from './link-index.js';
 
 /**
@@ -52,17 +53,59 @@ export interface LinksApplied {
   existed: IdentityLink[];
 }
 
+/**
+ * Ids per statement on SQLite (bound variables). PostgreSQL takes a whole list as one array
+ * parameter: one statement per read or insert instead of one per 500 ids, and knex builds no
+ * placeholder per value (a unit of 8,000 events asks about thousands of ids).
+ */
 const CHUNK = 500;
+
+/** `ids` in the slices one statement takes: all at once on PostgreSQL (an array parameter). */
+function idSlices(db: Db, ids: string[]): string[][] {
+  if (isPostgres(db)) return ids.length ? [ids] : [];
+  const out: string[][] = [];
+  for (let i = 0; i < ids.length; i += CHUNK) out.push(ids.slice(i, i + CHUNK));
+  return out;
+}
+
+/** `column IN ids`: `= ANY(array)` on PostgreSQL. */
+function whereIdIn(db: Db, q: Knex.QueryBuilder, column: string, ids: string[]): Knex.QueryBuilder {
+  return isPostgres(db) ? q.whereRaw(`?? = ANY(?::text[])`, [column, ids]) : q.whereIn(column, ids);
+}
 
 /** The stored links of `ids` (those that have one), by distinct_id; `lock` reads them FOR UPDATE. */
 export async function linksOf(db: Deps['db'], projectId: number, ids: string[], lock = false): Promise<Map<string, IdentityLink>> {
   const out = new Map<string, IdentityLink>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    const q = db('identity_links').where({ project_id: projectId }).whereIn('distinct_id', ids.slice(i, i + CHUNK)).select('*');
+  for (const slice of idSlices(db, ids)) {
+    const q = whereIdIn(db, db('identity_links').where({ project_id: projectId }), 'distinct_id', slice).select('*');
     const rows: IdentityLink[] = await (lock ? lockForUpdate(db, q) : q);
     for (const r of rows) out.set(r.distinct_id, r);
   }
   return out;
+}
+
+/** Inserts links unless their id has one; the distinct ids of those inserted. */
+async function insertLinks(trx: Db, links: IdentityLink[]): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  if (links.length === 0) return inserted;
+  if (isPostgres(trx)) {
+    // One statement for the unit: its triggers (migration 0012) run once per statement too.
+    const { rows } = await trx.raw<{ rows: Array<{ distinct_id: string }> }>(
+      `INSERT INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at)
+       SELECT project_id, distinct_id, canonical_id, from_time, created_at
+       FROM unnest(?::integer[], ?::text[], ?::text[], ?::bigint[], ?::bigint[]) AS l(project_id, distinct_id, canonical_id, from_time, created_at)
+       ON CONFLICT (project_id, distinct_id) DO NOTHING RETURNING distinct_id`,
+      [links.map((l) => l.project_id), links.map((l) => l.distinct_id), links.map((l) => l.canonical_id), links.map((l) => l.from_time), links.map((l) => l.created_at)],
+    );
+    for (const row of rows) inserted.add(row.distinct_id);
+    return inserted;
+  }
+  for (let i = 0; i < links.length; i += CHUNK) {
+    const rows: Array<{ distinct_id: string }> = await trx('identity_links').insert(links.slice(i, i + CHUNK))
+      .onConflict(['project_id', 'distinct_id']).ignore().returning('distinct_id');
+    for (const row of rows) inserted.add(row.distinct_id);
+  }
+  return inserted;
 }
 
 /**
@@ -93,9 +136,9 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
     // Ids that are some cluster's canonical id (may not join another cluster).
     const canonicals = new Set<string>();
     const aliases = [...new Set(valid.map((r) => r.alias))];
-    for (let i = 0; i < aliases.length; i += CHUNK) {
-      const rows: Array<{ canonical_id: string }> = await trx('identity_links').where({ project_id: projectId })
-        .whereIn('canonical_id', aliases.slice(i, i + CHUNK)).distinct('canonical_id');
+    for (const slice of idSlices(trx, aliases)) {
+      const rows: Array<{ canonical_id: string }> = await whereIdIn(trx, trx('identity_links').where({ project_id: projectId }), 'canonical_id', slice)
+        .distinct('canonical_id');
       for (const r of rows) canonicals.add(r.canonical_id);
     }
     const made: IdentityLink[] = [];
@@ -121,12 +164,7 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
     }
     // Rows read under lock above cannot change, but a concurrent writer may have inserted one of
     // these ids meanwhile: such a link is not ours (onConflict ignore) and is left out.
-    const inserted = new Set<string>();
-    for (let i = 0; i < made.length; i += CHUNK) {
-      const rows: Array<{ distinct_id: string }> = await trx('identity_links').insert(made.slice(i, i + CHUNK))
-        .onConflict(['project_id', 'distinct_id']).ignore().returning('distinct_id');
-      for (const row of rows) inserted.add(row.distinct_id);
-    }
+    const inserted = await insertLinks(trx, made);
     const kept = made.map((l, i) => i).filter((i) => inserted.has(made[i].distinct_id));
     return { made: kept.map((i) => made[i]), madeBy: kept.map((i) => madeBy[i]), existed };
   });

@@ -33,6 +33,8 @@ export function isMergeable(envelope: IngestionBatch): boolean {
 /** One batch of a unit, prepared: its events, and its link requests as a range of the unit's. */
 interface Step {
   batch: Batch;
+  /** Its events as sent, then (once the unit's links are being read) as stored. */
+  records: TrackEventRecord[];
   rows: StoredEvent[];
   /** The unit's link requests [linksFrom, linksTo) are this batch's. */
   linksFrom: number;
@@ -75,7 +77,7 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
   // as if its records had arrived one per request, in the order the clients sent them.
   const earlier = new Set<string>();
   for (const batch of batches) {
-    const step: Step = { batch, rows: [], linksFrom: requests.length, linksTo: requests.length };
+    const step: Step = { batch, records: [], rows: [], linksFrom: requests.length, linksTo: requests.length };
     steps.push(step);
     if (batch.kind === 'track') {
       for (const r of batch.records) {
@@ -83,7 +85,7 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
           requests.push({ alias: r.alias, distinctId: r.distinct_id, retroactive: 'auto', at: r.time ?? batch.acceptedAt, aliasHasPendingEvents: earlier.has(r.alias) });
           continue;
         }
-        step.rows.push(storedEvent(projectId, r, processedAt));
+        step.records.push(r);
         earlier.add(r.distinct_id);
         ids.add(r.distinct_id);
         // The $device_id/$user_id rule: the device's history joins the user's identity.
@@ -112,8 +114,12 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
   // Links first: whether a `$create_alias` is retroactive depends on the events stored before it
   // and those sent before it (aliasHasPendingEvents), never on events sent after it. A
   // redelivery finds its links already made, so the order also keeps it idempotent.
-  const stored = ids.size ? await linksOf(deps.db, projectId, [...ids]) : new Map<string, IdentityLink>();
-  const { made, madeBy } = await applyLinks(deps, projectId, requests, stored);
+  // The stored rows are built while the store reads the links (one statement on PostgreSQL).
+  const storedRead = ids.size ? linksOf(deps.db, projectId, [...ids]) : Promise.resolve(new Map<string, IdentityLink>());
+  storedRead.catch(() => undefined); // awaited below; this only keeps a throw in between from leaving it unhandled
+  for (const step of steps) for (const r of step.records) step.rows.push(storedEvent(projectId, r, processedAt));
+  const stored = await storedRead;
+  const { made, madeBy, unmirrored } = await applyLinks(deps, projectId, requests, stored);
   // The links as each step sees them: stored before the unit, or made by an earlier request.
   const madeAt = new Map<string, { link: IdentityLink; request: number }>();
   made.forEach((link, i) => madeAt.set(link.distinct_id, { link, request: madeBy[i] }));
@@ -123,8 +129,6 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
     const m = madeAt.get(id);
     return m && m.request < request ? m.link : undefined;
   };
-
-  await applyProfiles(deps, projectId, steps, made, madeBy, linkBefore);
 
   // Persons on events: each row gets its identity under the links stored when its batch applies
   // (its own included). A link made later reaches these rows through the readers' join of
@@ -141,7 +145,15 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
     else for (const r of step.rows) rows.push(r);
     if (step.batch.redelivered) redelivered = true;
   }
-  await deps.events.writeEvents(projectId, rows, { redelivered });
+  // The event-store writes depend only on the links decided above, and each is idempotent on
+  // redelivery, so they run at once (ClickHouse inserts one while this process encodes the next). A
+  // failure is thrown once all have settled, so a retry never overlaps a write still running.
+  const writes = await Promise.allSettled([
+    mirrorUnitLinks(deps, unmirrored),
+    applyProfiles(deps, projectId, steps, made, madeBy, linkBefore),
+    deps.events.writeEvents(projectId, rows, { redelivered }),
+  ]);
+  for (const w of writes) if (w.status === 'rejected') throw w.reason;
 }
 
 /** withoutTombstoned for a unit: one read of the tombstones, the same records kept per batch. */
@@ -166,18 +178,24 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
   };
 }
 
-/** The unit's links: one metadata transaction, one mirror insert (of links not mirrored yet). */
+/** The unit's links: one metadata transaction; `unmirrored`: those this process has not mirrored yet. */
 async function applyLinks(deps: Deps, projectId: number, requests: LinkRequest[], stored: Map<string, IdentityLink>) {
-  if (requests.length === 0) return { made: [], madeBy: [] };
+  if (requests.length === 0) return { made: [], madeBy: [], unmirrored: new Map<string, IdentityLink>() };
   const { made, madeBy, existed } = await linkIdentities(deps, projectId, requests, stored);
   // The same link again (SDKs send $device_id/$user_id on every identified event): mirror it once
   // per process, which repairs a crash between the metadata and event-store writes.
   const mirrored = mirroredSet(deps);
-  const rows = new Map<string, IdentityLink>();
-  for (const l of [...made, ...existed]) if (!mirrored.has(mirrorKey(l))) rows.set(mirrorKey(l), l);
-  await mirrorLinks(deps, [...rows.values()]);
-  for (const k of rows.keys()) mirrored.add(k);
-  return { made, madeBy };
+  const unmirrored = new Map<string, IdentityLink>();
+  for (const l of [...made, ...existed]) if (!mirrored.has(mirrorKey(l))) unmirrored.set(mirrorKey(l), l);
+  return { made, madeBy, unmirrored };
+}
+
+/** One mirror insert of the unit's links into the event store, remembered once it succeeded. */
+async function mirrorUnitLinks(deps: Deps, links: Map<string, IdentityLink>): Promise<void> {
+  if (links.size === 0) return;
+  await mirrorLinks(deps, [...links.values()]);
+  const mirrored = mirroredSet(deps);
+  for (const k of links.keys()) mirrored.add(k);
 }
 
 /** Links this process has mirrored into an event store (bounded; forgetting only costs a re-mirror). */
