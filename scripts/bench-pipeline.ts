@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import YAML from 'yaml';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
@@ -41,6 +42,12 @@ const RATE = arg('rate', 0);
 const BATCH = arg('batch', 100);
 const CONCURRENCY = arg('concurrency', 16);
 const WORKERS = arg('workers', 1);
+/**
+ * The workers run with the NODE_OPTIONS the chart gives them (`worker.nodeOptions`), so the
+ * figures are the default deployment's; BENCH_WORKER_NODE_OPTIONS overrides them ('' for Node's).
+ */
+const WORKER_NODE_OPTIONS = process.env.BENCH_WORKER_NODE_OPTIONS
+  ?? String((YAML.parse(fs.readFileSync(new URL('../charts/tally/values.yaml', import.meta.url), 'utf8')) as { worker: { nodeOptions?: string } }).worker.nodeOptions ?? '');
 const DRAIN = process.argv.includes('--drain');
 const CLUSTER = process.argv.includes('--cluster');
 const JSON_LINE = process.argv.includes('--json');
@@ -131,7 +138,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     const url = `http://127.0.0.1:${port}`;
     await waitFor('api', async () => (await fetch(`${url}/health/ready`)).status === 200, 60_000, 250);
     const startWorkers = () => {
-      for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', env, logDir));
+      const nodeOptions = [process.env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
+      for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', { ...env, NODE_OPTIONS: nodeOptions }, logDir));
     };
     startWorkers();
     const post = async (p: string, body: unknown) => {
@@ -188,7 +196,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     if (DRAIN) {
       const workerProcs = children.filter((c) => c.name.startsWith('worker-'));
       return ({
-        mode: 'drain', events: EVENTS, batch: BATCH, workers: WORKERS,
+        mode: 'drain', events: EVENTS, batch: BATCH, workers: WORKERS, workerNodeOptions: WORKER_NODE_OPTIONS,
         drainMsIncludingWorkerStart: doneMs,
         workerDrainPerSec: Math.round(EVENTS / ((doneMs - (storedCurve.find(([, k]) => k > 0)?.[0] ?? 0)) / 1000)),
         peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
@@ -248,7 +256,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     }
     times.sort((a, b) => a - b);
     const report = {
-      events: EVENTS, batch: BATCH, concurrency: CONCURRENCY, workers: WORKERS, rate: RATE || 'unpaced',
+      events: EVENTS, batch: BATCH, concurrency: CONCURRENCY, workers: WORKERS, workerNodeOptions: WORKER_NODE_OPTIONS, rate: RATE || 'unpaced',
       traffic: data ? { kind: 'identity', requests: data.requests.length, users: data.users, links: data.links, aliasCalls: data.aliasCalls, engageOps: data.engageOps } : { kind: 'plain' },
       checks: checks.length ? checks.join('; ') : 'ok',
       statuses: load.statuses,
