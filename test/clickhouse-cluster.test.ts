@@ -50,6 +50,7 @@ describe('ClickHouse cluster mode (2 shards)', function () {
     for (const shard of [0, 1]) {
       const tables = (await cluster.query(shard, `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`)).split('\n');
       assert.deepEqual(tables, [
+        'event_ids\tDistributed', 'event_ids_feed\tMaterializedView', 'event_ids_local\tReplacingMergeTree',
         'events\tDistributed', 'events_local\tReplacingMergeTree',
         'identity_links\tDistributed', 'identity_links_local\tReplacingMergeTree',
         'profiles\tDistributed', 'profiles_local\tReplacingMergeTree',
@@ -228,7 +229,7 @@ describe('ClickHouse cluster mode, replicated (1 shard, 2 replicas)', function (
     this.timeout(60_000);
     for (const replica of [0, 1]) {
       const engines = await cluster.query(replica, `SELECT engine FROM system.tables WHERE database = '${database}' AND name LIKE '%_local' ORDER BY name`);
-      assert.deepEqual(engines.split('\n'), ['ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree']);
+      assert.deepEqual(engines.split('\n'), ['ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree']);
     }
     const deps = t.svc.deps;
     const projectId = await freshProject(deps);

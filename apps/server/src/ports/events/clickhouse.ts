@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
-import { ADDED_COLUMNS, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
+import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
@@ -84,6 +84,8 @@ export class ClickHouseEventStore implements EventStore {
     const ddl = this.opts.cluster ? clusterDdl(this.opts.database, this.opts.cluster) : EVENT_STORE_DDL.clickhouse;
     for (const q of ddl) await this.client.command({ query: q });
     for (const { table, column, type } of ADDED_COLUMNS) await this.addColumn(table, column, type.clickhouse);
+    await this.command(eventIdsFeedDdl(this.opts.database, this.opts.cluster));
+    await this.fillEventIds();
     // Computed by the server at insert; parts written before the column compute it when read, until
     // a merge (data/compaction.ts) stores it. Cluster mode: DEFAULT on both tables, not MATERIALIZED
     // (a Distributed table forwards a MATERIALIZED column to the shards' inserts, which refuse it;
@@ -175,12 +177,27 @@ export class ClickHouseEventStore implements EventStore {
     return stored.size === 0 ? rows : rows.filter((r) => !stored.has(key(r)));
   }
 
+  /**
+   * event_ids from the stored events, unless its EVENT_IDS_FILLED row says that was done. The view
+   * feeding it exists by now, so events inserted meanwhile are in it either way (twice is harmless).
+   */
+  private async fillEventIds(): Promise<void> {
+    const filled = `project_id = ${sqlInt(EVENT_IDS_FILLED.project_id)} AND distinct_id = ${sqlString('clickhouse', EVENT_IDS_FILLED.distinct_id)}`;
+    const done = await this.query<{ n: number }>(`SELECT count() AS n FROM event_ids WHERE ${filled}`);
+    if (Number(done[0]?.n ?? 0) > 0) return;
+    // Once per store, at its first start with the table: the grouping spills to disk past 1 GB
+    // rather than fail the start of a store with more ids than memory.
+    await this.command('INSERT INTO event_ids (project_id, distinct_id) SELECT project_id, distinct_id FROM events GROUP BY project_id, distinct_id',
+      { max_bytes_before_external_group_by: String(1 << 30) });
+    await this.command(`INSERT INTO event_ids (project_id, distinct_id) VALUES (${sqlInt(EVENT_IDS_FILLED.project_id)}, ${sqlString('clickhouse', EVENT_IDS_FILLED.distinct_id)})`);
+  }
+
   async idsWithEvents(projectId: number, distinctIds: string[]): Promise<Set<string>> {
     const out = new Set<string>();
     for (let i = 0; i < distinctIds.length; i += 1000) {
       const ids = distinctIds.slice(i, i + 1000).map((d) => sqlString('clickhouse', d)).join(', ');
       const rows = await this.query<{ distinct_id: string }>(
-        `SELECT DISTINCT distinct_id FROM events WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${ids})`,
+        `SELECT DISTINCT distinct_id FROM event_ids WHERE project_id = ${sqlInt(projectId)} AND distinct_id IN (${ids})`,
       );
       for (const r of rows) out.add(r.distinct_id);
     }

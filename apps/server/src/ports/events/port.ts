@@ -188,7 +188,7 @@ export function afterKeyCondition(dialect: EventDialect, after: EventPageKey | n
 export const EVENT_PAGE_ORDER = 'time, distinct_id, event, insert_id';
 
 /** The event store's data tables, each keyed by project_id first. */
-export const DATA_TABLES = ['events', 'identity_links', 'profiles'] as const;
+export const DATA_TABLES = ['events', 'identity_links', 'profiles', 'event_ids'] as const;
 
 /** Latest version per distinct_id (rows of several versions may come back from an engine). */
 export function latestPerKey(rows: ProfileVersion[]): ProfileVersion[] {
