@@ -342,7 +342,7 @@ export class ClickHouseEventStore implements EventStore {
   }
 
   /**
-   * Mutations on the three tables, then waits until system.mutations shows none of this
+   * Mutations on the data tables, then waits until system.mutations shows none of this
    * database's mutations on them unfinished (18.16 has `is_done`; a stuck one ends in a timeout).
    */
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
