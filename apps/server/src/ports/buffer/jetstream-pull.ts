@@ -26,6 +26,9 @@ export async function fetchAvailable(nc: NatsConnection, cfg: NatsConfig, msgs: 
   return waited;
 }
 
+/** Quiet time after a no_wait pull's last message before it is taken as cut short. */
+const NO_WAIT_IDLE_MS = 50;
+
 /**
  * One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard
  * timeout (the latter two with a reason to distrust first deliveries for a while).
@@ -34,9 +37,14 @@ function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number,
   if (batch <= 0) return Promise.resolve(undefined);
   return new Promise<string | undefined>((resolve, reject) => {
     let got = 0;
+    let done = false;
+    let idle: ReturnType<typeof setTimeout> | undefined;
     const inbox = createInbox();
     const finish = (err?: unknown, disturbed?: string) => {
+      if (done) return;
+      done = true;
       clearTimeout(guard);
+      clearTimeout(idle);
       sub.unsubscribe();
       if (err) reject(err);
       else resolve(disturbed);
@@ -54,7 +62,15 @@ function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number,
           return finish(new Error(`pull: ${code} ${m.headers.description}`));
         }
         msgs.push(toJsMsg(m, cfg.publishTimeoutMs));
-        if (++got >= batch) finish();
+        if (++got >= batch) return finish();
+        // nats-server 2.9 ends a no_wait pull that the consumer's in-flight window cut short
+        // (another worker holds the rest of it) with no status at all: without this the pull
+        // waited for its guard, 2 s, and then distrusted the next deliveries. Once messages stop
+        // coming, a round trip to the server (flush) makes sure none it sent is still unread.
+        if (expiresMs === 0) {
+          clearTimeout(idle);
+          idle = setTimeout(() => void nc.flush().then(() => finish(), () => finish()), NO_WAIT_IDLE_MS);
+        }
       },
     });
     const guard = setTimeout(() => finish(undefined, 'pull request unanswered'), expiresMs + Math.max(2000, cfg.publishTimeoutMs));
