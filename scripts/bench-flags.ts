@@ -240,7 +240,10 @@ async function settle(target: Target) {
   }
 }
 
-async function measured(target: Target, all: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>): Promise<Phase> {
+/** One phase's load: what it measured, before the CPU figures `measured` adds. */
+type PhaseRun = () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>;
+
+async function measured(target: Target, all: Target[], run: PhaseRun): Promise<Phase> {
   const others = all.filter((t) => t !== target);
   freeze(others, 'SIGSTOP');
   try {
@@ -251,7 +254,7 @@ async function measured(target: Target, all: Target[], run: () => Promise<Omit<P
   }
 }
 
-async function measuredAlone(target: Target, others: Target[], run: () => Promise<Omit<Phase, 'cpuMsPerRequest' | 'othersCpuMs' | 'generatorBusy'> & { generatorBusy?: number }>): Promise<Phase> {
+async function measuredAlone(target: Target, others: Target[], run: PhaseRun): Promise<Phase> {
   const before = cpuMs(target.pid);
   const othersBefore = others.reduce((s, t) => s + cpuMs(t.pid), 0);
   const own = process.cpuUsage();

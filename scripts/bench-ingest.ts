@@ -33,8 +33,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { EVENT_STORE_DDL, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
-import { benchApi, startBenchService } from './bench-support.js';
-import { AUX_BATCH, RANGE, makeDataset, sendAll, type Dataset } from './bench-traffic.js';
+import { BENCH_KEY, benchApi, startBenchService } from './bench-support.js';
+import { AUX_BATCH, makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
 const BATCH = 500;
@@ -113,12 +113,11 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
     const rss = peakRss(child.pid!);
     const load = Math.round(loadavg()[0] * 10) / 10;
     // The answers: one unique user per generated user (anonymous visits merged into their user).
-    const seg = await api(url, 'POST', '/api/query/segmentation', { projectId: String(project.id), event: '$all_events', ...RANGE, unit: 'month', type: 'unique' });
-    const uniqueUsers = (seg.series as Array<{ data: Array<{ value: number }> }>).reduce((s, x) => s + x.data.reduce((a, d) => a + d.value, 0), 0);
+    const unique = await uniqueUsers(url, BENCH_KEY, project.id);
     const problems: string[] = [];
     if (failures) problems.push(`${failures} requests failed`);
     if (stored !== data.events) problems.push(`stored ${stored} of ${data.events} events`);
-    if (uniqueUsers !== data.users) problems.push(`unique users ${uniqueUsers}, generated ${data.users}`);
+    if (unique !== data.users) problems.push(`unique users ${unique}, generated ${data.users}`);
     if (links !== data.links) problems.push(`links ${links}, expected ${data.links}`);
     if (data.mergedProfile) {
       const { user, key, value } = data.mergedProfile;
@@ -141,7 +140,7 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       seconds: Math.round(endToEnd) / 1000,
       peakRssMiB: Math.round(rss),
       users: data.users,
-      uniqueUsers,
+      uniqueUsers: unique,
       linksExpected: data.links,
       linksApplied: links,
       aliasCalls: data.aliasCalls,
@@ -152,7 +151,7 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
     if (!JSON_ONLY) {
       console.log(`${store}: ${result.stored} events in ${result.seconds} s: accepted ${result.acceptedPerSec} ev/s, end to end ${result.endToEndPerSec} ev/s, ` +
         `raw insert ${result.rawPerSec} ev/s (${raw.rows} rows, ${raw.how}), ratio ${result.ratio}; server peak RSS ${result.peakRssMiB} MiB; ` +
-        `unique users ${uniqueUsers}/${data.users}, links ${links}/${data.links}; load ${load}; checks: ${result.checks}`);
+        `unique users ${unique}/${data.users}, links ${links}/${data.links}; load ${load}; checks: ${result.checks}`);
     }
     return result;
   } finally {

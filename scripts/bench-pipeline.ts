@@ -30,7 +30,7 @@ import {
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
 import { peakRssMb } from './bench-support.js';
-import { RANGE, makeDataset, sendAll, type Dataset } from './bench-traffic.js';
+import { makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -231,11 +231,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       await waitFor('links stored', async () => (await links()) >= data.links, 60_000, 200).catch(() => undefined);
       const stored = await links();
       if (stored !== data.links) checks.push(`links ${stored}, expected ${data.links}`);
-      const seg = await (await fetch(`${url}/api/query/segmentation`, {
-        method: 'POST', headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ projectId: String(project.id), event: '$all_events', ...RANGE, unit: 'month', type: 'unique' }),
-      })).json() as { series: Array<{ data: Array<{ value: number }> }> };
-      const unique = seg.series.reduce((s, x) => s + x.data.reduce((a, d) => a + d.value, 0), 0);
+      const unique = await uniqueUsers(url, SUPERADMIN_KEY, project.id);
       if (unique !== data.users) checks.push(`unique users ${unique}, generated ${data.users}`);
     }
     const rss = Object.fromEntries([

@@ -25,6 +25,20 @@ const USERS = 50_000;
 const T0 = Date.UTC(2026, 10, 24, 6);
 /** A range holding every event of the stream. */
 export const RANGE = { from: '2026-11-24', to: '2026-11-28' };
+
+/**
+ * Unique users over RANGE as the analyses count them (POST /api/query/segmentation, superadmin
+ * `key`): with every anonymous visit merged into its user, one per generated user (`Dataset.users`).
+ */
+export async function uniqueUsers(url: string, key: string, projectId: number): Promise<number> {
+  const res = await fetch(`${url}/api/query/segmentation`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ projectId: String(projectId), event: '$all_events', ...RANGE, unit: 'month', type: 'unique' }),
+  });
+  if (!res.ok) throw new Error(`segmentation: ${res.status} ${await res.text()}`);
+  const seg = await res.json() as { series: Array<{ data: Array<{ value: number }> }> };
+  return seg.series.reduce((s, x) => s + x.data.reduce((a, d) => a + d.value, 0), 0);
+}
 export const AUX_BATCH = 50;
 
 /** A deterministic UUID (the anonymous ids mixpanel-browser mints look like `$device:<uuid>`). */

@@ -30,8 +30,9 @@ export async function fetchAvailable(nc: NatsConnection, cfg: NatsConfig, msgs: 
 const NO_WAIT_IDLE_MS = 50;
 
 /**
- * One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, or a guard
- * timeout (the latter two with a reason to distrust first deliveries for a while).
+ * One pull request: `no_wait` when expiresMs is 0; resolves at its status, its batch, a no_wait
+ * pull's quiet end (NO_WAIT_IDLE_MS after its last message), or a guard timeout (the guard and a
+ * leadership-change status with a reason to distrust first deliveries for a while).
  */
 function pull(nc: NatsConnection, cfg: NatsConfig, msgs: JsMsg[], batch: number, expiresMs: number): Promise<string | undefined> {
   if (batch <= 0) return Promise.resolve(undefined);
