@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
+import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
@@ -34,6 +37,7 @@ class GuardQuietLogger implements Logger {
 export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
+  private rowsEncoder = new JsonRowsEncoder();
 
   readonly materialized: MaterializedProperties;
 
@@ -398,13 +402,24 @@ export class ClickHouseEventStore implements EventStore {
 
   /** person_id filled here: 18.16's JSONEachRow gives an omitted column its type's default, not the column's. */
   insertEvents(rows: StoredEvent[]): Promise<void> {
-    return this.insertRows('events', rows.map((r) => ({ ...r, person_id: storedPersonId(r) })), STORED_EVENT_COLUMNS);
+    return this.insertRows('events', rows.map((r) => (r.person_id ? r : { ...r, person_id: storedPersonId(r) })), STORED_EVENT_COLUMNS);
   }
 
-  /** `columns`: the insert's column list (the rest take their DEFAULT; see migrate). */
-  async insertRows(table: string, rows: Record<string, unknown>[], columns?: [string, ...string[]]): Promise<void> {
+  /**
+   * `columns`: the insert's column list (the rest take their DEFAULT; see migrate). The body is
+   * encoded here into a reused buffer (JsonRowsEncoder) and sent with `exec`, where the client's
+   * `insert` would build it twice.
+   */
+  async insertRows(table: string, rows: object[], columns?: [string, ...string[]]): Promise<void> {
     if (rows.length === 0) return;
-    await this.client.insert({ table, values: rows, format: 'JSONEachRow', ...(columns ? { columns } : {}) });
+    const { body, done } = this.rowsEncoder.encode(rows);
+    const result = await this.client.exec({
+      query: `INSERT INTO ${table}${columns ? ` (${columns.join(', ')})` : ''} FORMAT JSONEachRow`,
+      values: Readable.from([body], { objectMode: false }),
+    });
+    result.stream.resume();
+    await finished(result.stream);
+    done();
   }
 
   /**
