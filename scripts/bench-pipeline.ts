@@ -68,18 +68,38 @@ function cpuSeconds(pid: number): number {
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
-/** The event store under test: one server, or the two-shard cluster. */
-interface Store { url: string; pids: Array<[string, number]>; env: Record<string, string>; close(): Promise<void> }
+/** The event store under test: one server, or the two-shard cluster (`servers`: each server's URL). */
+interface Store { url: string; servers: string[]; pids: Array<[string, number]>; env: Record<string, string>; close(): Promise<void> }
 
 async function singleStore(): Promise<Store> {
   const ch = await ClickHouseServer.start();
-  return { url: ch.url, pids: [['clickhouse-server', ch.child!.pid]], env: {}, close: () => ch.close() };
+  return { url: ch.url, servers: [ch.url], pids: [['clickhouse-server', ch.child!.pid]], env: {}, close: () => ch.close() };
+}
+
+/**
+ * ClickHouse's own counters (system.events, summed over the servers), to tell its background
+ * merges from its queries: MergesTimeMilliseconds (merges' elapsed time), MergedRows,
+ * InsertedRows, OSCPUVirtualTimeMicroseconds (the queries' CPU; merges are not queries).
+ */
+const CLICKHOUSE_COUNTERS = ['MergesTimeMilliseconds', 'MergedRows', 'InsertedRows', 'OSCPUVirtualTimeMicroseconds'];
+async function clickhouseCounters(servers: string[]): Promise<Record<string, number>> {
+  const sum: Record<string, number> = Object.fromEntries(CLICKHOUSE_COUNTERS.map((c) => [c, 0]));
+  for (const server of servers) {
+    const r = await fetch(`${server}/`, {
+      method: 'POST', body: `SELECT event, value FROM system.events WHERE event IN (${CLICKHOUSE_COUNTERS.map((c) => `'${c}'`).join(', ')}) FORMAT TSV`,
+    });
+    for (const line of (await r.text()).trim().split('\n')) {
+      const [name, value] = line.split('\t');
+      if (name in sum) sum[name] += Number(value);
+    }
+  }
+  return sum;
 }
 
 async function clusterStore(): Promise<Store> {
   const c = await ClickHouseCluster.start();
   return {
-    url: c.url, env: { CLICKHOUSE_CLUSTER: CLUSTER_NAME },
+    url: c.url, servers: c.shards.map((_, i) => c.shardUrl(i)), env: { CLICKHOUSE_CLUSTER: CLUSTER_NAME },
     pids: c.shards.map((s, i) => [`clickhouse-server shard ${i + 1}`, s.child!.pid] as [string, number]),
     close: () => c.close(),
   };
@@ -167,6 +187,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       ['nats-server', nats.child!.pid], ...ch.pids, ['load generator (this process)', process.pid],
     ];
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
+    const countersBefore = await clickhouseCounters(ch.servers);
     const storedCurve: Array<[number, number]> = [];
     let started = Date.now();
     let load: Pick<Awaited<ReturnType<typeof sendEvents>>, 'statuses' | 'acceptedCurve' | 'elapsedMs'> | undefined;
@@ -203,6 +224,12 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       });
     }
     const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((cpuSeconds(pid) - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
+    const counters = await clickhouseCounters(ch.servers);
+    const counted = (name: string) => counters[name] - countersBefore[name];
+    const clickhouse = {
+      mergesMs: counted('MergesTimeMilliseconds'), mergedRows: counted('MergedRows'), insertedRows: counted('InsertedRows'),
+      queriesCpuMs: Math.round(counted('OSCPUVirtualTimeMicroseconds') / 1000),
+    };
 
     // lag of the k-th event: first time stored >= k minus first time accepted >= k
     const lags: number[] = [];
@@ -262,6 +289,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       peakRssMb: rss,
       /** CPU cores used on average while the load ran (the machine has os.cpus().length). */
       cpuCores: cpu,
+      /** ClickHouse's merges next to its queries while the load ran (see clickhouseCounters). */
+      clickhouse,
       machineCores: os.cpus().length,
       queryMs: Math.round(times[2] * 10) / 10,
     };
