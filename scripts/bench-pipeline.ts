@@ -66,6 +66,24 @@ function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * CPU seconds of this machine's PostgreSQL server processes (every `postgres` process, per pid):
+ * the metadata store is a shared server, so its share is read off its processes, not a child's.
+ */
+function postgresCpu(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') out.set(pid, cpuSeconds(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** The event store under test: one server, or the two-shard cluster (`servers`: each server's URL). */
@@ -187,6 +205,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       ['nats-server', nats.child!.pid], ...ch.pids, ['load generator (this process)', process.pid],
     ];
     const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
+    const postgresBefore = postgresCpu();
     const countersBefore = await clickhouseCounters(ch.servers);
     const storedCurve: Array<[number, number]> = [];
     let started = Date.now();
@@ -224,6 +243,13 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       });
     }
     const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((cpuSeconds(pid) - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
+    // PostgreSQL when it runs on this machine (backends that exited during the load are not counted).
+    const postgresAfter = postgresCpu();
+    if (postgresAfter.size > 0) {
+      let seconds = 0;
+      for (const [pid, s] of postgresAfter) seconds += s - (postgresBefore.get(pid) ?? 0);
+      cpu['postgresql (this machine)'] = Math.round((seconds / (doneMs / 1000)) * 100) / 100;
+    }
     const counters = await clickhouseCounters(ch.servers);
     const counted = (name: string) => counters[name] - countersBefore[name];
     const clickhouse = {
