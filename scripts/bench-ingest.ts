@@ -182,7 +182,7 @@ function nodeCommand(args: string[]): [string, string[]] {
 }
 
 const RAW_CHUNK = 10_000;
-const EVENT_COLUMNS = 'project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id';
+const EVENT_COLUMNS = 'project_id, id, event, distinct_id, time, insert_id, prop_keys, prop_values, prop_types, received_at, person_id';
 
 /**
  * DuckDB: the appender into a temporary table with the lists joined into one string each, then
@@ -206,7 +206,7 @@ async function rawDuckDb(source: string) {
     const conn = await db.connect();
     await conn.run(EVENT_STORE_DDL.duckdb[0]);
     await conn.run(`CREATE TEMP TABLE staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR, time BIGINT,
-      insert_id VARCHAR, properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at BIGINT, person_id VARCHAR)`);
+      insert_id VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, prop_types VARCHAR, received_at BIGINT, person_id VARCHAR)`);
     const joined = (list: unknown) => {
       let s = '';
       for (const x of (list as { items: string[] }).items) s += '\u0000' + x;
@@ -223,16 +223,16 @@ async function rawDuckDb(source: string) {
         a.appendVarchar(row[3] as string);
         a.appendBigInt(row[4] as bigint);
         a.appendVarchar(row[5] as string);
-        a.appendVarchar(row[6] as string);
+        a.appendVarchar(joined(row[6]));
         a.appendVarchar(joined(row[7]));
-        a.appendVarchar(joined(row[8]));
+        a.appendVarchar(row[8] as string);
         a.appendBigInt(row[9] as bigint);
         a.appendVarchar(row[10] as string);
         a.endRow();
       }
       a.closeSync();
-      await conn.run(`INSERT INTO events (${EVENT_COLUMNS}, person_key) SELECT project_id, id, event, distinct_id, time, insert_id, properties,
-        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], received_at, person_id, ${PERSON_KEY_SQL.duckdb('person_id')} FROM staging`);
+      await conn.run(`INSERT INTO events (${EVENT_COLUMNS}, person_key) SELECT project_id, id, event, distinct_id, time, insert_id,
+        string_split(prop_keys, chr(0))[2:], string_split(prop_values, chr(0))[2:], prop_types, received_at, person_id, ${PERSON_KEY_SQL.duckdb('person_id')} FROM staging`);
       await conn.run('DELETE FROM staging');
     }
     const ms = performance.now() - t0;

@@ -15,6 +15,7 @@ import { openMetadataStore, migrateMetadataStore } from '../apps/server/src/port
 import { downloadStream } from '../apps/server/src/privacy/download.js';
 import type { Deps } from '../apps/server/src/deps.js';
 import type { StoredEvent } from '../apps/server/src/ports/events/port.js';
+import { eventPropLists } from '../apps/server/src/ingestion/records.js';
 
 const N = Number(process.env.BENCH_PRIVACY_EVENTS ?? 1_000_000);
 const json = process.argv.includes('--json');
@@ -30,7 +31,7 @@ try {
     for (let i = start; i < Math.min(N, start + 50_000); i++) {
       const props = { page: `/p/${i % 100}`, country: 'fr' };
       rows.push({ project_id: 1, id: i + 1, event: i % 3 ? 'view' : 'buy', distinct_id: 'the-person', time: t0 + i * 1000, insert_id: `ins-${i}`,
-        properties: JSON.stringify(props), prop_keys: Object.keys(props), prop_values: Object.values(props), received_at: t0 + i * 1000 });
+        ...eventPropLists(props), received_at: t0 + i * 1000 });
     }
     await events.writeEvents(1, rows);
   }

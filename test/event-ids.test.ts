@@ -14,7 +14,7 @@ forEachBackend('events: event_ids (which ids have history)', (backend) => {
   let n = 0;
   const event = (projectId: number, distinctId: string): StoredEvent => ({
     project_id: projectId, id: ++n, event: 'Viewed', distinct_id: distinctId, time: T0 + n, insert_id: `i${n}`,
-    properties: '{}', prop_keys: [], prop_values: [], received_at: T0,
+    prop_keys: [], prop_values: [], prop_types: '', received_at: T0,
   });
   const has = async (projectId: number, ids: string[]) => [...(await fixture.store.idsWithEvents(projectId, ids))].sort();
 

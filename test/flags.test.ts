@@ -696,7 +696,7 @@ forEachBackend('flags', (backend) => {
       const now = Date.now();
       await t.svc.deps.events.insertEvents([{
         project_id: ev.project.id, id: 1, event: 'purchase', distinct_id: 'buyer-1', time: now - 1000, insert_id: 'p1',
-        properties: '{}', prop_keys: [], prop_values: [], received_at: now,
+        prop_keys: [], prop_values: [], prop_types: '', received_at: now,
       }]);
       const link = { project_id: ev.project.id, distinct_id: '$device:zz', canonical_id: 'buyer-1', from_time: 0, created_at: now };
       await db()('identity_links').insert(link);

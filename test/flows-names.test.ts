@@ -19,7 +19,7 @@ forEachBackend('flows: many and long event names', (backend) => {
   let n = 0;
   const event = (projectId: number, name: string, distinctId: string, t: number): StoredEvent => ({
     project_id: projectId, id: ++n, event: name, distinct_id: distinctId, time: T0 + t, insert_id: `i${n}`,
-    properties: '{}', prop_keys: [], prop_values: [], received_at: T0,
+    prop_keys: [], prop_values: [], prop_types: '', received_at: T0,
   });
   const context = (projectId: number) => {
     const d = dialectFor(fixture.store.dialect, fixture.store.materialized);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { useEventStore } from './support/event-store.js';
 import type { EventStore, StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { eventPropLists } from '../apps/server/src/ingestion/records.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import type { QueryContext } from '../apps/server/src/query/context.js';
@@ -22,7 +23,7 @@ forEachBackend('events: materialised properties', (backend) => {
   let n = 0;
   const event = (distinctId: string, props: Record<string, string>, dt = 0): StoredEvent => ({
     project_id: 1, id: ++n, event: 'Paid', distinct_id: distinctId, time: T0 + dt + n * 1000, insert_id: `i${n}`,
-    properties: JSON.stringify(props), prop_keys: Object.keys(props), prop_values: Object.values(props), received_at: T0,
+    ...eventPropLists(props), received_at: T0,
   });
   const context = (store: EventStore): QueryContext => {
     const d = dialectFor(store.dialect, store.materialized);

@@ -23,7 +23,7 @@ forEachBackend('events: person_key', (backend) => {
   let n = 0;
   const event = (distinctId: string, dt: number): StoredEvent => ({
     project_id: 1, id: ++n, event: 'Viewed', distinct_id: distinctId, time: T0 + dt, insert_id: `i${n}`,
-    properties: '{}', prop_keys: [], prop_values: [], received_at: T0,
+    prop_keys: [], prop_values: [], prop_types: '', received_at: T0,
   });
   const stored = async () => {
     const final = fixture.store.dialect === 'clickhouse' ? 'FINAL' : '';

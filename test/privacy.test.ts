@@ -5,6 +5,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { linkIdentities, mirrorLinks } from '../apps/server/src/identity/links.js';
 import type { Deps } from '../apps/server/src/deps.js';
 import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
+import { eventPropLists } from '../apps/server/src/ingestion/records.js';
 import { drained, ev, ingest } from './ingestion.support.js';
 
 const T0 = Date.UTC(2024, 0, 1);
@@ -24,8 +25,8 @@ function dataset(projectId: number, withAlice: boolean): StoredEvent[] {
       ['buy', 'alice', T0 + 27 * H, { plan: 'pro' }], ['view', 'alice', T0 + 28 * H, { country: 'fr' }]);
   }
   return rows.map(([event, distinct_id, time, props], i) => ({
-    project_id: projectId, id: nextId++, event, distinct_id, time, insert_id: `i${i}-${distinct_id}`, properties: JSON.stringify(props),
-    prop_keys: Object.keys(props), prop_values: Object.values(props), received_at: time,
+    project_id: projectId, id: nextId++, event, distinct_id, time, insert_id: `i${i}-${distinct_id}`, 
+    ...eventPropLists(props), received_at: time,
   }));
 }
 

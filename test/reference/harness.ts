@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { Deps } from '../../apps/server/src/deps.js';
 import type { StoredEvent } from '../../apps/server/src/ports/events/index.js';
+import { eventPropLists } from '../../apps/server/src/ingestion/records.js';
 import { DefinitionStore } from '../../apps/server/src/definitions/store.js';
 import { dedup, type RefData, type RefEvent, type RefFilter } from './index.js';
 
@@ -33,7 +34,7 @@ export async function loadDataset(deps: Deps, projectId: number, data: RefData, 
   };
   const toRow = (e: RefEvent): StoredEvent => ({
     project_id: projectId, id: nextId++, event: e.event, distinct_id: e.distinct_id, time: e.time, insert_id: e.insert_id,
-    properties: JSON.stringify(e.props), prop_keys: Object.keys(e.props), prop_values: Object.values(e.props), received_at: e.time,
+    ...eventPropLists(e.props), received_at: e.time,
     ...(personOf(e) !== undefined ? { person_id: personOf(e) } : {}),
   });
   const unique = dedup(data.events);

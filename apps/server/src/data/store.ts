@@ -1,5 +1,5 @@
 import type { EventStore } from '../ports/events/index.js';
-import { sqlInt, sqlString } from '../ports/events/index.js';
+import { eventProperties, sqlInt, sqlString } from '../ports/events/index.js';
 import { dialectFor, SESSION_GAP_MS, type DataSql } from '../query/dialects/index.js';
 
 /**
@@ -72,16 +72,16 @@ export class DataStore {
   }
 
   async listEvents(projectId: number, f: { from?: number; to?: number; event?: string; members?: string[]; person?: string; limit: number; offset: number }) {
-    const src = this.resolvedEvents(projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties']);
+    const src = this.resolvedEvents(projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties', 'prop_keys', 'prop_values', 'prop_types']);
     const where = f.person !== undefined ? `WHERE person = ${this.str(f.person)}` : '';
     const [rows, total] = await Promise.all([
-      this.events.query<{ id: number; event: string; person: string; time: number; properties: string }>(
-        `SELECT id, event, person, time, properties FROM ${src} ${where} ORDER BY time DESC, id DESC LIMIT ${sqlInt(f.limit)} OFFSET ${sqlInt(f.offset)}`,
+      this.events.query<{ id: number; event: string; person: string; time: number; properties: string; prop_keys: string[]; prop_values: string[]; prop_types: string }>(
+        `SELECT id, event, person, time, properties, prop_keys, prop_values, prop_types FROM ${src} ${where} ORDER BY time DESC, id DESC LIMIT ${sqlInt(f.limit)} OFFSET ${sqlInt(f.offset)}`,
       ),
       this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
     ]);
     const events: EventRow[] = rows.map((r) => ({
-      id: num(r.id), event: r.event, distinct_id: r.person, time: num(r.time), properties: parseProps(r.properties),
+      id: num(r.id), event: r.event, distinct_id: r.person, time: num(r.time), properties: eventProperties(r),
     }));
     return { events, total: num(total[0]?.n) };
   }

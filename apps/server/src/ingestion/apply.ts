@@ -3,7 +3,7 @@ import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentities, linksOf, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
-import { propArrays, type Props, type TrackEventRecord } from './records.js';
+import { eventPropLists, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch } from './batch.js';
 import { withoutTombstoned } from '../privacy/tombstones.js';
 
@@ -182,10 +182,9 @@ function storedEvent(projectId: number, r: TrackEventRecord, processedAt: number
   // The record's own map (the API's copy, or JSON.parse output when the batch crossed NATS).
   const props: Props = r.properties;
   if (!Object.hasOwn(props, '$processed_at')) props.$processed_at = processedAt;
-  const { prop_keys, prop_values } = propArrays(props);
   return {
     project_id: projectId, id: r.id, event: r.event, distinct_id: r.distinct_id, time: r.time, insert_id: r.insert_id,
-    properties: JSON.stringify(props), prop_keys, prop_values, received_at: r.received_at,
+    ...eventPropLists(props), received_at: r.received_at,
   };
 }
 

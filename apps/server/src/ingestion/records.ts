@@ -214,6 +214,19 @@ export function propArrays(props: Props): { prop_keys: string[]; prop_values: st
   return { prop_keys, prop_values };
 }
 
+/** An event's stored properties (StoredEvent): propArrays plus each value's kind, `s` string or `j` JSON. */
+export function eventPropLists(props: Props): { prop_keys: string[]; prop_values: string[]; prop_types: string } {
+  const prop_keys = Object.keys(props);
+  const prop_values = new Array<string>(prop_keys.length);
+  let prop_types = '';
+  for (let i = 0; i < prop_keys.length; i++) {
+    const v = props[prop_keys[i]];
+    prop_values[i] = propValue(v);
+    prop_types += typeof v === 'string' ? 's' : 'j';
+  }
+  return { prop_keys, prop_values, prop_types };
+}
+
 /** A property value's stored text (prop_values): strings as they are, other values as JSON. */
 export function propValue(v: unknown): string {
   return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Deps } from '../deps.js';
-import type { EventPageKey } from '../ports/events/port.js';
+import { eventProperties, type EventPageKey } from '../ports/events/port.js';
 import type { PrivacyRequest } from './store.js';
 
 /** Events read from the engine per page: memory stays at one page whatever the person holds. */
@@ -26,7 +26,7 @@ async function* lines(deps: Deps, projectId: number, ids: string[]): AsyncGenera
     for (const e of page) {
       chunk += JSON.stringify({
         kind: 'event', event: e.event, distinct_id: e.distinct_id, time: Number(e.time), insert_id: e.insert_id,
-        properties: safeJson(e.properties), received_at: Number(e.received_at),
+        properties: eventProperties(e), received_at: Number(e.received_at),
       }) + '\n';
     }
     yield chunk;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
-import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
@@ -13,7 +13,7 @@ const MUTATION_TIMEOUT_MS = 10 * 60_000;
 const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
 /** The columns an event insert writes (StoredEvent's fields). */
-const STORED_EVENT_COLUMNS: [string, ...string[]] = ['project_id', 'id', 'event', 'distinct_id', 'time', 'insert_id', 'properties', 'prop_keys', 'prop_values', 'received_at', 'person_id'];
+const STORED_EVENT_COLUMNS: [string, ...string[]] = ['project_id', 'id', 'event', 'distinct_id', 'time', 'insert_id', 'prop_keys', 'prop_values', 'prop_types', 'received_at', 'person_id'];
 
 /**
  * The client's warnings and errors (its default level), without the reads the cost guard stopped:
@@ -369,10 +369,10 @@ export class ClickHouseEventStore implements EventStore {
     }
   }
 
-  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]> {
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<ReadEvent[]> {
     if (distinctIds.length === 0) return Promise.resolve([]);
-    return this.query<StoredEvent>(
-      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at FROM events FINAL
+    return this.query<ReadEvent>(
+      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, prop_types, received_at FROM events FINAL
        WHERE ${identitiesCondition('clickhouse', 'events', projectId, distinctIds)} AND ${afterKeyCondition('clickhouse', after)}
        ORDER BY ${EVENT_PAGE_ORDER} LIMIT ${sqlInt(limit)}`,
     );

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
-import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
@@ -305,10 +305,10 @@ export class DuckDbEventStore implements EventStore {
     for (const t of DATA_TABLES) await this.command(`DELETE FROM ${t} WHERE ${identitiesCondition('duckdb', t, projectId, distinctIds)}`);
   }
 
-  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]> {
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<ReadEvent[]> {
     if (distinctIds.length === 0) return Promise.resolve([]);
-    return this.query<StoredEvent>(
-      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at FROM events
+    return this.query<ReadEvent>(
+      `SELECT project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, prop_types, received_at FROM events
        WHERE ${identitiesCondition('duckdb', 'events', projectId, distinctIds)} AND ${afterKeyCondition('duckdb', after)}
        ORDER BY ${EVENT_PAGE_ORDER} LIMIT ${sqlInt(limit)}`,
     );
@@ -375,7 +375,7 @@ export class DuckDbEventStore implements EventStore {
     // id, time and received_at are integers below 2^53 (exact in a double): appended as DOUBLE
     // and cast back in the INSERT, which spares three BigInts per row.
     await this.viaStaging('ingest_staging', `project_id INTEGER, id DOUBLE, event VARCHAR, distinct_id VARCHAR, time DOUBLE, insert_id VARCHAR,
-        properties VARCHAR, prop_keys VARCHAR, prop_values VARCHAR, received_at DOUBLE, person_id VARCHAR`,
+        prop_keys VARCHAR, prop_values VARCHAR, prop_types VARCHAR, received_at DOUBLE, person_id VARCHAR`,
       (a) => {
         for (const r of rows) {
           a.appendInteger(r.project_id);
@@ -384,19 +384,19 @@ export class DuckDbEventStore implements EventStore {
           a.appendVarchar(r.distinct_id);
           a.appendDouble(r.time);
           a.appendVarchar(r.insert_id);
-          a.appendVarchar(r.properties);
           a.appendVarchar(joinList(r.prop_keys));
           a.appendVarchar(joinList(r.prop_values));
+          a.appendVarchar(r.prop_types);
           a.appendDouble(r.received_at);
           a.appendVarchar(storedPersonId(r));
           a.endRow();
         }
       },
-      `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, received_at, person_id, person_key${mat.map(([, c]) => `, ${c}`).join('')})
-          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.properties, n.prop_keys, n.prop_values, n.received_at, n.person_id,
+      `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, prop_keys, prop_values, prop_types, received_at, person_id, person_key${mat.map(([, c]) => `, ${c}`).join('')})
+          SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.prop_keys, n.prop_values, n.prop_types, n.received_at, n.person_id,
             ${PERSON_KEY_SQL.duckdb('n.person_id')}${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
-          FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, properties, ${splitList('prop_keys')} AS prop_keys,
-                       ${splitList('prop_values')} AS prop_values, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
+          FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, ${splitList('prop_keys')} AS prop_keys,
+                       ${splitList('prop_values')} AS prop_values, prop_types, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
             USING (event, distinct_id, time, insert_id)`,

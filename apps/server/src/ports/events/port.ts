@@ -36,11 +36,15 @@ export interface StoredEvent {
   time: number;
   /** `$insert_id`, or one generated at the API when the client sent none. */
   insert_id: string;
-  /** The stored properties as a JSON string (what EventRow.properties returns). */
-  properties: string;
-  /** Parallel arrays: top-level property keys and their values as strings (for filters and breakdowns in SQL). */
+  /**
+   * The properties, stored once: parallel arrays of the top-level keys and their values as text
+   * (strings as they are, other values as JSON; what filters and breakdowns read in SQL), and
+   * `prop_types`, one character per key: `s` where the value is a string, `j` where its text is
+   * JSON. Together they give back the object exactly (eventProperties), so rows carry no JSON copy.
+   */
   prop_keys: string[];
   prop_values: string[];
+  prop_types: string;
   /** Unix ms when the API accepted the event. */
   received_at: number;
   /**
@@ -151,7 +155,7 @@ export interface EventStore {
    * One page of the events stored under the given distinct_ids, each dedup key once, in
    * (time, distinct_id, event, insert_id) order, strictly after `after` (a page's last row).
    */
-  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<StoredEvent[]>;
+  eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<ReadEvent[]>;
   /** Inserts events as given, no deduplication (tests and fixtures). */
   insertEvents(rows: StoredEvent[]): Promise<void>;
   /** Inserts rows into any table of the store (JSON-compatible values; arrays as arrays; tests and fixtures). */
@@ -160,6 +164,43 @@ export interface EventStore {
   /** A statement with no result (DDL, deletes). */
   command(sql: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * An event as read back. `properties`: the JSON copy that rows written before `prop_types` carry
+ * ('' on the rows written since, whose object is rebuilt from the lists).
+ */
+export interface ReadEvent extends StoredEvent {
+  properties: string;
+}
+
+/** The event's properties object: its JSON copy when the row has one, else rebuilt from its lists. */
+export function eventProperties(r: { properties?: unknown; prop_keys?: unknown; prop_values?: unknown; prop_types?: unknown }): Record<string, unknown> {
+  if (typeof r.properties === 'string' && r.properties !== '') {
+    try {
+      const v: unknown = JSON.parse(r.properties);
+      return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  }
+  const keys = Array.isArray(r.prop_keys) ? (r.prop_keys as string[]) : [];
+  const values = Array.isArray(r.prop_values) ? (r.prop_values as string[]) : [];
+  const types = typeof r.prop_types === 'string' ? r.prop_types : '';
+  // A null-prototype object keeps a key named __proto__ as an own property, as JSON.parse does.
+  const out: Record<string, unknown> = Object.create(null);
+  for (let i = 0; i < keys.length; i++) {
+    const text = String(values[i] ?? '');
+    if (types[i] === 's') out[keys[i]] = text;
+    else {
+      try {
+        out[keys[i]] = JSON.parse(text);
+      } catch {
+        out[keys[i]] = text;
+      }
+    }
+  }
+  return out;
 }
 
 /** Where a page of eventsOfIdentities ends (its last row's ordering key). */

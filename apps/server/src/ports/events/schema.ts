@@ -4,8 +4,11 @@ import type { EventDialect } from './port.js';
 /**
  * Event-store DDL, one list per engine, applied idempotently at start (CREATE ... IF NOT EXISTS).
  * Tables:
- * - `events`: one row per event; properties kept as JSON plus parallel key/value arrays so both
- *   engines can filter and group on any key. ClickHouse: ReplacingMergeTree on the dedup key
+ * - `events`: one row per event; properties kept once, as parallel key/value arrays so both
+ *   engines can filter and group on any key, plus `prop_types` (each value's kind), from which the
+ *   object is rebuilt when an event is read back (eventProperties). `properties`, the JSON copy,
+ *   is '' on rows written since `prop_types` (it doubled what every insert, merge and checkpoint
+ *   carried) and kept for the rows written before. ClickHouse: ReplacingMergeTree on the dedup key
  *   (project, event, time, distinct_id, insert_id); DuckDB: the same key, enforced at insert.
  *   `person_id`: the event's identity under the links stored when it was written (persons on
  *   events); distinct_id for rows written without one (fixtures, rows older than the column).
@@ -42,12 +45,13 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       distinct_id String,
       time Int64,
       insert_id String,
-      properties String,
+      properties String DEFAULT '',
       prop_keys Array(String),
       prop_values Array(String),
       received_at Int64,
       person_id String DEFAULT distinct_id,
-      person_key UInt64 DEFAULT halfMD5(person_id)
+      person_key UInt64 DEFAULT halfMD5(person_id),
+      prop_types String DEFAULT ''
     ) ENGINE = ReplacingMergeTree()
     PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000)))
     ORDER BY (project_id, event, time, distinct_id, insert_id)`,
@@ -85,13 +89,16 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       distinct_id VARCHAR NOT NULL,
       time BIGINT NOT NULL,
       insert_id VARCHAR NOT NULL,
-      properties VARCHAR NOT NULL,
+      properties VARCHAR NOT NULL DEFAULT '',
       prop_keys VARCHAR[] NOT NULL,
       prop_values VARCHAR[] NOT NULL,
       received_at BIGINT NOT NULL,
       person_id VARCHAR NOT NULL DEFAULT '',
-      person_key UBIGINT NOT NULL
+      person_key UBIGINT NOT NULL,
+      prop_types VARCHAR NOT NULL DEFAULT ''
     )`,
+    // Stores created before prop_types: their JSON column had no default.
+    `ALTER TABLE events ALTER COLUMN properties SET DEFAULT ''`,
     `CREATE TABLE IF NOT EXISTS identity_links (
       project_id INTEGER NOT NULL,
       distinct_id VARCHAR NOT NULL,
@@ -149,6 +156,7 @@ export const EVENT_IDS_FILLED = { project_id: 0, distinct_id: '' } as const;
 export const ADDED_COLUMNS: Array<{ table: (typeof SHARDED_TABLES)[number]; column: string; type: Record<EventDialect, string>; rewriteOldParts?: boolean }> = [
   { table: 'events', column: 'person_id', type: { clickhouse: 'String DEFAULT distinct_id', duckdb: "VARCHAR DEFAULT ''" } },
   { table: 'events', column: 'person_key', type: { clickhouse: 'UInt64 DEFAULT halfMD5(person_id)', duckdb: 'UBIGINT' }, rewriteOldParts: true },
+  { table: 'events', column: 'prop_types', type: { clickhouse: "String DEFAULT ''", duckdb: "VARCHAR DEFAULT ''" } },
   { table: 'identity_links', column: 'folded', type: { clickhouse: 'UInt8 DEFAULT 0', duckdb: 'UTINYINT DEFAULT 0' } },
 ];
 
