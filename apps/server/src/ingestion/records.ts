@@ -206,15 +206,13 @@ function hashNumber(h: Int32Array, n: number): void {
   while (len > 0) hashChar(h, DIGITS[--len]);
 }
 
-/** The stored form of property values (parallel arrays beside the JSON). */
+/** A profile's stored properties: the parallel key/value lists beside its JSON. */
 export function propArrays(props: Props): { prop_keys: string[]; prop_values: string[] } {
-  const prop_keys = Object.keys(props);
-  const prop_values = new Array<string>(prop_keys.length);
-  for (let i = 0; i < prop_keys.length; i++) prop_values[i] = propValue(props[prop_keys[i]]);
+  const { prop_keys, prop_values } = eventPropLists(props);
   return { prop_keys, prop_values };
 }
 
-/** An event's stored properties (StoredEvent): propArrays plus each value's kind, `s` string or `j` JSON. */
+/** An event's stored properties (StoredEvent): the key/value lists and each value's kind, `s` string or `j` JSON. */
 export function eventPropLists(props: Props): { prop_keys: string[]; prop_values: string[]; prop_types: string } {
   const prop_keys = Object.keys(props);
   const prop_values = new Array<string>(prop_keys.length);
