@@ -24,6 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { connect as natsConnect } from 'nats';
 import YAML from 'yaml';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
@@ -250,6 +251,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       for (const [pid, s] of postgresAfter) seconds += s - (postgresBefore.get(pid) ?? 0);
       cpu['postgresql (this machine)'] = Math.round((seconds / (doneMs / 1000)) * 100) / 100;
     }
+    // Messages JetStream delivered again after its ack wait: each one holds its events back ~30 s.
+    const redelivered = await consumerRedeliveries(nats.url);
     const counters = await clickhouseCounters(ch.servers);
     const counted = (name: string) => counters[name] - countersBefore[name];
     const clickhouse = {
@@ -317,6 +320,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       cpuCores: cpu,
       /** ClickHouse's merges next to its queries while the load ran (see clickhouseCounters). */
       clickhouse,
+      natsRedelivered: redelivered,
       machineCores: os.cpus().length,
       queryMs: Math.round(times[2] * 10) / 10,
     };
@@ -337,3 +341,14 @@ main().then(() => process.exit(), (err) => {
   console.error(err);
   process.exit(1);
 });
+
+/** The ingestion consumer's count of messages delivered more than once (its `num_redelivered`). */
+async function consumerRedeliveries(natsUrl: string): Promise<number> {
+  const nc = await natsConnect({ servers: natsUrl });
+  try {
+    const jsm = await nc.jetstreamManager();
+    return (await jsm.consumers.info('INGEST', 'workers')).num_redelivered;
+  } finally {
+    await nc.close();
+  }
+}

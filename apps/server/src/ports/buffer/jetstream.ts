@@ -4,7 +4,7 @@ import { BatchTooLarge, BufferUnavailable, HookSet } from './port.js';
 import type { NatsConfig } from './jetstream-config.js';
 import { LIMITS } from '../../limits.js';
 import { deadStreamOf, ensureConsumer, ensureStreams, isNotFound } from './jetstream-streams.js';
-import { fetchAvailable } from './jetstream-pull.js';
+import { Puller } from './jetstream-pull.js';
 import { Delivery, deadSubject } from './jetstream-delivery.js';
 import { encodeBatch, messageId } from './jetstream-encoding.js';
 import { retryStartup } from '../startup.js';
@@ -186,35 +186,40 @@ export class JetStreamBuffer implements IngestionBuffer {
     let consumer: Consumer | undefined;
     let failures = 0;
     let seenReconnects = this.reconnects;
-    while (!state.stopping) {
-      try {
-        if (!consumer) {
-          await this.ensureConsumer();
-          consumer = await this.js.consumers.get(this.cfg.stream, this.cfg.consumer);
-        }
-        const msgs: JsMsg[] = [];
-        let fetchError: unknown;
+    const puller = new Puller(this.nc, this.cfg);
+    try {
+      while (!state.stopping) {
         try {
-          if (await fetchAvailable(this.nc, this.cfg, msgs)) delivery.distrust();
+          if (!consumer) {
+            await this.ensureConsumer();
+            consumer = await this.js.consumers.get(this.cfg.stream, this.cfg.consumer);
+          }
+          const msgs: JsMsg[] = [];
+          let fetchError: unknown;
+          try {
+            if (await puller.fetch(msgs)) delivery.distrust();
+          } catch (err) {
+            fetchError = err;
+            delivery.distrust();
+          }
+          if (this.reconnects !== seenReconnects) {
+            seenReconnects = this.reconnects;
+            delivery.distrust();
+          }
+          // Messages received before an error are ours until acked: always process them.
+          const pauseMs = msgs.length > 0 ? await delivery.processFetch(msgs) : 0;
+          if (fetchError && msgs.length === 0) throw fetchError;
+          failures = 0;
+          if (pauseMs > 0 && !state.stopping) await sleep(pauseMs);
         } catch (err) {
-          fetchError = err;
-          delivery.distrust();
+          failures++;
+          if (isNotFound(err)) consumer = undefined;
+          this.logThrottled('ingestion: fetch from JetStream failed, retrying', err);
+          if (!state.stopping) await sleep(Math.min(250 * 2 ** Math.min(failures, 5), 5000));
         }
-        if (this.reconnects !== seenReconnects) {
-          seenReconnects = this.reconnects;
-          delivery.distrust();
-        }
-        // Messages received before an error are ours until acked: always process them.
-        const pauseMs = msgs.length > 0 ? await delivery.processFetch(msgs) : 0;
-        if (fetchError && msgs.length === 0) throw fetchError;
-        failures = 0;
-        if (pauseMs > 0 && !state.stopping) await sleep(pauseMs);
-      } catch (err) {
-        failures++;
-        if (isNotFound(err)) consumer = undefined;
-        this.logThrottled('ingestion: fetch from JetStream failed, retrying', err);
-        if (!state.stopping) await sleep(Math.min(250 * 2 ** Math.min(failures, 5), 5000));
       }
+    } finally {
+      puller.close();
     }
   }
 
