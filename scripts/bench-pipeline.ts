@@ -342,12 +342,16 @@ main().then(() => process.exit(), (err) => {
   process.exit(1);
 });
 
-/** The ingestion consumer's count of messages delivered more than once (its `num_redelivered`). */
+/**
+ * Deliveries beyond the first of each message: the consumer's delivery count less the stream's
+ * last delivered sequence (the run's stream is new, so every message was delivered at least once).
+ * `num_redelivered` would not do: it counts only redelivered messages not yet acked.
+ */
 async function consumerRedeliveries(natsUrl: string): Promise<number> {
   const nc = await natsConnect({ servers: natsUrl });
   try {
-    const jsm = await nc.jetstreamManager();
-    return (await jsm.consumers.info('INGEST', 'workers')).num_redelivered;
+    const { delivered } = await (await nc.jetstreamManager()).consumers.info('INGEST', 'workers');
+    return delivered.consumer_seq - delivered.stream_seq;
   } finally {
     await nc.close();
   }

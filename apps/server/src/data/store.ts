@@ -1,5 +1,5 @@
 import type { EventStore } from '../ports/events/index.js';
-import { eventProperties, sqlInt, sqlString } from '../ports/events/index.js';
+import { eventProperties, jsonObject, sqlInt, sqlString } from '../ports/events/index.js';
 import { dialectFor, SESSION_GAP_MS, type DataSql } from '../query/dialects/index.js';
 
 /**
@@ -23,15 +23,6 @@ export interface UserProfile {
 }
 
 const num = (v: unknown) => Number(v ?? 0);
-const parseProps = (s: unknown): Record<string, unknown> => {
-  if (typeof s !== 'string' || !s) return {};
-  try {
-    const v = JSON.parse(s);
-    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
-  } catch {
-    return {};
-  }
-};
 /** A row of the people subquery (persons), as the engines return it. */
 interface PersonRow {
   person: string;
@@ -119,7 +110,7 @@ export class DataStore {
     const count = num(r.event_count);
     return {
       distinct_id: r.person,
-      properties: parseProps(r.properties),
+      properties: jsonObject(r.properties),
       first_seen: count > 0 && r.first_seen !== null ? num(r.first_seen) : null,
       last_seen: count > 0 && r.last_seen !== null ? num(r.last_seen) : null,
       event_count: count,

@@ -8,7 +8,7 @@ import { materializedProperties, type ClickHouseCluster } from './schema.js';
 
 export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits } from './port.js';
 export type { ClickHouseCluster, MaterializedProperties } from './schema.js';
-export { sqlString, sqlInt, eventProperties, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
+export { sqlString, sqlInt, eventProperties, jsonObject, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
 
 export function openEventStore(opts: {
   clickhouse?: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster };

@@ -174,16 +174,20 @@ export interface ReadEvent extends StoredEvent {
   properties: string;
 }
 
+/** A stored JSON object text as an object ({} for anything else). */
+export function jsonObject(text: unknown): Record<string, unknown> {
+  if (typeof text !== 'string' || !text) return {};
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The event's properties object: its JSON copy when the row has one, else rebuilt from its lists. */
 export function eventProperties(r: { properties?: unknown; prop_keys?: unknown; prop_values?: unknown; prop_types?: unknown }): Record<string, unknown> {
-  if (typeof r.properties === 'string' && r.properties !== '') {
-    try {
-      const v: unknown = JSON.parse(r.properties);
-      return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
-    } catch {
-      return {};
-    }
-  }
+  if (typeof r.properties === 'string' && r.properties !== '') return jsonObject(r.properties);
   const keys = Array.isArray(r.prop_keys) ? (r.prop_keys as string[]) : [];
   const values = Array.isArray(r.prop_values) ? (r.prop_values as string[]) : [];
   const types = typeof r.prop_types === 'string' ? r.prop_types : '';
