@@ -110,8 +110,8 @@ export class Puller {
           }
           msgs.push(toJsMsg(m, cfg.publishTimeoutMs));
           if (++got >= batch) return finish();
-          // nats-server 2.9 ends a no_wait pull that the consumer's in-flight window cut short
-          // (another worker holds the rest of it) with no status at all: without this the pull
+          // nats-server 2.9 answers a no_wait pull that the consumer's in-flight window cut short
+          // with no status (it keeps the request; see the class comment): without this the pull
           // waited for its guard, 2 s, and then distrusted the next deliveries. Once messages stop
           // coming, a round trip to the server (flush) makes sure none it sent is still unread.
           if (expiresMs === 0) {
