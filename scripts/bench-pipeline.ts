@@ -25,6 +25,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { connect as natsConnect } from 'nats';
+import { natsConfig } from '../apps/server/src/ports/buffer/jetstream-config.js';
 import YAML from 'yaml';
 import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
@@ -350,7 +351,8 @@ main().then(() => process.exit(), (err) => {
 async function consumerRedeliveries(natsUrl: string): Promise<number> {
   const nc = await natsConnect({ servers: natsUrl });
   try {
-    const { delivered } = await (await nc.jetstreamManager()).consumers.info('INGEST', 'workers');
+    const { stream, consumer } = natsConfig(process.env); // the roles' stream and consumer (the bench sets neither)
+    const { delivered } = await (await nc.jetstreamManager()).consumers.info(stream, consumer);
     return delivered.consumer_seq - delivered.stream_seq;
   } finally {
     await nc.close();
