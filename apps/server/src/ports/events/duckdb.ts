@@ -40,19 +40,26 @@ function plain(value: unknown): unknown {
  * Instance settings. `threads`: DuckDB counts the machine's cores and ignores the process's CPU
  * affinity / cpuset, so a service pinned to one core ran two DuckDB threads fighting Node for it;
  * `os.availableParallelism()` honours the affinity mask, and one core of it is left to Node's
- * event loop (a heavy analysis on every core held `/health` past a second). `checkpoint_threshold`:
- * DuckDB's 16 MB default checkpointed every few ingestion writes (each checkpoint recompresses the
- * table's last row groups); 256 MB of WAL between checkpoints halved the insert cost (measured,
- * see docs/ingestion.md). `memory_limit`: the query memory cap (QUERY_MAX_MEMORY_MB; DuckDB's own
- * default is 80 % of RAM). Each can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD,
- * DUCKDB_MEMORY_LIMIT.
+ * event loop (a heavy analysis on every core held `/health` past a second). `memory_limit`: the
+ * query memory cap (QUERY_MAX_MEMORY_MB; DuckDB's own default is 80 % of RAM).
+ *
+ * Rows appended since the last checkpoint live uncompressed in memory (about 1 KB per ingested
+ * event), so `checkpoint_threshold` (WAL size) bounds that memory: 32 MB. What made small
+ * thresholds slow was vacuuming, not checkpointing: each checkpoint merged the small row groups the
+ * previous ones had written, reading the table's last row groups back uncompressed (up to 260 MB
+ * and 0.5–1.8 s a checkpoint under bench:ingest, growing with the table). `max_vacuum_tasks = 0`
+ * turns that off; deletes vacuum their rows away themselves (vacuumAfterDelete). Row groups are
+ * then as large as the rows between two checkpoints (about 27,000 events), which cost a 5M-row
+ * scan 9 % (measured; docs/performance.md). Each of threads, checkpoint threshold and memory limit
+ * can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD, DUCKDB_MEMORY_LIMIT.
  */
 function duckDbSettings(limits: QueryLimits): Record<string, string> {
   const cores = os.availableParallelism();
   return {
     threads: process.env.DUCKDB_THREADS || String(Math.max(1, cores - 1)),
-    checkpoint_threshold: process.env.DUCKDB_CHECKPOINT_THRESHOLD || '256MB',
+    checkpoint_threshold: process.env.DUCKDB_CHECKPOINT_THRESHOLD || '32MB',
     memory_limit: process.env.DUCKDB_MEMORY_LIMIT || `${Math.max(1, Math.floor(limits.maxMemoryBytes / 1024 / 1024))}MB`,
+    max_vacuum_tasks: '0',
   };
 }
 
@@ -303,6 +310,7 @@ export class DuckDbEventStore implements EventStore {
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
     if (distinctIds.length === 0) return;
     for (const t of DATA_TABLES) await this.command(`DELETE FROM ${t} WHERE ${identitiesCondition('duckdb', t, projectId, distinctIds)}`);
+    await this.vacuumAfterDelete();
   }
 
   eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<ReadEvent[]> {
@@ -317,6 +325,24 @@ export class DuckDbEventStore implements EventStore {
   /** Deletes matching rows of every data table. */
   private async deleteWhere(condition: string): Promise<void> {
     for (const t of DATA_TABLES) await this.command(`DELETE FROM ${t} WHERE ${condition}`);
+    await this.vacuumAfterDelete();
+  }
+
+  /**
+   * A checkpoint with vacuuming on, right after a delete: it rewrites the row groups the delete
+   * thinned, so deleted rows leave the table's live storage (ingestion runs with vacuuming off,
+   * see duckDbSettings). On the write chain, so no ingestion write runs under the setting.
+   */
+  private async vacuumAfterDelete(): Promise<void> {
+    await this.serialise(async () => {
+      const conn = await this.connection();
+      await conn.run('SET max_vacuum_tasks = 100');
+      try {
+        await conn.run('CHECKPOINT');
+      } finally {
+        await conn.run('SET max_vacuum_tasks = 0');
+      }
+    });
   }
 
   async insertEvents(rows: StoredEvent[]): Promise<void> {
