@@ -31,7 +31,7 @@ import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
-import { peakRssMb } from './bench-support.js';
+import { ownCpuMs, peakRssMb } from './bench-support.js';
 import { makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
 function arg(name: string, fallback: number): number {
@@ -57,17 +57,6 @@ const JSON_LINE = process.argv.includes('--json');
 const PLAIN = process.argv.includes('--plain');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
 
-/** CPU seconds (user + system) a process has used so far. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
 /**
  * CPU seconds of this machine's PostgreSQL server processes (every `postgres` process, per pid):
  * the metadata store is a shared server, so its share is read off its processes, not a child's.
@@ -78,7 +67,7 @@ function postgresCpu(): Map<number, number> {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') out.set(pid, cpuSeconds(pid));
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') out.set(pid, ownCpuMs(pid) / 1000);
     } catch {
       // gone meanwhile
     }
@@ -206,7 +195,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       ...children.map((c) => [c.name, c.pid] as [string, number]),
       ['nats-server', nats.child!.pid], ...ch.pids, ['load generator (this process)', process.pid],
     ];
-    const cpuBefore = procs.map(([, pid]) => cpuSeconds(pid));
+    const cpuBefore = procs.map(([, pid]) => ownCpuMs(pid) / 1000);
     const postgresBefore = postgresCpu();
     const countersBefore = await clickhouseCounters(ch.servers);
     const storedCurve: Array<[number, number]> = [];
@@ -244,7 +233,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
         peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
       });
     }
-    const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((cpuSeconds(pid) - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
+    const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((ownCpuMs(pid) / 1000 - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
     // PostgreSQL when it runs on this machine (backends that exited during the load are not counted).
     const postgresAfter = postgresCpu();
     if (postgresAfter.size > 0) {

@@ -32,7 +32,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
-import { DuckDbEventStore, materializedValue } from '../apps/server/src/ports/events/duckdb.js';
+import { DuckDbEventStore, FILL_EVENT_IDS, materializedValue } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
 import { PERSON_KEY_SQL, materializedProperties } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
@@ -117,7 +117,7 @@ async function load(store: EventStore): Promise<void> {
   await store.mergeQuietPartitions(0, 1000); // ClickHouse: each month merged, as the compaction leaves a quiet month
   // ClickHouse's event_ids fill from the inserts (a materialised view); DuckDB's at the events write,
   // which the generator's INSERT bypasses: filled as migrate fills a new store's.
-  if (store.dialect === 'duckdb') await store.command('INSERT OR IGNORE INTO event_ids SELECT DISTINCT project_id, distinct_id FROM events');
+  if (store.dialect === 'duckdb') await store.command(FILL_EVENT_IDS);
   // The generator's INSERT leaves DuckDB's materialised columns empty: filled as migrate fills a new one.
   for (const [key, column] of store.dialect === 'duckdb' ? store.materialized : []) {
     await store.command(`UPDATE events SET ${column} = ${materializedValue(key)}`);

@@ -73,17 +73,22 @@ export function processTree(pid: number): number[] {
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
 
+/** CPU milliseconds (user + system) spent so far by `pid` alone; 0 once it has exited. */
+export function ownCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK; // utime, stime (fields 14 and 15)
+  } catch {
+    return 0;
+  }
+}
+
 /** CPU milliseconds (user + system) spent so far by `pid` and its descendants. */
 export function cpuMs(pid: number): number {
-  let ticks = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
-    } catch { /* exited */ }
-  }
-  return (ticks * 1000) / CLK_TCK;
+  let ms = 0;
+  for (const p of processTree(pid)) ms += ownCpuMs(p);
+  return ms;
 }
 
 /** Peak RSS (VmHWM, MiB) of the largest of `pid` and its descendants. */

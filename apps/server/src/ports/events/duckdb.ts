@@ -63,6 +63,9 @@ function duckDbSettings(limits: QueryLimits): Record<string, string> {
   };
 }
 
+/** Fills `event_ids` from the stored events (at migrate, once; bench:query after its bulk load). */
+export const FILL_EVENT_IDS = 'INSERT OR IGNORE INTO event_ids SELECT DISTINCT project_id, distinct_id FROM events';
+
 /** Embedded event store: a DuckDB file in DATA_DIR (or in memory for tests). */
 export class DuckDbEventStore implements EventStore {
   readonly dialect = 'duckdb' as const;
@@ -98,7 +101,7 @@ export class DuckDbEventStore implements EventStore {
     if ((await conn.runAndReadAll(`SELECT 1 FROM event_ids WHERE (project_id, distinct_id) = ${filled}`)).getRows().length === 0) {
       await conn.run('BEGIN TRANSACTION');
       try {
-        await conn.run('INSERT OR IGNORE INTO event_ids SELECT DISTINCT project_id, distinct_id FROM events');
+        await conn.run(FILL_EVENT_IDS);
         await conn.run(`INSERT OR IGNORE INTO event_ids VALUES ${filled}`);
         await conn.run('COMMIT');
       } catch (err) {
