@@ -151,11 +151,11 @@ describe('live flags cache: a project in use is reloaded in the background past 
     let loads = 0;
     let release: (() => void) | undefined;
     let clock = 0;
-    const cache = new LiveFlagsCache(async () => {
+    const cache = new LiveFlagsCache({ ttlMs: 1000, now: () => clock, load: async () => {
       loads++;
       if (loads > 1) await new Promise<void>((r) => (release = r));
       return [flag(key)];
-    }, 1000, () => clock);
+    } });
     const settle = () => new Promise((r) => setImmediate(r));
     const first = await cache.get(1);
     assert.equal(loads, 1);
@@ -199,10 +199,10 @@ describe('live flags cache: a project in use is reloaded in the background past 
     let loads = 0;
     let revision = 7;
     let clock = 0;
-    const cache = new LiveFlagsCache(async () => {
+    const cache = new LiveFlagsCache({ ttlMs: 1000, now: () => clock, load: async () => {
       loads++;
       return [flag(`k${revision}`)];
-    }, 1000, () => clock, async () => revision);
+    }, revisionOf: async () => revision });
     const settle = () => new Promise((r) => setTimeout(r, 5));
     const first = await cache.get(1);
     assert.equal(first.revision, 7);
@@ -233,10 +233,10 @@ describe('live flags cache: a project in use is reloaded in the background past 
   it('a failed background reload rejects nothing unhandled; the next load after expiry reports it', async () => {
     let fail = false;
     let clock = 0;
-    const cache = new LiveFlagsCache(async () => {
+    const cache = new LiveFlagsCache({ ttlMs: 1000, now: () => clock, load: async () => {
       if (fail) throw new Error('store down');
       return [flag('one')];
-    }, 1000, () => clock);
+    } });
     const first = await cache.get(1);
     fail = true;
     const unhandled: unknown[] = [];

@@ -16,6 +16,6 @@ export interface FlagsDomain {
 
 export function flagsDomain(db: Db, cohorts: CohortChecker): FlagsDomain {
   const store = new FlagStore(db);
-  const live = new LiveFlagsCache((projectId) => store.list(projectId, { includeArchived: false }), undefined, undefined, (projectId) => store.revision(projectId));
+  const live = new LiveFlagsCache({ load: (projectId) => store.list(projectId, { includeArchived: false }), revisionOf: (projectId) => store.revision(projectId) });
   return { service: new FlagService(store, live, cohorts), secrets: new FlagSecrets(db), live, evaluator: new RemoteEvaluator(db, cohorts) };
 }

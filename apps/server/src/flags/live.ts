@@ -39,13 +39,24 @@ export class LiveFlagsCache {
   /** Past this age a request starts a background reload (a quarter of the TTL left for it). */
   private refreshAfterMs: number;
 
-  constructor(
-    private load: (projectId: number) => Promise<FeatureFlag[]>,
-    private ttlMs = 1000,
-    private now: () => number = Date.now,
-    private revisionOf?: (projectId: number) => Promise<number>,
-  ) {
-    this.refreshAfterMs = ttlMs * 0.75;
+  private load: (projectId: number) => Promise<FeatureFlag[]>;
+  private ttlMs: number;
+  private now: () => number;
+  private revisionOf?: (projectId: number) => Promise<number>;
+
+  constructor(opts: {
+    /** The project's non-archived flags from the store. */
+    load: (projectId: number) => Promise<FeatureFlag[]>;
+    /** The project's flags change number (one row); without it every reload re-reads the flags. */
+    revisionOf?: (projectId: number) => Promise<number>;
+    ttlMs?: number;
+    now?: () => number;
+  }) {
+    this.load = opts.load;
+    this.revisionOf = opts.revisionOf;
+    this.ttlMs = opts.ttlMs ?? 1000;
+    this.now = opts.now ?? Date.now;
+    this.refreshAfterMs = this.ttlMs * 0.75;
   }
 
   invalidate(projectId: number): void {
