@@ -28,11 +28,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { EVENT_STORE_DDL, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
+import { duckDbSettings } from '../apps/server/src/ports/events/duckdb.js';
 import { BENCH_KEY, benchApi, startBenchService } from './bench-support.js';
 import { AUX_BATCH, makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
@@ -200,9 +201,7 @@ async function rawDuckDb(source: string) {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-ingest-raw-'));
   try {
     // The service's instance settings (ports/events/duckdb.ts) and its events table.
-    const db = await DuckDBInstance.create(path.join(dir, 'raw.duckdb'), {
-      threads: String(Math.max(1, availableParallelism() - 1)), checkpoint_threshold: '256MB', memory_limit: '2048MB',
-    });
+    const db = await DuckDBInstance.create(path.join(dir, 'raw.duckdb'), duckDbSettings());
     const conn = await db.connect();
     await conn.run(EVENT_STORE_DDL.duckdb[0]);
     await conn.run(`CREATE TEMP TABLE staging (project_id INTEGER, id BIGINT, event VARCHAR, distinct_id VARCHAR, time BIGINT,

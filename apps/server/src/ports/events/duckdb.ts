@@ -53,7 +53,7 @@ function plain(value: unknown): unknown {
  * 5M-row scan 9 % (measured; docs/performance.md). Each of threads, checkpoint threshold and memory limit
  * can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD, DUCKDB_MEMORY_LIMIT.
  */
-function duckDbSettings(limits: QueryLimits): Record<string, string> {
+export function duckDbSettings(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Record<string, string> {
   const cores = os.availableParallelism();
   return {
     threads: process.env.DUCKDB_THREADS || String(Math.max(1, cores - 1)),
