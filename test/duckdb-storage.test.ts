@@ -7,8 +7,8 @@ import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
 
 /**
  * The embedded store's storage settings: ingestion checkpoints without vacuuming (vacuuming read
- * the last row groups back at every checkpoint), and a delete vacuums the rows it removed out of
- * the table's storage itself.
+ * the last row groups back at every checkpoint), and a delete vacuums itself: the row groups it
+ * thinned are rewritten without the deleted rows.
  */
 describe('events: DuckDB storage (checkpoints, vacuum after deletes)', () => {
   const T0 = Date.UTC(2024, 4, 6);

@@ -332,9 +332,12 @@ export class DuckDbEventStore implements EventStore {
   }
 
   /**
-   * A checkpoint with vacuuming on, right after a delete: it rewrites the row groups the delete
-   * thinned, so deleted rows leave the table's live storage (ingestion runs with vacuuming off,
-   * see duckDbSettings). On the write chain, so no ingestion write runs under the setting.
+   * A checkpoint with vacuuming on, right after a delete (ingestion runs with vacuuming off, see
+   * duckDbSettings): as DuckDB's automatic vacuum did before, it rewrites the row groups the delete
+   * thinned enough for their rows to fit in fewer, and deleted rows leave storage with them; a
+   * delete of a few rows leaves them marked deleted in their row group (measured on 10M events: 88
+   * rows, nothing rewritten, 0.1 s; half the rows, 17 s). On the write chain, so no ingestion write
+   * runs under the setting.
    */
   private async vacuumAfterDelete(): Promise<void> {
     await this.serialise(async () => {
