@@ -48,10 +48,10 @@ function plain(value: unknown): unknown {
  * thresholds slow was vacuuming, not checkpointing: each checkpoint merged the small row groups the
  * previous ones had written, reading the table's last row groups back uncompressed (up to 260 MB
  * and 0.5–1.8 s a checkpoint under bench:ingest, growing with the table). `max_vacuum_tasks = 0`
- * turns that off; deletes vacuum their rows away themselves (vacuumAfterDelete). Row groups are
- * then as large as the rows between two checkpoints (25,000 events of 13 properties), which cost a
- * 5M-row scan 9 % (measured; docs/performance.md). Each of threads, checkpoint threshold and memory limit
- * can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD, DUCKDB_MEMORY_LIMIT.
+ * turns that off; a delete runs a vacuuming checkpoint of its own (vacuumAfterDelete). Row groups
+ * are then as large as the rows between two checkpoints (25,000 events of 13 properties), which
+ * cost a 5M-row scan 9 % (measured; docs/performance.md). Threads, checkpoint threshold and memory
+ * limit can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD, DUCKDB_MEMORY_LIMIT.
  */
 export function duckDbSettings(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Record<string, string> {
   const cores = os.availableParallelism();
