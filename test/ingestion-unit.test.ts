@@ -153,6 +153,35 @@ forEachBackend('ingestion: unit apply', (backend) => {
     assert.deepEqual(units, [['a', 'b', 'c', 'd'], ['a*', 'b*', 'c*', 'd*'], ['e'], ['f']]);
   });
 
+  it('the in-process buffer holds publishers back while the worker is behind, and lets them in, in order, as it takes units', async () => {
+    const { MemoryBuffer } = await import('../apps/server/src/ports/buffer/memory.js');
+    const buffer = new MemoryBuffer();
+    const mk = (id: string, n: number): IngestionBatch => ({ id, kind: 'track', projectId: 1, acceptedAt: 1, records: new Array(n).fill({}) });
+    // 10,000 queued records is the bound: 21 batches of 500 pass it.
+    for (let i = 0; i < 21; i++) await buffer.publish(mk(`q${i}`, 500));
+    const entered: string[] = [];
+    const waiting = ['w0', 'w1', 'w2'].map((id) => buffer.publish(mk(id, 500)).then(() => entered.push(id)));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(entered, [], 'no room yet: the publishers wait');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const units: string[][] = [];
+    const consumer = buffer.consume(async () => assert.fail('handler called'), {
+      applyUnit: async (unit) => {
+        units.push(unit.map((b) => b.id));
+        await held;
+      },
+    });
+    const t0 = Date.now();
+    await Promise.all(waiting);
+    assert.ok(Date.now() - t0 < 1000, 'woken when the worker took the queue, not by a timeout');
+    assert.deepEqual(entered, ['w0', 'w1', 'w2']);
+    release();
+    await buffer.idle();
+    await consumer.stop();
+    assert.deepEqual(units.flat(), [...Array.from({ length: 21 }, (_, i) => `q${i}`), 'w0', 'w1', 'w2']);
+  });
+
   it('an instrumented buffer times each unit and counts its records stored, or the failure', async () => {
     const { MemoryBuffer } = await import('../apps/server/src/ports/buffer/memory.js');
     const { instrumentBuffer } = await import('../apps/server/src/metrics/instrument.js');

@@ -33,16 +33,16 @@ export class MemoryBuffer implements IngestionBuffer {
   private draining?: Promise<void>;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
+  /** Publishers waiting for room, oldest first, with the size of the batch each will enqueue. */
+  private roomWaiters: Array<{ records: number; wake: () => void }> = [];
 
   /**
-   * Bounded: while the worker is more than MAX_QUEUED_RECORDS (or MAX_QUEUED_BATCHES) behind, a publish waits (up to
-   * 30 s) before it enqueues, so memory stays bounded under a flood.
+   * Bounded: while the worker is more than MAX_QUEUED_RECORDS (or MAX_QUEUED_BATCHES) behind, a
+   * publish waits (up to 30 s; behind publishers already waiting) before it enqueues, so memory
+   * stays bounded under a flood.
    */
   async publish(batch: IngestionBatch): Promise<void> {
-    if (this.full()) {
-      const until = Date.now() + MAX_PUBLISH_WAIT_MS;
-      while (this.full() && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
-    }
+    if (this.full() || this.roomWaiters.length > 0) await this.room(batch.records.length);
     this.queue.push(batch);
     this.queuedRecords += batch.records.length;
     this.kick();
@@ -50,6 +50,43 @@ export class MemoryBuffer implements IngestionBuffer {
 
   private full(): boolean {
     return this.queue.length > MAX_QUEUED_BATCHES || this.queuedRecords > MAX_QUEUED_RECORDS;
+  }
+
+  /**
+   * Resolves once the worker has taken batches off the queue and there is room, in the order the
+   * publishers started waiting, or after MAX_PUBLISH_WAIT_MS whatever the queue holds. Woken by the
+   * worker (freeRoom), not by polling: under a flood every request would otherwise spin a timer
+   * every few milliseconds on the thread that also applies the batches.
+   */
+  private room(records: number): Promise<void> {
+    return new Promise((resolve) => {
+      const waiter = {
+        records,
+        wake: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        const i = this.roomWaiters.indexOf(waiter);
+        if (i >= 0) this.roomWaiters.splice(i, 1);
+        resolve();
+      }, MAX_PUBLISH_WAIT_MS);
+      this.roomWaiters.push(waiter);
+    });
+  }
+
+  /** Wakes waiting publishers while there is room (each one's batch is enqueued in its turn). */
+  private freeRoom() {
+    // A woken publisher enqueues in a later microtask, so its batch is counted here already.
+    let batches = this.queue.length;
+    let records = this.queuedRecords;
+    while (this.roomWaiters.length > 0 && batches <= MAX_QUEUED_BATCHES && records <= MAX_QUEUED_RECORDS) {
+      const waiter = this.roomWaiters.shift()!;
+      waiter.wake();
+      batches += 1;
+      records += waiter.records;
+    }
   }
 
   consume(handler: (batch: IngestionBatch) => Promise<void>, opts: ConsumeOptions = {}): BufferConsumer {
@@ -105,6 +142,7 @@ export class MemoryBuffer implements IngestionBuffer {
       const unit = this.applyUnit ? this.queue.slice(0, projectRunLength(this.queue, (b) => b)) : mergeUnits(this.queue.slice(0, 1000), (b) => b, this.mergeable)[0];
       this.queue.splice(0, unit.length);
       for (const b of unit) this.queuedRecords -= b.records.length;
+      this.freeRoom();
       try {
         if (this.applyUnit) await this.applyUnit(unit);
         else await this.handler(mergeBatches(unit));
