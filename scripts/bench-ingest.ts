@@ -34,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { EVENT_STORE_DDL, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
 import { duckDbSettings } from '../apps/server/src/ports/events/duckdb.js';
-import { BENCH_KEY, benchApi, startBenchService } from './bench-support.js';
+import { BENCH_KEY, benchApi, serviceClock, serviceLoad, startBenchService } from './bench-support.js';
 import { AUX_BATCH, makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 300_000);
@@ -70,6 +70,10 @@ interface Result {
   ratio: number;
   seconds: number;
   peakRssMiB: number;
+  /** Cores the service process used from the first send until everything was visible (all its threads). */
+  serverCpuCores: number;
+  /** Share of that time its main (JavaScript) thread was running: near 1, that thread is the limit. */
+  mainThreadBusy: number;
   users: number;
   uniqueUsers: number;
   linksExpected: number;
@@ -96,6 +100,7 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
   try {
     const org = await api(url, 'POST', '/admin/orgs', { name: 'bench' });
     const project = await api(url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'bench' });
+    const clock0 = await serviceClock(url);
     const t0 = performance.now();
     // 503s (a full in-process buffer) count as failures here, not retries: the run must not need them.
     const failures = (await sendAll(url, project.token, data.requests, CONNECTIONS, { retryUnavailable: false })).failed;
@@ -111,8 +116,9 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       await new Promise((r) => setTimeout(r, 100));
     }
     const endToEnd = performance.now() - t0;
+    const load = serviceLoad(clock0, await serviceClock(url));
     const rss = peakRss(child.pid!);
-    const load = Math.round(loadavg()[0] * 10) / 10;
+    const load1 = Math.round(loadavg()[0] * 10) / 10;
     // The answers: one unique user per generated user (anonymous visits merged into their user).
     const unique = await uniqueUsers(url, BENCH_KEY, project.id);
     const problems: string[] = [];
@@ -140,6 +146,8 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       ratio: Math.round((endToEndPerSec / raw.perSec) * 1000) / 1000,
       seconds: Math.round(endToEnd) / 1000,
       peakRssMiB: Math.round(rss),
+      serverCpuCores: load.cpuCores,
+      mainThreadBusy: load.mainThreadBusy,
       users: data.users,
       uniqueUsers: unique,
       linksExpected: data.links,
@@ -147,12 +155,13 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       aliasCalls: data.aliasCalls,
       engageOps: data.engageOps,
       checks: problems.length ? problems.join('; ') : 'ok',
-      load1: load,
+      load1,
     };
     if (!JSON_ONLY) {
       console.log(`${store}: ${result.stored} events in ${result.seconds} s: accepted ${result.acceptedPerSec} ev/s, end to end ${result.endToEndPerSec} ev/s, ` +
-        `raw insert ${result.rawPerSec} ev/s (${raw.rows} rows, ${raw.how}), ratio ${result.ratio}; server peak RSS ${result.peakRssMiB} MiB; ` +
-        `unique users ${unique}/${data.users}, links ${links}/${data.links}; load ${load}; checks: ${result.checks}`);
+        `raw insert ${result.rawPerSec} ev/s (${raw.rows} rows, ${raw.how}), ratio ${result.ratio}; server peak RSS ${result.peakRssMiB} MiB, ` +
+        `${result.serverCpuCores} cores, main thread busy ${result.mainThreadBusy}; ` +
+        `unique users ${unique}/${data.users}, links ${links}/${data.links}; load ${load1}; checks: ${result.checks}`);
     }
     return result;
   } finally {
@@ -307,7 +316,7 @@ async function main() {
   if (JSON_ONLY) {
     const pick = (r: Result) => ({
       events: r.stored, acceptedPerSec: r.acceptedPerSec, endToEndPerSec: r.endToEndPerSec, rawPerSec: r.rawPerSec, ratio: r.ratio,
-      peakRssMiB: r.peakRssMiB, linksApplied: r.linksApplied, uniqueUsers: r.uniqueUsers, users: r.users, load1: r.load1, checks: r.checks,
+      peakRssMiB: r.peakRssMiB, serverCpuCores: r.serverCpuCores, mainThreadBusy: r.mainThreadBusy, linksApplied: r.linksApplied, uniqueUsers: r.uniqueUsers, users: r.users, load1: r.load1, checks: r.checks,
     });
     console.log(JSON.stringify(Object.fromEntries(results.map((r) => [r.store, pick(r)]))));
   }

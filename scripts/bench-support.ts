@@ -56,6 +56,28 @@ export async function benchApi(url: string, method: string, p: string, body?: un
   return json;
 }
 
+/**
+ * The service's own running totals from its `GET /metrics`: CPU seconds of the whole process
+ * (every thread) and the seconds its main thread ran (`nodejs_eventloop_active_seconds_total`).
+ * Two readings give its cores in use and its event loop's utilisation over the interval.
+ */
+export async function serviceClock(url: string): Promise<{ at: number; cpuSeconds: number; loopActiveSeconds: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const value = (name: string) => {
+    const m = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+    if (!m) throw new Error(`/metrics has no ${name}`);
+    return Number(m[1]);
+  };
+  return { at: performance.now(), cpuSeconds: value('process_cpu_seconds_total'), loopActiveSeconds: value('nodejs_eventloop_active_seconds_total') };
+}
+
+/** Cores the service used and the share of the time its main thread ran, between two readings. */
+export function serviceLoad(a: Awaited<ReturnType<typeof serviceClock>>, b: Awaited<ReturnType<typeof serviceClock>>) {
+  const seconds = (b.at - a.at) / 1000;
+  const round = (x: number) => Math.round(x * 100) / 100;
+  return { cpuCores: round((b.cpuSeconds - a.cpuSeconds) / seconds), mainThreadBusy: round((b.loopActiveSeconds - a.loopActiveSeconds) / seconds) };
+}
+
 /** `pid` and its descendants (through /proc/<pid>/task/<tid>/children; tsx runs the service in a child node). */
 export function processTree(pid: number): number[] {
   const out = [pid];

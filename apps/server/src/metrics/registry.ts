@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 
 /**
@@ -7,6 +8,24 @@ import client from 'prom-client';
  */
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
+
+/**
+ * Time the main thread spent running (not waiting in the event loop) since the process started:
+ * `rate()` of it is the event loop's utilisation, 1 when the thread never waits. A process can be
+ * at the limit of its one JavaScript thread while its CPU figure shows room (DuckDB's and libuv's
+ * threads count there too), which is what this tells apart.
+ */
+let loopActiveMs = 0;
+new client.Counter({
+  name: 'nodejs_eventloop_active_seconds_total',
+  help: 'Seconds the main thread was running JavaScript or native calls rather than waiting for events; rate() is the event loop utilisation',
+  registers: [registry],
+  collect() {
+    const active = performance.eventLoopUtilization().active;
+    this.inc(Math.max(0, active - loopActiveMs) / 1000);
+    loopActiveMs = active;
+  },
+});
 
 const kind = ['kind'] as const;
 
