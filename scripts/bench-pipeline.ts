@@ -31,7 +31,7 @@ import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
-import { ownCpuMs, peakRssMb } from './bench-support.js';
+import { ownCpuMs, peakRssMb, serviceClock, serviceLoad } from './bench-support.js';
 import { makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
 function arg(name: string, fallback: number): number {
@@ -166,11 +166,17 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     children.push(api);
     const url = `http://127.0.0.1:${port}`;
     await waitFor('api', async () => (await fetch(`${url}/health/ready`)).status === 200, 60_000, 250);
-    const startWorkers = () => {
+    // Each role's /metrics, for how busy its main thread was (workers serve theirs on METRICS_PORT).
+    const metricsUrls: Array<[string, string]> = [['api', url]];
+    const startWorkers = async () => {
       const nodeOptions = [process.env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
-      for (let i = 0; i < WORKERS; i++) children.push(startRole(`worker-${i + 1}`, 'worker', { ...env, NODE_OPTIONS: nodeOptions }, logDir));
+      for (let i = 0; i < WORKERS; i++) {
+        const metricsPort = await freePort();
+        children.push(startRole(`worker-${i + 1}`, 'worker', { ...env, NODE_OPTIONS: nodeOptions, METRICS_PORT: String(metricsPort) }, logDir));
+        metricsUrls.push([`worker-${i + 1}`, `http://127.0.0.1:${metricsPort}`]);
+      }
     };
-    startWorkers();
+    await startWorkers();
     const post = async (p: string, body: unknown) => {
       const r = await fetch(url + p, { method: 'POST', headers: { authorization: `Bearer ${SUPERADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       if (r.status !== 201) throw new Error(`${p}: ${r.status} ${await r.text()}`);
@@ -198,12 +204,13 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     const cpuBefore = procs.map(([, pid]) => ownCpuMs(pid) / 1000);
     const postgresBefore = postgresCpu();
     const countersBefore = await clickhouseCounters(ch.servers);
+    const clocksBefore = DRAIN ? [] : await Promise.all(metricsUrls.map(([, u]) => serviceClock(u)));
     const storedCurve: Array<[number, number]> = [];
     let started = Date.now();
     let load: Pick<Awaited<ReturnType<typeof sendEvents>>, 'statuses' | 'acceptedCurve' | 'elapsedMs'> | undefined;
     if (DRAIN) {
       load = await sendEvents({ url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY, timeBase: Date.UTC(2024, 0, 1), retry: true });
-      startWorkers();
+      await startWorkers();
       started = Date.now();
     }
     let polling = true;
@@ -234,6 +241,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       });
     }
     const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((ownCpuMs(pid) / 1000 - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
+    const clocksAfter = await Promise.all(metricsUrls.map(([, u]) => serviceClock(u)));
+    const mainThreadBusy = Object.fromEntries(metricsUrls.map(([name], i) => [name, serviceLoad(clocksBefore[i], clocksAfter[i]).mainThreadBusy]));
     // PostgreSQL when it runs on this machine (backends that exited during the load are not counted).
     const postgresAfter = postgresCpu();
     if (postgresAfter.size > 0) {
@@ -308,6 +317,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       peakRssMb: rss,
       /** CPU cores used on average while the load ran (the machine has os.cpus().length). */
       cpuCores: cpu,
+      /** Share of the load's time each role's JavaScript thread ran (its event loop's utilisation). */
+      mainThreadBusy,
       /** ClickHouse's merges next to its queries while the load ran (see clickhouseCounters). */
       clickhouse,
       natsRedelivered: redelivered,
