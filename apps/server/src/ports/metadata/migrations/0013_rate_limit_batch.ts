@@ -13,7 +13,16 @@ export const rateLimitBatch: Migration = {
   name: '0013_rate_limit_batch',
   async up(db: Knex) {
     if (db.client.config.client !== 'pg') return;
-    await db.raw(`CREATE FUNCTION rate_limit_windows_batch(reqs jsonb) RETURNS TABLE (req integer, full_key text, wait_ms bigint)
+    await db.raw(RATE_LIMIT_WINDOWS_BATCH_0013);
+  },
+  async down(db: Knex) {
+    if (db.client.config.client !== 'pg') return;
+    await db.raw('DROP FUNCTION IF EXISTS rate_limit_windows_batch(jsonb)');
+  },
+};
+
+/** The function as this migration made it (0015 replaces it and restores it on the way down). */
+export const RATE_LIMIT_WINDOWS_BATCH_0013 = `CREATE OR REPLACE FUNCTION rate_limit_windows_batch(reqs jsonb) RETURNS TABLE (req integer, full_key text, wait_ms bigint)
     LANGUAGE plpgsql AS $$
     DECLARE
       r record;
@@ -26,10 +35,4 @@ export const rateLimitBatch: Migration = {
       FOR r IN SELECT o.i::integer AS i, o.checks FROM jsonb_array_elements(reqs) WITH ORDINALITY AS o(checks, i) ORDER BY o.i LOOP
         RETURN QUERY SELECT r.i, w.full_key, w.wait_ms FROM rate_limit_windows(r.checks) w;
       END LOOP;
-    END $$`);
-  },
-  async down(db: Knex) {
-    if (db.client.config.client !== 'pg') return;
-    await db.raw('DROP FUNCTION IF EXISTS rate_limit_windows_batch(jsonb)');
-  },
-};
+    END $$`;

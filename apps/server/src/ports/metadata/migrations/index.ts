@@ -12,6 +12,7 @@ import { rateLimits } from './0011_rate_limits.js';
 import { identityLinkSeq } from './0012_identity_link_seq.js';
 import { rateLimitBatch } from './0013_rate_limit_batch.js';
 import { flagRevisions } from './0014_flag_revisions.js';
+import { rateLimitBatchAtOnce } from './0015_rate_limit_batch_at_once.js';
 
 export interface Migration {
   name: string;
@@ -23,4 +24,4 @@ export interface Migration {
  * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
  * here; names must sort in the order they are applied.
  */
-export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions];
+export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions, rateLimitBatchAtOnce];
