@@ -5,8 +5,8 @@ import { RATE_LIMIT_WINDOWS_BATCH_0013 } from './0013_rate_limit_batch.js';
 /**
  * `rate_limit_windows_batch` answers a batch in which every request is admitted (the common case:
  * limits are far from reached) with one UPDATE per key for the whole batch, where 0013 ran the
- * per-request function (four statements) once per request: the batches of a busy API process cost
- * PostgreSQL about 0.8 ms each that way (docs/performance.md). A batch is admitted whole when,
+ * per-request function (four statements) once per request: a batch of about four ingestion
+ * requests cost PostgreSQL about 1 ms that way (docs/performance.md). A batch is admitted whole when,
  * for every key, the requests naming it fit in what its window has left; a window that has
  * ended counts as empty, as the per-request function resets it. Otherwise, or when requests name
  * one key with different limits, the batch goes request by request as before. One clock reading
