@@ -58,7 +58,7 @@ const PLAIN = process.argv.includes('--plain');
 const SUPERADMIN_KEY = 'bench-superadmin-key';
 
 /**
- * CPU seconds of this machine's PostgreSQL server processes (every `postgres` process, per pid):
+ * CPU milliseconds of this machine's PostgreSQL server processes (every `postgres` process, per pid):
  * the metadata store is a shared server, so its share is read off its processes, not a child's.
  */
 function postgresCpu(): Map<number, number> {
@@ -67,7 +67,7 @@ function postgresCpu(): Map<number, number> {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') out.set(pid, ownCpuMs(pid) / 1000);
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') out.set(pid, ownCpuMs(pid));
     } catch {
       // gone meanwhile
     }
@@ -201,7 +201,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       ...children.map((c) => [c.name, c.pid] as [string, number]),
       ['nats-server', nats.child!.pid], ...ch.pids, ['load generator (this process)', process.pid],
     ];
-    const cpuBefore = procs.map(([, pid]) => ownCpuMs(pid) / 1000);
+    const cpuBefore = procs.map(([, pid]) => ownCpuMs(pid));
     const postgresBefore = postgresCpu();
     const countersBefore = await clickhouseCounters(ch.servers);
     const clocksBefore = DRAIN ? [] : await Promise.all(metricsUrls.map(([, u]) => serviceClock(u)));
@@ -240,15 +240,17 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
         peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
       });
     }
-    const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, Math.round(((ownCpuMs(pid) / 1000 - cpuBefore[i]) / (doneMs / 1000)) * 100) / 100]));
+    /** Cores: CPU ms over the load's wall ms. */
+    const cores = (cpuMs: number) => Math.round((cpuMs / doneMs) * 100) / 100;
+    const cpu = Object.fromEntries(procs.map(([name, pid], i) => [name, cores(ownCpuMs(pid) - cpuBefore[i])]));
     const clocksAfter = await Promise.all(metricsUrls.map(([, u]) => serviceClock(u)));
     const mainThreadBusy = Object.fromEntries(metricsUrls.map(([name], i) => [name, serviceLoad(clocksBefore[i], clocksAfter[i]).mainThreadBusy]));
     // PostgreSQL when it runs on this machine (backends that exited during the load are not counted).
     const postgresAfter = postgresCpu();
     if (postgresAfter.size > 0) {
-      let seconds = 0;
-      for (const [pid, s] of postgresAfter) seconds += s - (postgresBefore.get(pid) ?? 0);
-      cpu['postgresql (this machine)'] = Math.round((seconds / (doneMs / 1000)) * 100) / 100;
+      let ms = 0;
+      for (const [pid, after] of postgresAfter) ms += after - (postgresBefore.get(pid) ?? 0);
+      cpu['postgresql (this machine)'] = cores(ms);
     }
     // Messages JetStream delivered again after its ack wait: each one holds its events back ~30 s.
     const redelivered = await consumerRedeliveries(nats.url);

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { metric } from '../test/support/pipeline.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_KEY = 'bench-superadmin-key';
@@ -62,13 +63,11 @@ export async function benchApi(url: string, method: string, p: string, body?: un
  * Two readings give its cores in use and its event loop's utilisation over the interval.
  */
 export async function serviceClock(url: string): Promise<{ at: number; cpuSeconds: number; loopActiveSeconds: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const value = (name: string) => {
-    const m = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
-    if (!m) throw new Error(`/metrics has no ${name}`);
-    return Number(m[1]);
-  };
-  return { at: performance.now(), cpuSeconds: value('process_cpu_seconds_total'), loopActiveSeconds: value('nodejs_eventloop_active_seconds_total') };
+  const [cpuSeconds, loopActiveSeconds] = await Promise.all(
+    ['process_cpu_seconds_total', 'nodejs_eventloop_active_seconds_total'].map((name) => metric(url, name)));
+  // A running service has spent some of both: a zero is a counter missing from its /metrics.
+  if (!(cpuSeconds > 0 && loopActiveSeconds > 0)) throw new Error(`${url}/metrics lacks process_cpu_seconds_total or nodejs_eventloop_active_seconds_total`);
+  return { at: performance.now(), cpuSeconds, loopActiveSeconds };
 }
 
 /** Cores the service used and the share of the time its main thread ran, between two readings. */
