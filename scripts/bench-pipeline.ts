@@ -170,6 +170,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     const metricsUrls: Array<[string, string]> = [['api', url]];
     const startWorkers = async () => {
       const nodeOptions = [process.env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
+      metricsUrls.splice(1); // --drain starts the workers again: only the running ones are read
       for (let i = 0; i < WORKERS; i++) {
         const metricsPort = await freePort();
         children.push(startRole(`worker-${i + 1}`, 'worker', { ...env, NODE_OPTIONS: nodeOptions, METRICS_PORT: String(metricsPort) }, logDir));
