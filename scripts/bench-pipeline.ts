@@ -1,7 +1,7 @@
 /**
  * Pipeline benchmark: API -> NATS JetStream -> worker(s) -> ClickHouse, every part a real process.
  *
- *   npm run bench:pipeline -- [--events 300000] [--batch 100] [--concurrency 16] [--workers 1] [--cluster] [--json] [--plain [--rate 0] [--drain]]
+ *   npm run bench:pipeline -- [--events 300000] [--batch 100] [--concurrency 16] [--workers 1] [--cluster] [--json] [--drain] [--plain [--rate 0]]
  *
  * Starts a private nats-server (file store) and clickhouse-server (own ports and data dir), uses
  * PostgreSQL from TEST_DATABASE_URL / DATABASE_URL (scripts/services.sh), runs `api` and `worker`
@@ -144,7 +144,7 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
   if (!pgUrl) throw new Error('set TEST_DATABASE_URL (eval "$(bash scripts/services.sh --env)")');
   // Identity traffic (bench-traffic.ts), serialised before anything is timed.
   const data: Dataset | undefined = PLAIN ? undefined : makeDataset({ events: EVENTS, batch: BATCH });
-  if (data && (RATE || DRAIN)) throw new Error('--rate and --drain send the --plain stream');
+  if (data && RATE) throw new Error('--rate sends the --plain stream');
   const logDir = tempDir('bench-pipeline-');
   const children: Child[] = [];
   const [nats, ch] = await Promise.all([NatsServer.start(), openStore()]);
@@ -209,8 +209,10 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     const storedCurve: Array<[number, number]> = [];
     let started = Date.now();
     let load: Pick<Awaited<ReturnType<typeof sendEvents>>, 'statuses' | 'acceptedCurve' | 'elapsedMs'> | undefined;
+    let sent: Awaited<ReturnType<typeof sendAll>> | undefined;
     if (DRAIN) {
-      load = await sendEvents({ url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY, timeBase: Date.UTC(2024, 0, 1), retry: true });
+      if (data) load = sent = await sendAll(url, project.token, data.requests, CONCURRENCY);
+      else load = await sendEvents({ url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY, timeBase: Date.UTC(2024, 0, 1), retry: true });
       await startWorkers();
       started = Date.now();
     }
@@ -223,8 +225,8 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
         await sleep(50);
       }
     })();
-    const sent = data ? await sendAll(url, project.token, data.requests, CONCURRENCY) : undefined;
-    load ??= sent ?? await sendEvents({
+    if (!DRAIN && data) load = sent = await sendAll(url, project.token, data.requests, CONCURRENCY);
+    load ??= await sendEvents({
       url, token: project.token, total: EVENTS, batchSize: BATCH, concurrency: CONCURRENCY,
       timeBase: Date.UTC(2024, 0, 1), eventsPerSecond: RATE || undefined, retry: true,
     });
@@ -232,12 +234,35 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
     polling = false;
     await poller;
     const doneMs = storedCurve.at(-1)![0];
+    // The answers, for identity traffic: every link stored, one unique user per generated user.
+    const checks: string[] = [];
+    if (sent?.failed) checks.push(`${sent.failed} requests failed`);
+    if (data) {
+      const links = async () => {
+        const c = new pg.Client({ connectionString: dbUrl.toString() });
+        await c.connect();
+        try {
+          return Number((await c.query('SELECT count(*) AS n FROM identity_links WHERE project_id = $1', [project.id])).rows[0].n);
+        } finally {
+          await c.end();
+        }
+      };
+      await waitFor('links stored', async () => (await links()) >= data.links, 60_000, 200).catch(() => undefined);
+      const stored = await links();
+      if (stored !== data.links) checks.push(`links ${stored}, expected ${data.links}`);
+      const unique = await uniqueUsers(url, SUPERADMIN_KEY, project.id);
+      if (unique !== data.users) checks.push(`unique users ${unique}, generated ${data.users}`);
+    }
     if (DRAIN) {
       const workerProcs = children.filter((c) => c.name.startsWith('worker-'));
       return ({
         mode: 'drain', events: EVENTS, batch: BATCH, workers: WORKERS, workerNodeOptions: WORKER_NODE_OPTIONS,
         drainMsIncludingWorkerStart: doneMs,
         workerDrainPerSec: Math.round(EVENTS / ((doneMs - (storedCurve.find(([, k]) => k > 0)?.[0] ?? 0)) / 1000)),
+        traffic: data ? 'identity' : 'plain',
+        checks: checks.length ? checks.join('; ') : 'ok',
+        // The workers started with the drain: their whole CPU, start included, over the drain.
+        workerCpuCores: Math.round((workerProcs.reduce((ms, c) => ms + ownCpuMs(c.pid), 0) / doneMs) * 100) / 100,
         peakRssMb: Object.fromEntries(workerProcs.map((c) => [c.name, peakRssMb(c.pid)])),
       });
     }
@@ -273,25 +298,6 @@ async function run(openStore: () => Promise<Store>): Promise<Record<string, any>
       lags.push(Math.max(0, storedCurve[si][0] - load.acceptedCurve[ai][0]));
     }
     lags.sort((a, b) => a - b);
-    // The answers, for identity traffic: every link stored, one unique user per generated user.
-    const checks: string[] = [];
-    if (sent?.failed) checks.push(`${sent.failed} requests failed`);
-    if (data) {
-      const links = async () => {
-        const c = new pg.Client({ connectionString: dbUrl.toString() });
-        await c.connect();
-        try {
-          return Number((await c.query('SELECT count(*) AS n FROM identity_links WHERE project_id = $1', [project.id])).rows[0].n);
-        } finally {
-          await c.end();
-        }
-      };
-      await waitFor('links stored', async () => (await links()) >= data.links, 60_000, 200).catch(() => undefined);
-      const stored = await links();
-      if (stored !== data.links) checks.push(`links ${stored}, expected ${data.links}`);
-      const unique = await uniqueUsers(url, SUPERADMIN_KEY, project.id);
-      if (unique !== data.users) checks.push(`unique users ${unique}, generated ${data.users}`);
-    }
     const rss = Object.fromEntries([
       ...children.map((c) => [c.name, peakRssMb(c.pid)]),
       ['nats-server', peakRssMb(nats.child!.pid)],
