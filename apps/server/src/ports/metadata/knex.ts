@@ -36,9 +36,9 @@ export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string;
       afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
         conn.pragma('journal_mode = WAL');
         // WAL with NORMAL: a commit is not synced to disk (a sync per checkpoint instead), and
-        // better-sqlite3 syncs on the event loop: 0.4-1.5 ms per commit here. A process crash loses
-        // nothing; a power loss can roll back the last commits, still consistent (SQLite's WAL
-        // documentation), less than the in-process buffer's accepted batches lose in any crash.
+        // better-sqlite3 syncs on the event loop: 1.1-1.5 ms more per commit here. A process
+        // crash loses nothing; a power loss can roll back the last commits, still consistent
+        // (SQLite's WAL documentation): less than the in-process buffer loses in any crash.
         conn.pragma('synchronous = NORMAL');
         conn.pragma('foreign_keys = ON');
         conn.pragma('busy_timeout = 5000');
