@@ -2,24 +2,65 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
+import { openMetadataStore, PREPARED_STATEMENTS_KEPT } from '../apps/server/src/ports/metadata/knex.js';
 
 /**
- * The embedded metadata store's connection settings (ports/metadata/knex.ts): WAL with commits
- * synced per checkpoint rather than per commit (a synced commit blocks the event loop), foreign
- * keys enforced, a writer waiting for a lock rather than failing at once.
+ * The embedded metadata store's connection (ports/metadata/knex.ts): WAL, foreign keys enforced,
+ * a writer waiting for a lock rather than failing at once, and statements compiled once per SQL
+ * text while they are among the last PREPARED_STATEMENTS_KEPT used.
  */
 describe('metadata store: SQLite connection settings', () => {
-  it('opens the file in WAL mode, synchronous NORMAL, with foreign keys and a busy timeout', async () => {
+  it('opens the file in WAL mode, with foreign keys and a busy timeout', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'metadata-settings-'));
     const db = openMetadataStore({ dataDir: dir });
     try {
       const pragma = async (name: string) => Object.values((await db.raw(`PRAGMA ${name}`))[0])[0];
       assert.equal(await pragma('journal_mode'), 'wal');
-      assert.equal(await pragma('synchronous'), 1); // 0 OFF, 1 NORMAL, 2 FULL (SQLite's default)
       assert.equal(await pragma('foreign_keys'), 1);
       assert.equal(await pragma('busy_timeout'), 5000);
       assert.ok(fs.existsSync(path.join(dir, 'metadata.sqlite')));
+    } finally {
+      await db.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('metadata store: SQLite statements compiled once', () => {
+  it('hands back the same compiled statement for the same SQL, and drops the least recently used', async () => {
+    const db = openMetadataStore({ dataDir: '/nonexistent', sqliteFile: ':memory:' });
+    const conn = (await db.client.acquireConnection()) as { prepare(sql: string): unknown };
+    try {
+      const first = conn.prepare('SELECT 1 AS one');
+      assert.equal(conn.prepare('SELECT 1 AS one'), first);
+      const other = conn.prepare('SELECT 2 AS two');
+      for (let i = 0; i < PREPARED_STATEMENTS_KEPT - 2; i++) conn.prepare(`SELECT ${i + 3} AS n`);
+      assert.equal(conn.prepare('SELECT 1 AS one'), first, 'used again: now the most recent');
+      conn.prepare('SELECT -1 AS n'); // one more than the cache holds: the least recent, `other`, goes
+      assert.equal(conn.prepare('SELECT 1 AS one'), first);
+      assert.notEqual(conn.prepare('SELECT 2 AS two'), other);
+    } finally {
+      await db.client.releaseConnection(conn);
+      await db.destroy();
+    }
+  });
+
+  it('answers through knex as before, across a schema change and a failed statement', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'metadata-statements-'));
+    const db = openMetadataStore({ dataDir: dir });
+    try {
+      await db.schema.createTable('t', (t) => { t.integer('id').primary(); t.string('name'); });
+      await db('t').insert([{ id: 1, name: 'a' }, { id: 2, name: 'b' }]);
+      const read = () => db('t').select('*').orderBy('id');
+      assert.deepEqual(await read(), [{ id: 1, name: 'a' }, { id: 2, name: 'b' }]);
+      await db.schema.alterTable('t', (t) => { t.integer('size'); });
+      await db('t').where({ id: 2 }).update({ size: 7 });
+      // The same SQL text, compiled before the column existed, now returns it.
+      assert.deepEqual(await read(), [{ id: 1, name: 'a', size: null }, { id: 2, name: 'b', size: 7 }]);
+      await assert.rejects(db('t').insert({ id: 1, name: 'again' }), /UNIQUE/);
+      await assert.rejects(db('t').insert({ id: 1, name: 'again' }), /UNIQUE/);
+      await db('t').insert({ id: 3, name: 'c' });
+      assert.deepEqual((await read()).map((r: { id: number }) => r.id), [1, 2, 3]);
     } finally {
       await db.destroy();
       fs.rmSync(dir, { recursive: true, force: true });

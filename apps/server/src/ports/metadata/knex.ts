@@ -35,17 +35,39 @@ export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string;
       max: 1,
       afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
         conn.pragma('journal_mode = WAL');
-        // WAL with NORMAL: a commit is not synced to disk (a sync per checkpoint instead), and
-        // better-sqlite3 syncs on the event loop: 1.1-1.5 ms more per commit here. A process
-        // crash loses nothing; a power loss can roll back the last commits, still consistent
-        // (SQLite's WAL documentation): less than the in-process buffer loses in any crash.
-        conn.pragma('synchronous = NORMAL');
         conn.pragma('foreign_keys = ON');
         conn.pragma('busy_timeout = 5000');
+        cachePreparedStatements(conn);
         done(null, conn);
       },
     },
   });
+}
+
+/** Statements kept compiled per SQLite connection (least recently used beyond it are dropped). */
+export const PREPARED_STATEMENTS_KEPT = 256;
+
+/**
+ * knex compiles every query's SQL again (`connection.prepare` per query), and the ingestion's
+ * statements are large and repeat verbatim (links read and inserted 500 ids at a time): compiling
+ * them was about a quarter of SQLite's time under ingestion load. A compiled statement can run any
+ * number of times (SQLite recompiles it itself after a schema change), and knex changes none of
+ * its settings unless a query asks for `safeIntegers`, which none here does.
+ */
+function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
+  const prepare = conn.prepare.bind(conn);
+  const kept = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let statement = kept.get(sql);
+    if (statement === undefined) {
+      statement = prepare(sql);
+      if (kept.size >= PREPARED_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
+    } else {
+      kept.delete(sql); // re-inserted below: the Map's order is the recency order
+    }
+    kept.set(sql, statement);
+    return statement;
+  };
 }
 
 export const isPostgres = (db: Db) => db.client.config.client === 'pg';
