@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openMetadataStore, PREPARED_STATEMENTS_KEPT } from '../apps/server/src/ports/metadata/knex.js';
+import { openMetadataStore, PREPARED_SQL_CHARS_KEPT, PREPARED_STATEMENTS_KEPT } from '../apps/server/src/ports/metadata/knex.js';
 
 /**
  * The embedded metadata store's connection (ports/metadata/knex.ts): WAL, foreign keys enforced,
@@ -39,6 +39,17 @@ describe('metadata store: SQLite statements compiled once', () => {
       conn.prepare('SELECT -1 AS n'); // one more than the cache holds: the least recent, `other`, goes
       assert.equal(conn.prepare('SELECT 1 AS one'), first);
       assert.notEqual(conn.prepare('SELECT 2 AS two'), other);
+      // The text bound: statements whose SQL adds up past it push the least recent out.
+      const long = (i: number) => `SELECT ${i} AS n${' '.repeat(Math.ceil(PREPARED_SQL_CHARS_KEPT / 3))}`;
+      const big = conn.prepare(long(0));
+      assert.equal(conn.prepare(long(0)), big);
+      const second = conn.prepare(long(1));
+      assert.equal(conn.prepare(long(0)), big, 'two thirds fit');
+      conn.prepare(long(2)); // three thirds do not: the least recent of them, long(1), goes
+      assert.equal(conn.prepare(long(0)), big);
+      assert.notEqual(conn.prepare(long(1)), second);
+      const huge = `SELECT 0 AS n${' '.repeat(PREPARED_SQL_CHARS_KEPT)}`;
+      assert.notEqual(conn.prepare(huge), conn.prepare(huge), 'a statement past the bound alone is not kept');
     } finally {
       await db.client.releaseConnection(conn);
       await db.destroy();

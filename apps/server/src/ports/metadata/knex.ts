@@ -44,8 +44,14 @@ export function openMetadataStore(opts: { databaseUrl?: string; dataDir: string;
   });
 }
 
-/** Statements kept compiled per SQLite connection (least recently used beyond it are dropped). */
+/**
+ * Statements kept compiled per SQLite connection, least recently used dropped first: at most this
+ * many, and at most this much SQL text in all. A compiled statement takes about ten times its
+ * text (256 multi-row inserts of 245-500 links held 62 MiB), and ingestion makes one of a new
+ * length per unit, so the text bound is what bounds the memory (here about 5 MB).
+ */
 export const PREPARED_STATEMENTS_KEPT = 256;
+export const PREPARED_SQL_CHARS_KEPT = 500_000;
 
 /**
  * knex compiles every query's SQL again (`connection.prepare` per query), and the ingestion's
@@ -56,16 +62,24 @@ export const PREPARED_STATEMENTS_KEPT = 256;
  */
 function cachePreparedStatements(conn: { prepare(sql: string): unknown }): void {
   const prepare = conn.prepare.bind(conn);
-  const kept = new Map<string, unknown>();
+  const kept = new Map<string, unknown>(); // in recency order, the least recent first
+  let chars = 0;
   conn.prepare = (sql: string) => {
     let statement = kept.get(sql);
-    if (statement === undefined) {
-      statement = prepare(sql);
-      if (kept.size >= PREPARED_STATEMENTS_KEPT) kept.delete(kept.keys().next().value!);
-    } else {
-      kept.delete(sql); // re-inserted below: the Map's order is the recency order
+    if (statement !== undefined) {
+      kept.delete(sql);
+      kept.set(sql, statement);
+      return statement;
     }
+    statement = prepare(sql);
+    if (sql.length > PREPARED_SQL_CHARS_KEPT) return statement;
     kept.set(sql, statement);
+    chars += sql.length;
+    while (kept.size > PREPARED_STATEMENTS_KEPT || chars > PREPARED_SQL_CHARS_KEPT) {
+      const oldest = kept.keys().next().value!;
+      kept.delete(oldest);
+      chars -= oldest.length;
+    }
     return statement;
   };
 }
