@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from './support/processes.js';
 import { openMetadataStore, PREPARED_SQL_CHARS_KEPT, PREPARED_STATEMENTS_KEPT } from '../apps/server/src/ports/metadata/knex.js';
 
 /**
@@ -11,7 +11,7 @@ import { openMetadataStore, PREPARED_SQL_CHARS_KEPT, PREPARED_STATEMENTS_KEPT } 
  */
 describe('metadata store: SQLite connection settings', () => {
   it('opens the file in WAL mode, with foreign keys and a busy timeout', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'metadata-settings-'));
+    const dir = tempDir('metadata-settings-');
     const db = openMetadataStore({ dataDir: dir });
     try {
       const pragma = async (name: string) => Object.values((await db.raw(`PRAGMA ${name}`))[0])[0];
@@ -57,7 +57,7 @@ describe('metadata store: SQLite statements compiled once', () => {
   });
 
   it('answers through knex as before, across a schema change and a failed statement', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'metadata-statements-'));
+    const dir = tempDir('metadata-statements-');
     const db = openMetadataStore({ dataDir: dir });
     try {
       await db.schema.createTable('t', (t) => { t.integer('id').primary(); t.string('name'); });
