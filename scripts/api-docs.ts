@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../apps/server/src/config.js';
 import { buildDeps, startService } from '../apps/server/src/app.js';
 import { allRoutes } from '../apps/server/src/routes.js';
+import { LIMITS } from '../apps/server/src/limits.js';
 import { envelopeOf, openApiDocument, type AuthKind, type RouteSpec } from '../apps/server/src/http/route.js';
 
 export const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
@@ -44,6 +45,55 @@ export async function currentApi(): Promise<{ routes: RouteSpec[]; openapi: Sche
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Readers' names of the constants in apps/server/src/limits.ts (a new one shows its key until named here). */
+const LIMIT_LABELS: Record<string, string> = {
+  ingestionBatchRecords: 'records per ingestion batch (more: `400 batch too large`)',
+  requestBodyBytes: 'request body, bytes (more: `413 payload too large`)',
+  jsonNestingDepth: 'nesting levels of a JSON body (more: `400 invalid json`)',
+  rateLimitPerIp: 'ingestion requests per IP (`429`, `Retry-After`)',
+  rateLimitPerProject: 'ingestion requests per project (`429`, `Retry-After`)',
+  queryRate: '`/api/query/*` per credential and project (token bucket)',
+  flagsEvaluateRate: '`/flags/evaluate` and `GET /flags` per project token (token bucket)',
+  flagsLocalRate: '`/flags/local-evaluation` per flag secret (token bucket)',
+  retryAfterMinSeconds: 'least `Retry-After`, seconds',
+  quotaRetryAfterSeconds: '`Retry-After` of the monthly quota refusal, seconds',
+  flagsPerProject: 'flags per project, archived ones included (more: `409 flag limit reached`)',
+  variantsPerFlag: 'variants per flag',
+  rulesPerFlag: 'rules per flag',
+  overrideIdsPerRule: 'override ids per rule',
+  overrideIdLength: 'override id length',
+  flagKeyLength: 'flag key length',
+  variantKeyLength: 'variant key length',
+  filtersPerQuery: 'filters per query',
+  funnelSteps: 'funnel steps',
+  funnelWindowDays: 'funnel `windowDays`',
+  retentionBuckets: 'retention buckets',
+  flowsSteps: 'flows steps',
+  flowsLimit: 'flows paths (`limit`)',
+  cohortCriteria: 'cohort criteria',
+  cohortBehaviorCount: 'cohort behaviour `count`',
+  cohortBehaviorWindowDays: 'cohort behaviour `windowDays`',
+  cohortPreviewSample: 'ids in a cohort preview sample',
+  drilldownPageLimit: 'drill-down page `limit`',
+  queryMaxCells: 'series × buckets of one answer (`QUERY_MAX_CELLS`; more: `400 query too large`)',
+  queryMaxRows: 'rows one engine answer may hand to the service (`QUERY_MAX_ROWS`)',
+  queryTimeoutMs: 'statement timeout of an event-store read, ms (`QUERY_TIMEOUT_MS`)',
+  queryMaxMemoryMb: 'memory of one query, MB (`QUERY_MAX_MEMORY_MB`)',
+  irBreakdownSegments: 'Query IR breakdown segments',
+  flagAuditLimit: 'flag audit page `limit`',
+  dataEventsLimit: '`GET /api/data/events` `limit`',
+};
+
+function limitValue(v: unknown): string {
+  if (typeof v === 'number') return v.toLocaleString('en-US');
+  const o = v as Record<string, number>;
+  if ('requests' in o) return `${o.requests.toLocaleString('en-US')} per ${o.windowMs / 1000} s`;
+  if ('perSecond' in o) return `${o.perSecond.toLocaleString('en-US')}/s, bursts of ${o.burst.toLocaleString('en-US')}`;
+  const n = (x: number) => x.toLocaleString('en-US');
+  const range = o.min !== undefined ? `${n(o.min)}..${n(o.max)}` : `at most ${n(o.max)}`;
+  return o.default !== undefined ? `${range}, default ${o.default}` : range;
 }
 
 const refName = (ref: string) => ref.split('/').pop()!;
@@ -163,7 +213,25 @@ export function renderApiReference(routes: RouteSpec[], openapi: Schema): string
     'Within `api`, roles narrow further (viewer reads and queries; member writes; admin manages projects',
     'and members; owner everything): see [decisions.md](decisions.md#organisations-users-and-roles).',
     '',
-    tags.map((t) => `[${t}](#${anchor(t)})`).join(' · ') + ' · [Shapes](#shapes)',
+    tags.map((t) => `[${t}](#${anchor(t)})`).join(' · ') + ' · [Limits](#limits) · [Shapes](#shapes)',
+    '',
+    '## Common rules',
+    '',
+    '- **Project**: routes inside a project take `projectId` (a query parameter; a body member on the',
+    '  query endpoints). A user credential must name one of its organisation\'s projects (`403`',
+    '  otherwise) and defaults to the oldest; the superadmin key defaults to the installation\'s',
+    '  oldest project. Details: [decisions.md](decisions.md#which-project-a-request-acts-in).',
+    '- **Credentials**: a missing or bad `/api/*` or `/admin/*` credential answers `401 unauthorized`;',
+    '  a role too low, another project or no organisation `403`; a bad project token',
+    '  `401 {status: 0, error: "invalid token"}`; a bad or revoked flag secret `401 invalid flag secret`.',
+    '  The flag secret is accepted on `GET /flags/local-evaluation` only, and only it is accepted there.',
+    '- **Ingestion** (`/track`, `/engage`, `/alias`, also under `/v/0.14/`): a batch past a rate limit',
+    '  or past the organisation\'s monthly quota is refused whole (nothing stored) and can be retried',
+    '  unchanged after `Retry-After`; rules in [ingestion.md](ingestion.md).',
+    '- **Query IR**: an invalid document answers `400 {error: "invalid query", errors: [{path, message,',
+    '  code?}]}`; older versions are upgraded, not refused; `retention` and `flows` answer `501`',
+    '  ([query-ir.md](query-ir.md)).',
+    '- **Flags**: lifecycle, audit actions and validation messages in [flags.md](flags.md).',
     '',
   ];
   for (const tag of tags) {
@@ -173,6 +241,10 @@ export function renderApiReference(routes: RouteSpec[], openapi: Schema): string
       lines.push(`### \`${r.method.toUpperCase()} ${r.path}\``, '', r.summary, '', `- auth: \`${r.auth}\`${envelopeOf(r) === 'status' ? ', errors: `status`' : ''}`, ...operation(op, r), '');
     }
   }
+  lines.push('## Limits', '', 'Named constants of `apps/server/src/limits.ts`; the rate and query bounds are defaults of the',
+    'variables in the [README](../README.md#configuration).', '', '| limit | value |', '|---|---|');
+  for (const [key, value] of Object.entries(LIMITS)) lines.push(`| ${LIMIT_LABELS[key] ?? `\`${key}\``} | ${limitValue(value)} |`);
+  lines.push('');
   lines.push('## Shapes', '');
   const schemas: Record<string, Schema> = openapi.components?.schemas ?? {};
   for (const name of Object.keys(schemas).sort((a, b) => a.localeCompare(b))) {
