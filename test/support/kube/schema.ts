@@ -1,12 +1,15 @@
+import { Environment } from '@marcbachmann/cel-js';
 import type { FieldCause } from './types.js';
 
 /**
  * Admission of custom resources against a CRD's structural schema, in the API server's order:
  * prune unknown fields, drop non-nullable nulls, apply defaults, validate (types, required,
  * enums, bounds, patterns, list sizes, list-map keys, formats), then the transition rules.
- * Messages are the API server's. Of CEL only `self == oldSelf` is understood; a CRD with any
- * other rule is refused when it is installed (see `unsupportedRules`), so nothing is silently
- * unchecked.
+ * Messages are the API server's. `x-kubernetes-validations` rules are evaluated by a CEL
+ * interpreter (@marcbachmann/cel-js) with the Kubernetes list function `sum()` added; a rule it
+ * cannot parse is refused when the CRD is installed (see `unsupportedRules`), so nothing is
+ * silently unchecked. Rules naming `oldSelf` are transition rules: they run on update only, where
+ * the old object had the field.
  */
 
 type Schema = Record<string, any>;
@@ -19,10 +22,36 @@ export interface Admission {
   pruned: string[];
 }
 
-/** Rules this fake cannot evaluate (anything but `self == oldSelf`). */
+const cel = new Environment({ unlistedVariablesAreDyn: true })
+  // The Kubernetes list library's sum() (k8s.io/apiserver/pkg/cel/library/lists.go), on int lists.
+  .registerFunction('list.sum(): dyn', (l: unknown[]) => l.reduce<bigint>((a, b) => a + BigInt(b as bigint), 0n));
+const compiled = new Map<string, ReturnType<typeof cel.parse>>();
+function compile(rule: string): ReturnType<typeof cel.parse> {
+  let fn = compiled.get(rule);
+  if (!fn) {
+    fn = cel.parse(rule);
+    compiled.set(rule, fn);
+  }
+  return fn;
+}
+/** JSON to CEL values: integers are CEL ints (BigInt). */
+function toCel(v: unknown): unknown {
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : v;
+  if (Array.isArray(v)) return v.map(toCel);
+  if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, toCel(x)]));
+  return v;
+}
+
+/** Rules this fake cannot evaluate (CEL its interpreter cannot parse). */
 export function unsupportedRules(schema: Schema, path = ''): string[] {
   const out: string[] = [];
-  for (const v of schema['x-kubernetes-validations'] ?? []) if (v.rule.replace(/\s+/g, ' ').trim() !== 'self == oldSelf') out.push(`${path}: ${v.rule}`);
+  for (const v of schema['x-kubernetes-validations'] ?? []) {
+    try {
+      compile(v.rule);
+    } catch {
+      out.push(`${path}: ${v.rule}`);
+    }
+  }
   for (const [k, sub] of Object.entries<Schema>(schema.properties ?? {})) out.push(...unsupportedRules(sub, path ? `${path}.${k}` : k));
   if (schema.items) out.push(...unsupportedRules(schema.items, `${path}[]`));
   if (isObject(schema.additionalProperties)) out.push(...unsupportedRules(schema.additionalProperties, `${path}[*]`));
@@ -86,6 +115,7 @@ const UUID = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[
 
 function validate(value: unknown, old: unknown, schema: Schema, path: string, causes: FieldCause[], hasOld: boolean): void {
   const fail = (reason: string, message: string) => causes.push({ reason, field: path, message });
+  const before = causes.length;
   if (value === null) {
     if (!schema.nullable) fail('FieldValueTypeInvalid', `Invalid value: "null": ${path} in body must be of type ${schema.type ?? 'object'}: "null"`);
     return;
@@ -153,11 +183,20 @@ function validate(value: unknown, old: unknown, schema: Schema, path: string, ca
       if (sub) validate(v, isObject(old) ? old[key] : undefined, sub, join(path, key), causes, hasOld && isObject(old) && key in old);
     }
   }
-  // Transition rules run only on update, and only where the old object had the field.
+  // CEL rules see only values that passed the schema; transition rules (naming oldSelf) run only
+  // on update, and only where the old object had the field.
+  if (causes.length > before) return;
   for (const rule of schema['x-kubernetes-validations'] ?? []) {
-    if (hasOld && JSON.stringify(value) !== JSON.stringify(old)) {
-      fail('FieldValueInvalid', `Invalid value: "${wanted ?? 'object'}": ${rule.message ?? `failed rule: ${rule.rule}`}`);
+    const transition = /\boldSelf\b/.test(rule.rule);
+    if (transition && !hasOld) continue;
+    let ok: unknown;
+    try {
+      ok = compile(rule.rule)({ self: toCel(value), ...(transition ? { oldSelf: toCel(old) } : {}) });
+    } catch (err) {
+      fail('FieldValueInvalid', `Invalid value: "${wanted ?? 'object'}": rule ${rule.rule}: ${(err as Error).message}`);
+      continue;
     }
+    if (ok !== true) fail('FieldValueInvalid', `Invalid value: "${wanted ?? 'object'}": ${rule.message ?? `failed rule: ${rule.rule}`}`);
   }
 }
 
