@@ -29,6 +29,7 @@ import { UsageStore } from './usage/store.js';
 import { MemoryCounter, RateLimits } from './http/rate-limit.js';
 import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
+import { consoleMiddleware } from './console/static.js';
 import { existingLinkIndex } from './identity/link-index.js';
 import { startWorkers, type Worker } from './workers.js';
 
@@ -98,6 +99,7 @@ export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa
   app.use(exactRoutes);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
+  app.use(consoleMiddleware(deps.config));
   return app;
 }
 

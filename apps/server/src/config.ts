@@ -16,7 +16,7 @@ export interface Config {
   nats: NatsConfig;
   /** Port of a separate /metrics + /health listener (0 = none); for the `worker` role, which has no API. */
   metricsPort: number;
-  oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number };
+  oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number; clientId: string };
   /** Directory kubelet projects the tenant config Secret into (tenants.json); see docs/tenant-config.md. */
   tenantConfigPath?: string;
   /** Fallback re-read period of the tenant config, beside fs.watch. */
@@ -60,6 +60,8 @@ export function loadConfig(env: Env = process.env): Config {
         audience: env.OIDC_AUDIENCE ?? '',
         jwksUrl: env.OIDC_JWKS_URL ?? new URL('.well-known/jwks.json', oidcIssuer.endsWith('/') ? oidcIssuer : oidcIssuer + '/').toString(),
         cooldownMs: int(env, 'OIDC_JWKS_COOLDOWN_MS', 30_000),
+        /** The web console's OAuth client (public, PKCE); most providers use the audience as client id. */
+        clientId: env.OIDC_CLIENT_ID || env.OIDC_AUDIENCE || '',
       }
     : undefined;
   if (oidc && !oidc.audience) throw new Error('OIDC_AUDIENCE is required when OIDC_ISSUER is set');

@@ -1,0 +1,107 @@
+import { session, setSession } from './session.js';
+import { navigate } from './router.js';
+import type {
+  Account, Board, BoardCardWrite, BoardListItem, BoardRun, DateRangeSpec, DrilldownPage, DrilldownSelection, EventNameCount,
+  IrFunnelResult, LexiconEvent, LexiconProperty, Project, PropertyFilter, PropertySummary, QueryV2, ReportRun, ReportType,
+  SavedReport, TrendResult,
+} from './types.js';
+
+/**
+ * The one place the console talks to the API: every call carries the session's bearer
+ * credential (and the chosen organisation), answers are typed with the server's schemas, and
+ * an error keeps the API's own words (`message`, else `error`) so pages show them as they are.
+ */
+export class ApiError extends Error {
+  constructor(readonly status: number, readonly error: string, message?: string, readonly details?: Array<{ path: string; message: string }>) {
+    super(message ?? error);
+  }
+}
+
+/** The path a 401 interrupted, so signing in again returns to it. */
+export const RETURN_KEY = 'tally.return';
+
+export function signOut(returnTo?: string) {
+  setSession(null);
+  if (returnTo) sessionStorage.setItem(RETURN_KEY, returnTo);
+  navigate('/sign-in', { replace: true });
+}
+
+export async function request<T>(method: string, path: string, body?: unknown, opts: { raw?: boolean } = {}): Promise<T> {
+  const s = session();
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (s) headers.authorization = `Bearer ${s.token}`;
+  if (s?.orgId !== undefined) headers['x-tally-organization'] = String(s.orgId);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch {
+    throw new ApiError(0, 'network error', 'The API could not be reached: check the connection and retry.');
+  }
+  if (res.status === 401 && s) {
+    // An expired or revoked credential: back to sign-in, then back here.
+    signOut(location.pathname + location.search);
+    throw new ApiError(401, 'unauthorized', 'Your session ended: sign in again.');
+  }
+  if (opts.raw && res.ok) return (await res.text()) as T;
+  const text = await res.text();
+  let data: any;
+  try {
+    data = text ? JSON.parse(text) : undefined;
+  } catch {
+    data = undefined;
+  }
+  if (!res.ok) {
+    const error = typeof data?.error === 'string' ? data.error : `HTTP ${res.status}`;
+    const details = Array.isArray(data?.errors) ? data.errors : undefined;
+    const message = typeof data?.message === 'string' ? data.message : details?.length ? `${error}: ${details.map((d: any) => `${d.path || 'query'}: ${d.message}`).join('; ')}` : error;
+    throw new ApiError(res.status, error, message, details);
+  }
+  return data as T;
+}
+
+const qs = (params: Record<string, string | number | undefined>) => {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') u.set(k, String(v));
+  const s = u.toString();
+  return s ? `?${s}` : '';
+};
+
+export type OneOf<T> = T;
+export type CardRunAnswer = BoardRun['cards'][number];
+
+export const api = {
+  account: () => request<Account>('GET', '/api/account'),
+  projects: () => request<Project[]>('GET', '/api/projects'),
+
+  boards: (projectId: string) => request<BoardListItem[]>('GET', `/api/boards${qs({ projectId })}`),
+  board: (id: string | number) => request<Board>('GET', `/api/boards/${id}`),
+  createBoard: (projectId: string, name: string) => request<Board>('POST', `/api/boards${qs({ projectId })}`, { name }),
+  updateBoard: (id: number, patch: { name?: string; date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: BoardCardWrite[] }) =>
+    request<Board>('PUT', `/api/boards/${id}`, patch),
+  /** One card with the board's saved range and filters. */
+  runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${qs({ cardId })}`),
+  /** Every card with a range or filters for this run only (a viewer's unsaved choice). */
+  runBoard: (boardId: number, body: { date_range?: DateRangeSpec | null; filters?: PropertyFilter[] }) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
+  cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${qs({ format: 'csv', cardId })}`, undefined, { raw: true }),
+
+  reports: (projectId: string) => request<SavedReport[]>('GET', `/api/reports${qs({ projectId })}`),
+  report: (id: string | number) => request<SavedReport>('GET', `/api/reports/${id}`),
+  createReport: (projectId: string, r: { name: string; description?: string | null; type: ReportType; query: Record<string, unknown> }) =>
+    request<SavedReport>('POST', `/api/reports${qs({ projectId })}`, r),
+  updateReport: (id: number, r: { name?: string; description?: string | null; type?: ReportType; query?: Record<string, unknown> }) =>
+    request<SavedReport>('PUT', `/api/reports/${id}`, r),
+  runReport: (id: number) => request<ReportRun>('POST', `/api/reports/${id}/run`),
+
+  query: (projectId: string, query: QueryV2) => request<TrendResult | IrFunnelResult>('POST', '/api/query', { projectId, query }),
+  drilldown: (projectId: string, query: QueryV2, selection: DrilldownSelection, page = { limit: 50, offset: 0 }) =>
+    request<DrilldownPage>('POST', '/api/query/drilldown', { projectId, query, selection, page }),
+  /** The v0 analyses the IR endpoint does not execute (retention, flows, sessions). */
+  v0: <T>(kind: 'retention' | 'flows' | 'sessions', projectId: string, body: Record<string, unknown>) =>
+    request<T>('POST', `/api/query/${kind}`, { ...body, projectId }),
+
+  lexiconEvents: (projectId: string) => request<LexiconEvent[]>('GET', `/api/lexicon/events${qs({ projectId })}`),
+  lexiconProperties: (projectId: string) => request<LexiconProperty[]>('GET', `/api/lexicon/properties${qs({ projectId })}`),
+  eventNames: (projectId: string) => request<EventNameCount[]>('GET', `/api/data/event-names${qs({ projectId })}`),
+  properties: (projectId: string, event?: string) => request<PropertySummary[]>('GET', `/api/data/properties${qs({ projectId, event })}`),
+};
