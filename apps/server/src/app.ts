@@ -32,6 +32,7 @@ import { allRoutes } from './routes.js';
 import { consoleMiddleware } from './console/static.js';
 import { existingLinkIndex } from './identity/link-index.js';
 import { startWorkers, type Worker } from './workers.js';
+import { DataVersions, withDataVersions } from './results-cache/index.js';
 
 const require = createRequire(import.meta.url);
 export const VERSION: string = require('../../../package.json').version;
@@ -51,11 +52,12 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   // Processes may start together and before the servers are ready: each step waits and retries.
   const startup = { timeoutMs: config.startupTimeoutMs, log };
   await retryStartup('metadata store migration', () => migrateMetadataStore(db), startup);
-  const events = openEventStore({
+  // Writes that may change an analysis' answer invalidate the cached answers (results-cache/).
+  const events = withDataVersions(openEventStore({
     clickhouse: config.clickhouse, dataDir: config.dataDir, duckdbFile: overrides.duckdbFile,
     limits: { timeoutMs: config.queryGuard.timeoutMs, maxMemoryBytes: config.queryGuard.maxMemoryBytes },
     materialized: config.materializedProperties,
-  });
+  }), new DataVersions(db));
   await retryStartup('event store migration', () => events.migrate(), startup);
   const buffer = instrumentBuffer(overrides.buffer ?? (await openBuffer(config)));
   const orgs = new OrgStore(db);

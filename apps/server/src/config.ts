@@ -46,6 +46,8 @@ export interface Config {
     timeoutMs: number;
     maxMemoryBytes: number;
   };
+  /** Report and board-card answers kept per API process (results-cache/): RESULTS_CACHE_FRESH_MS, RESULTS_CACHE_MAX_MB (0: off). */
+  resultsCache: { freshMs: number; maxBytes: number };
   logLevel: 'silent' | 'error' | 'info';
   /** How long start-up retries NATS, PostgreSQL and ClickHouse set-up before giving up (exit). */
   startupTimeoutMs: number;
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     materializedProperties: [...new Set((env.MATERIALIZED_PROPERTIES ?? '').split(',').map((s) => s.trim()).filter(Boolean))],
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
+    resultsCache: { freshMs: int(env, 'RESULTS_CACHE_FRESH_MS', 60_000), maxBytes: int(env, 'RESULTS_CACHE_MAX_MB', 128) * 1024 * 1024 },
     queryGuard: {
       maxCells: int(env, 'QUERY_MAX_CELLS', LIMITS.queryMaxCells),
       maxRows: int(env, 'QUERY_MAX_ROWS', LIMITS.queryMaxRows),

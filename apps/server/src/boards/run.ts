@@ -36,8 +36,8 @@ export async function runBoard(deps: Deps, board: Board, cards: CardView[], now 
   const results = await mapLimited(reportCards, BOARD_RUN_CONCURRENCY, async (card) => {
     const base = { card_id: card.id, report_id: card.report_id, type: card.report.type, label: card.report.name };
     try {
-      const { result, warnings } = await runReport(deps, card.report, override, now);
-      return { ...base, status: 'ok' as const, result, warnings };
+      const { result, warnings, cached_at } = await runReport(deps, card.report, override, now);
+      return { ...base, status: 'ok' as const, result, warnings, ...(cached_at !== undefined ? { cached_at } : {}) };
     } catch (thrown) {
       // A card stopped by the statement timeout or memory cap answers as the query endpoint would.
       const err = thrown instanceof QueryLimitExceeded ? queryLimitError(thrown) : thrown;

@@ -114,7 +114,9 @@ export const BoardRunSchema = z
     range: z.object({ from: z.string(), to: z.string() }).nullable(),
     ran_at: z.number().int(),
     cards: z.array(z.discriminatedUnion('status', [
-      z.object({ ...cardRunBase, status: z.literal('ok'), result: z.unknown(), warnings: z.array(z.string()) }),
+      z.object({ ...cardRunBase, status: z.literal('ok'), result: z.unknown(), warnings: z.array(z.string()),
+        /** Present when the card's answer came from the results cache: when it was computed (Unix ms). */
+        cached_at: z.number().int().optional() }),
       z.object({ ...cardRunBase, status: z.literal('error'), error: z.object({ status: z.number().int(), error: z.string(), message: z.string().optional() }) }),
     ])),
   })

@@ -29,8 +29,8 @@ export function reportRoutes(deps: Deps): RouteSpec[] {
   const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
     checkReportQuery(metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   const run = async (report: SavedReport) => {
-    const { result, warnings } = await runReport(deps, report);
-    return { report_id: report.id, type: report.type, result, warnings, ran_at: Date.now() };
+    const { result, warnings, cached_at } = await runReport(deps, report);
+    return { report_id: report.id, type: report.type, result, warnings, ran_at: Date.now(), ...(cached_at !== undefined ? { cached_at } : {}) };
   };
   return [
     route({

@@ -17,6 +17,7 @@ import { isIrDocument, V0_SCHEMAS } from './query.js';
 import { resolveDateRange } from './date-range.js';
 import type { DateRangeSpec } from '../query/ir/schema.js';
 import type { SavedReport } from './store.js';
+import { cachedReportRun, type CachedRun } from '../results-cache/index.js';
 
 /** What a board lays over each report it runs: its date range instead of the report's, its filters added. */
 export interface RunOverride {
@@ -36,8 +37,9 @@ const FILTERABLE = new Set(['segmentation', 'funnel']);
  * (date range, filter count, query size): a v0 body through its v0 analysis, an IR document
  * through the IR.
  */
-export async function runReport(deps: Deps, report: SavedReport, override: RunOverride = {}, now = Date.now()): Promise<ReportRunResult> {
-  return isIrDocument(report.query) ? runIr(deps, report, override) : runV0(deps, report, override, now);
+export async function runReport(deps: Deps, report: SavedReport, override: RunOverride = {}, now = Date.now()): Promise<CachedRun> {
+  // Served from the process's results cache while the data it read is unchanged (results-cache/).
+  return cachedReportRun(deps, report, override, now, () => (isIrDocument(report.query) ? runIr(deps, report, override) : runV0(deps, report, override, now)));
 }
 
 function withFilters(own: PropertyFilter[] | undefined, added: PropertyFilter[]): PropertyFilter[] {

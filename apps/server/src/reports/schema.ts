@@ -42,5 +42,7 @@ export const ReportRunSchema = z
     /** Repairs made on the way (an upgraded query, a board filter the analysis cannot take). */
     warnings: z.array(z.string()),
     ran_at: z.number().int(),
+    /** Present when the answer came from the results cache: when it was computed (Unix ms). */
+    cached_at: z.number().int().optional(),
   })
   .openapi('ReportRun');

@@ -1,0 +1,52 @@
+import type { EventStore } from '../ports/events/index.js';
+import { DataVersions, dayOf, daysOf, LAST_DAY, type Touched } from './versions.js';
+
+/**
+ * The event store with every write that may change an analysis' answer followed by a bump of
+ * the data versions of what it touched (versions.ts), so cached results (cache.ts) of those days
+ * stop being served. The bump follows the write: a result computed before the write has a
+ * signature the bump changes; one computed after it already saw the write. A failed bump fails
+ * the write (the worker then redelivers the batch, which is idempotent), so no write escapes it.
+ *
+ * - events (ingestion, fixtures): the days of their times;
+ * - identity links: the days from the link's `from_time` on (reads map the distinct_id's events
+ *   from then to the canonical id);
+ * - privacy deletes of identities and a project's deletion: the whole project;
+ * - the identity fold: every project (it reports no projects; answers are meant to stay the same,
+ *   but a cache must not bet on it);
+ * - raw statements and rows of unknown tables (tests, fixtures, operators' repairs): everything.
+ *
+ * Profiles are not analysed (only cohorts and data browsing read them, neither cached), and the
+ * compaction changes no answer: neither bumps.
+ */
+export function withDataVersions(store: EventStore, versions: DataVersions): EventStore {
+  const after = async <T>(write: Promise<T>, touched: () => Touched[] | 'all'): Promise<T> => {
+    const out = await write;
+    const t = touched();
+    await (t === 'all' ? versions.bumpAll() : versions.bump(t));
+    return out;
+  };
+  const project = (projectId: number): Touched[] => [{ projectId, firstDay: 0, lastDay: LAST_DAY }];
+  const overrides: Partial<EventStore> = {
+    writeEvents: (projectId, rows, opts) => after(store.writeEvents(projectId, rows, opts), () => daysOf(rows.map((r) => ({ project_id: projectId, time: r.time })))),
+    insertEvents: (rows) => after(store.insertEvents(rows), () => daysOf(rows)),
+    writeLinks: (rows) => after(store.writeLinks(rows), () => rows.map((l) => ({ projectId: l.project_id, firstDay: Math.max(0, dayOf(Number(l.from_time))), lastDay: LAST_DAY }))),
+    foldLinks: async (max, createdBefore) => {
+      const n = await store.foldLinks(max, createdBefore);
+      if (n > 0) await versions.bumpAll();
+      return n;
+    },
+    deleteIdentities: (projectId, ids) => after(store.deleteIdentities(projectId, ids), () => project(projectId)),
+    deleteProject: (projectId) => after(store.deleteProject(projectId), () => project(projectId)),
+    insertRows: (table, rows) => after(store.insertRows(table, rows), () => 'all'),
+    command: (sql) => after(store.command(sql), () => (/^\s*(CREATE|ATTACH|SET|OPTIMIZE|CHECKPOINT|SYSTEM)\b/i.test(sql) ? [] : 'all')),
+  };
+  return new Proxy(store, {
+    get(target, prop) {
+      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof EventStore];
+      const value = Reflect.get(target, prop);
+      // Methods run on the store itself, so adapters keep their private state on one object.
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

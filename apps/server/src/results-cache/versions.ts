@@ -1,0 +1,69 @@
+import type { Db } from '../ports/metadata/knex.js';
+import { DAY_MS } from '../query/dialects/index.js';
+
+/** The last day a row can name: "from this day on". */
+export const LAST_DAY = 2_147_483_647;
+/** Rows of project 0 concern every project (a write whose project is unknown). */
+const EVERY_PROJECT = 0;
+
+export const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
+
+/** One span of days of one project whose stored events may have changed. */
+export interface Touched {
+  projectId: number;
+  firstDay: number;
+  lastDay: number;
+}
+
+/**
+ * Change numbers of the event data, per project and span of days, in the metadata store
+ * (`results_versions`), so every process sees every other's writes. A write bumps the rows of the
+ * spans it touched after it is visible to readers; a cached result remembers the sum over the
+ * rows overlapping the days it read, taken before it ran, and is served only while that sum is
+ * unchanged (numbers only grow, so any bump in between changes it).
+ */
+export class DataVersions {
+  constructor(private db: Db) {}
+
+  async bump(touched: Touched[]): Promise<void> {
+    if (touched.length === 0) return;
+    const keys = [...new Set(touched.map((t) => `${t.projectId}:${t.firstDay}:${t.lastDay}`))].sort();
+    // Sorted keys: concurrent writers lock the same rows in the same order (no deadlock on PostgreSQL).
+    const rows = keys.map((k) => k.split(':').map(Number));
+    await this.db.raw(
+      `INSERT INTO results_versions (project_id, first_day, last_day, version) VALUES ${rows.map(() => '(?, ?, ?, 1)').join(', ')}
+       ON CONFLICT (project_id, first_day, last_day) DO UPDATE SET version = results_versions.version + 1`,
+      rows.flat(),
+    );
+  }
+
+  /** Every day of a project (privacy deletes, a project's deletion); project 0 for all projects. */
+  bumpProject(projectId: number): Promise<void> {
+    return this.bump([{ projectId, firstDay: 0, lastDay: LAST_DAY }]);
+  }
+
+  bumpAll(): Promise<void> {
+    return this.bumpProject(EVERY_PROJECT);
+  }
+
+  /** The sum of the change numbers of rows of the project (or of every project) overlapping `firstDay..lastDay`. */
+  async signature(projectId: number, firstDay: number, lastDay: number): Promise<number> {
+    const [row] = await this.db('results_versions')
+      .whereIn('project_id', [projectId, EVERY_PROJECT])
+      .andWhere('first_day', '<=', lastDay)
+      .andWhere('last_day', '>=', firstDay)
+      .sum({ s: 'version' });
+    return Number(row?.s ?? 0);
+  }
+}
+
+/** The days each project's rows fall on (one span per day). */
+export function daysOf(rows: ReadonlyArray<{ project_id: number; time: number }>): Touched[] {
+  const seen = new Map<string, Touched>();
+  for (const r of rows) {
+    const day = dayOf(Number(r.time));
+    const k = `${r.project_id}:${day}`;
+    if (!seen.has(k)) seen.set(k, { projectId: r.project_id, firstDay: day, lastDay: day });
+  }
+  return [...seen.values()];
+}
