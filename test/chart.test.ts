@@ -283,7 +283,7 @@ describe('Helm chart charts/tally', function () {
     assert.doesNotMatch(withIngress, /kind: Project/);
   });
 
-  it("the chart's crds/ are identical to the top-level crds/ (run npm run chart:crds)", async () => {
+  it("the chart's templates/crds/ are the top-level crds/ as templates (run npm run chart:crds)", async () => {
     assert.deepEqual(await driftedChartCrds(), []);
   });
 
