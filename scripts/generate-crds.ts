@@ -64,6 +64,10 @@ function jsonSchemaOf(schema: z.ZodType): JsonSchema {
   return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', reused: 'inline', unrepresentable: 'throw' }) as JsonSchema;
 }
 
+const READY_COLUMN = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' };
+const REASON_COLUMN = { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 };
+const AGE_COLUMN = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
 export function crdFor(def: KindDefinition): Record<string, unknown> {
   const spec = toStructural(jsonSchemaOf(def.spec), '$.spec');
   const status = toStructural(jsonSchemaOf(def.status), '$.status');
@@ -73,7 +77,7 @@ export function crdFor(def: KindDefinition): Record<string, unknown> {
     metadata: { name: `${def.plural}.${GROUP}` },
     spec: {
       group: GROUP,
-      scope: 'Namespaced',
+      scope: def.scope ?? 'Namespaced',
       names: {
         kind: def.kind,
         listKind: `${def.kind}List`,
@@ -88,12 +92,9 @@ export function crdFor(def: KindDefinition): Record<string, unknown> {
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-            { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', priority: 1 },
-            ...def.columns,
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
+          additionalPrinterColumns: def.readyLast
+            ? [...def.columns, READY_COLUMN, REASON_COLUMN, AGE_COLUMN]
+            : [READY_COLUMN, REASON_COLUMN, ...def.columns, AGE_COLUMN],
           schema: {
             openAPIV3Schema: {
               type: 'object',

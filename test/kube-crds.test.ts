@@ -40,14 +40,16 @@ describe('CRDs (crds/)', () => {
 
   it('are structural, with status subresource, printer columns, short names and the kustomization', async () => {
     const kustomization = await committed('kustomization.yaml');
-    assert.deepEqual(kustomization.resources, ['project.yaml', 'flagsecret.yaml', 'featureflag.yaml']);
+    assert.deepEqual(kustomization.resources, ['organization.yaml', 'project.yaml', 'flagsecret.yaml', 'featureflag.yaml', 'apitoken.yaml']);
     for (const def of KINDS) {
       const crd = await committed(`${def.singular}.yaml`);
       const version = crd.spec.versions[0];
       assert.deepEqual(untypedNodes(version.schema.openAPIV3Schema, def.kind, []), []);
       assert.deepEqual(version.subresources, { status: {} });
       const columns = version.additionalPrinterColumns.map((c: any) => c.name);
-      for (const name of ['Ready', 'Project ID', 'Age']) assert.ok(columns.includes(name), `${def.kind} column ${name}`);
+      const own = { Organization: ['ID', 'Events', 'Quota'], ApiToken: ['Organization', 'Role', 'Secret'] }[def.kind] ?? ['Project ID'];
+      for (const name of ['Ready', ...own, 'Age']) assert.ok(columns.includes(name), `${def.kind} column ${name}`);
+      assert.equal(crd.spec.scope, def.kind === 'Organization' ? 'Cluster' : 'Namespaced');
       assert.ok(crd.spec.names.shortNames.length > 0);
       const status = version.schema.openAPIV3Schema.properties.status.properties;
       assert.equal(status.conditions['x-kubernetes-list-type'], 'map');
@@ -73,6 +75,22 @@ describe('CRDs (crds/)', () => {
     ]);
     const fs = parse(files['flagsecret.yaml']).spec.versions[0].schema.openAPIV3Schema.properties.spec;
     assert.equal(fs.properties.secretRef.properties.key.default, 'secret');
+    // Tenancy: the organisation by reference (immutable), exactly one of ref and id, limits' bounds.
+    assert.deepEqual(project['x-kubernetes-validations'].map((v: any) => v.rule), ['has(self.organizationRef) != has(self.organizationId)']);
+    assert.equal(project.properties.organizationRef['x-kubernetes-validations'][0].rule, 'self == oldSelf');
+    assert.deepEqual([project.properties.retentionDays.minimum, project.properties.retentionDays.maximum], [1, 3650]);
+    assert.equal(project.properties.rateLimit.properties.requestsPer10Seconds.minimum, 1);
+    const orgCrd = parse(files['organization.yaml']);
+    const org = orgCrd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    assert.deepEqual(orgCrd.spec.names.shortNames, ['torg']);
+    assert.equal(org.properties.namespaces.minItems, 1);
+    assert.deepEqual(org.properties.members.items.properties.role.enum, ['viewer', 'member', 'admin', 'owner']);
+    assert.deepEqual(orgCrd.spec.versions[0].additionalPrinterColumns.filter((c: any) => !c.priority).map((c: any) => c.name), ['ID', 'Events', 'Quota', 'Ready', 'Age']);
+    const tokCrd = parse(files['apitoken.yaml']);
+    const tok = tokCrd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    assert.deepEqual(tokCrd.spec.names.shortNames, ['ttok']);
+    assert.deepEqual(tok.properties.role.enum, ['viewer', 'member', 'admin']);
+    assert.equal(tok.properties.organizationRef['x-kubernetes-validations'][0].rule, 'self == oldSelf');
   });
 
   it('types the specs with the service schemas (zod agrees with the CRD on defaults and bounds)', () => {
@@ -171,9 +189,12 @@ describe('CRDs (crds/)', () => {
             {
               displayName: w(fc.constantFrom('Shop', 'x'.repeat(200)), fc.constantFrom('', 'x'.repeat(201), 3)),
               organizationId: w(fc.constantFrom(1, 3, Number.MAX_SAFE_INTEGER), fc.constantFrom(0, -1, 1.5, '1', Number.MAX_SAFE_INTEGER + 2)),
+              organizationRef: w(fc.constantFrom({ name: 'acme' }, { name: 'a.b' }), fc.constantFrom({ name: 'Acme' }, {}, 3)),
+              retentionDays: w(fc.constantFrom(1, 30, 3650), fc.constantFrom(0, 3651, 1.5, '30')),
+              rateLimit: w(fc.constantFrom({ requestsPer10Seconds: 1 }, { requestsPer10Seconds: 1_000_000 }), fc.constantFrom({ requestsPer10Seconds: 0 }, {}, 5)),
               deletionPolicy: policy,
             },
-            { requiredKeys: ['displayName', 'organizationId'] },
+            { requiredKeys: ['displayName'] },
           ),
           fc.nat(),
         )

@@ -1,10 +1,14 @@
-/** The operator's three custom resources: zod schemas of spec and status, TS types, CRD facts. */
+/** The operator's custom resources: zod schemas of spec and status, TS types, CRD facts. */
 export * from './meta.js';
+export * from './organization.js';
 export * from './project.js';
 export * from './flagsecret.js';
 export * from './featureflag.js';
+export * from './apitoken.js';
+import { ORGANIZATION } from './organization.js';
 import { PROJECT } from './project.js';
 import { FLAG_SECRET } from './flagsecret.js';
 import { FEATURE_FLAG } from './featureflag.js';
+import { API_TOKEN } from './apitoken.js';
 
-export const KINDS = [PROJECT, FLAG_SECRET, FEATURE_FLAG] as const;
+export const KINDS = [ORGANIZATION, PROJECT, FLAG_SECRET, FEATURE_FLAG, API_TOKEN] as const;

@@ -12,7 +12,10 @@ export const FINALIZER = 'analytics.tally.dev/finalizer';
 
 export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 /** Reasons the operator writes on `Ready` (product.md; others may be added). */
-export const REASONS = ['Reconciled', 'Invalid', 'ProjectNotFound', 'OrganizationNotFound', 'Conflict', 'ApiUnavailable'] as const;
+export const REASONS = ['Reconciled', 'Invalid', 'ProjectNotFound', 'OrganizationNotFound', 'NamespaceNotAllowed', 'Conflict', 'ApiUnavailable'] as const;
+
+/** Takes over an existing organisation or project (its id) instead of creating one. */
+export const ADOPT_ANNOTATION = 'analytics.tally.dev/adopt-id';
 export type Reason = (typeof REASONS)[number];
 
 /** metav1.Condition, with the API server's own bounds and patterns. */
@@ -54,6 +57,19 @@ export const ObjectName = z
 /** A reference to a Project in the same namespace. */
 export const ProjectRefSchema = z.object({ name: ObjectName }).strict();
 export type ProjectRef = z.infer<typeof ProjectRefSchema>;
+
+/** A reference to an Organization (cluster-scoped); immutable once set. */
+export const OrganizationRefSchema = z
+  .object({ name: ObjectName })
+  .strict()
+  .meta({ 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'organizationRef is immutable' }] });
+export type OrganizationRef = z.infer<typeof OrganizationRefSchema>;
+
+/** A namespace name (DNS label). */
+export const NamespaceName = z.string().min(1).max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+
+/** An email as the service's invitation accepts it (simple form: RE2 has no lookaheads). */
+export const Email = z.string().min(3).max(320).regex(/^[^@\s]+@[^@\s]+$/);
 
 export const DELETION_POLICIES = ['Retain', 'Delete'] as const;
 export type DeletionPolicy = (typeof DELETION_POLICIES)[number];
@@ -99,8 +115,12 @@ export interface KindDefinition {
   plural: string;
   singular: string;
   shortNames: string[];
+  /** Namespaced (default) or Cluster. */
+  scope?: 'Namespaced' | 'Cluster';
   spec: z.ZodType;
   status: z.ZodType;
+  /** Ready after the kind's columns instead of first (Organization: ID, EVENTS, QUOTA, READY). */
+  readyLast?: boolean;
   /** Printer columns besides Ready and Age. */
   columns: { name: string; type: 'string' | 'integer' | 'boolean' | 'date'; jsonPath: string; priority?: number; description?: string }[];
 }

@@ -354,7 +354,7 @@ export class Api {
           continue;
         }
         for (const rule of unsupportedRules(schema)) {
-          causes.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].schema.openAPIV3Schema`, message: `this fake API server evaluates only "self == oldSelf" (${rule})` });
+          causes.push({ reason: 'FieldValueInvalid', field: `spec.versions[${i}].schema.openAPIV3Schema`, message: `this fake API server evaluates only "self == oldSelf" and "has(self.a) != has(self.b)" (${rule})` });
         }
       }
       const existing = this.types.get(`${spec.group}/${spec.names.plural}`);
