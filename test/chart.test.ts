@@ -25,7 +25,8 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
   external: { release: 'tally', set: EXTERNAL },
   everything: { release: 'tally', set: EVERYTHING },
   'release one': { release: 'one', set: [] },
-  'release two': { release: 'two', set: [] },
+  // CRDs are cluster-wide: one release installs them, the second sets crds.enabled=false.
+  'release two': { release: 'two', set: ['crds.enabled=false'] },
   'bundled stores, existing Secret': { release: 'tally', set: ['credentials.existingSecret=mine'] },
   'external NATS cluster': {
     release: 'tally',
@@ -72,7 +73,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(kinds('Deployment'), ['tally-api', 'tally-operator', 'tally-worker']);
     assert.deepEqual(kinds('StatefulSet'), ['tally-clickhouse', 'tally-nats', 'tally-postgresql']);
     assert.deepEqual(kinds('PodDisruptionBudget'), ['tally-api', 'tally-worker']);
-    assert.deepEqual(kinds('ServiceAccount'), ['tally-operator']);
+    assert.deepEqual(kinds('ServiceAccount'), ['tally-api', 'tally-operator', 'tally-worker']);
     assert.deepEqual(kinds('HorizontalPodAutoscaler'), []);
     for (const s of o.filter((x) => x.kind === 'StatefulSet')) assert.equal(s.spec.volumeClaimTemplates?.[0]?.metadata.name, 'data', s.metadata.name);
     const secret = find(o, 'Secret', 'tally-credentials');

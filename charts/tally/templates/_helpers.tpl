@@ -30,8 +30,85 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* An image reference: [global.imageRegistry/]repository, then @digest when set (the tag is then only
+     informative), else :tag. Takes (dict "root" $ "image" <image values> "tag" <default tag>). */}}
+{{- define "tally.imageRef" -}}
+{{- $registry := ((.root.Values.global | default dict).imageRegistry | default "") -}}
+{{- $repo := .image.repository -}}
+{{- if $registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo }}{{ end -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" $repo .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repo (default .tag .image.tag) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tally.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- include "tally.imageRef" (dict "root" . "image" .Values.image "tag" .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The key of a credential in the credentials Secret: credentials.secretKeys maps the chart's names
+     (superadminKey, postgresPassword, clickhousePassword) to an existing Secret's keys. */}}
+{{- define "tally.secretKey" -}}
+{{- $names := dict "superadminKey" "SUPERADMIN_KEY" "postgresPassword" "POSTGRES_PASSWORD" "clickhousePassword" "CLICKHOUSE_PASSWORD" -}}
+{{- $mapped := "" -}}
+{{- if hasKey .root.Values.credentials "existingSecret" -}}{{- $mapped = get (.root.Values.credentials.secretKeys | default dict) .key -}}{{- end -}}
+{{- default (get $names .key) $mapped -}}
+{{- end -}}
+
+{{/* Pod metadata additions of a component: podLabels, podAnnotations. (dict "root" $ "component" "api" "values" .Values.api) */}}
+{{- define "tally.podLabels" -}}
+{{- with .values.podLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+{{- define "tally.podAnnotations" -}}
+{{- with .values.podAnnotations }}
+annotations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Scheduling of a component's pods: nodeSelector, tolerations, affinity, priorityClassName and
+     topologySpreadConstraints; with none given and more than one replica (or an HPA), pods are spread
+     over zones and nodes when the scheduler can (ScheduleAnyway: never blocks scheduling). */}}
+{{- define "tally.scheduling" -}}
+{{- $v := .values -}}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if $v.topologySpreadConstraints }}
+topologySpreadConstraints: {{- toYaml $v.topologySpreadConstraints | nindent 2 }}
+{{- else if or (gt (int $v.replicas) 1) (and $v.autoscaling $v.autoscaling.enabled) }}
+topologySpreadConstraints:
+  {{- range $key := list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+  - maxSkew: 1
+    topologyKey: {{ $key }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels: {{- include "tally.selectorLabels" $ | nindent 8 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A component's ServiceAccount name: serviceAccount.name, or "<fullname>-<component>". */}}
+{{- define "tally.serviceAccountName" -}}
+{{- default (printf "%s-%s" (include "tally.fullname" .root) .component) .values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* extraEnv (list of EnvVar, valueFrom allowed) and extraEnvFrom of a component. */}}
+{{- define "tally.extraEnv" -}}
+{{- with .values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* The Secret holding SUPERADMIN_KEY, and the generated one (always created: it also keeps bundled stores' passwords). */}}
@@ -53,7 +130,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- $full := include "tally.fullname" . -}}
 {{- if .Values.postgresql.enabled }}
 - name: PGPASSWORD
-  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: POSTGRES_PASSWORD } }
+  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: {{ include "tally.secretKey" (dict "root" . "key" "postgresPassword") }} } }
 - name: DATABASE_URL
   value: {{ printf "postgres://%s@%s-postgresql:5432/%s" .Values.postgresql.username $full .Values.postgresql.database | quote }}
 {{- else }}
@@ -70,7 +147,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 - name: CLICKHOUSE_USER
   value: {{ .Values.clickhouse.username | quote }}
 - name: CLICKHOUSE_PASSWORD
-  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: CLICKHOUSE_PASSWORD } }
+  valueFrom: { secretKeyRef: { name: {{ include "tally.credentialsSecret" . }}, key: {{ include "tally.secretKey" (dict "root" . "key" "clickhousePassword") }} } }
 {{- else }}
 - name: CLICKHOUSE_URL
   value: {{ required "externalClickhouse.url is required when clickhouse.enabled=false (http://host:8123)" .Values.externalClickhouse.url | quote }}
@@ -92,7 +169,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
   value: {{ printf "nats://%s-nats:4222" $full | quote }}
 {{- else }}
   value: {{ required "externalNats.url or externalNats.servers is required when nats.enabled=false (nats://host:4222)" (default (join "," .Values.externalNats.servers) .Values.externalNats.url) | quote }}
-{{- if not (hasKey .Values.extraEnv "NATS_STREAM_REPLICAS") }}
+{{- if not (and (kindIs "map" .Values.extraEnv) (hasKey .Values.extraEnv "NATS_STREAM_REPLICAS")) }}
 - name: NATS_STREAM_REPLICAS
   value: {{ .Values.externalNats.streamReplicas | quote }}
 {{- end }}
@@ -109,9 +186,15 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end }}
 - name: DATA_DIR
   value: /var/lib/tally
+{{- if kindIs "slice" .Values.extraEnv }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- else }}
 {{- range $k, $v := .Values.extraEnv }}
 - name: {{ $k }}
   value: {{ $v | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
