@@ -24,8 +24,10 @@ export async function startBenchService(opts: {
   listening?: RegExp;
   /** A compiled entry point (dist/…/main.js) run with plain node instead of the sources through tsx. */
   entry?: string;
+  /** DATA_DIR of the process (stores seeded beforehand); default a fresh temporary directory. */
+  dataDir?: string;
 }): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), `${opts.name}-`));
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), `${opts.name}-`));
   const main = opts.entry ? [opts.entry] : ['--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
   const node = [process.execPath, ...(opts.nodeArgs ?? []), ...main, ...(opts.role ? [opts.role] : [])];
   const [cmd, ...args] = [...(opts.prefix ?? []), ...node];

@@ -1,0 +1,199 @@
+/**
+ * Board benchmark of the web console (not a test). Seeds `--events N` generated events (default
+ * 10M; scripts/bench-dataset.ts: 200k identities, 40 event names, 10 properties) over the 30 days
+ * ending now into the chosen engine, starts the service on it (a child process, one API + worker),
+ * saves 12 reports (segmentations, funnels, retention, flows, IR trends and a funnel) on a board
+ * whose range is the last 30 days, and measures
+ *
+ * - `apiMs`: the API's own time for the same 12 queries, uncached (the v0 and IR query
+ *   endpoints, 4 at a time as the console sends its cards), wall time of all 12;
+ * - `firstViewMs`: the real browser (Debian chromium through puppeteer-core) loading the board's
+ *   address until every card shows its chart or its error (a fresh results cache: an annotation
+ *   written before each first view changes every entry's signature);
+ * - `cachedViewMs`: the same page loaded again (cards from the results cache);
+ * - `apiCachedMs`: one POST /api/boards/{id}/run answered from the cache;
+ * - `shellMs`: of each view, the part until the board's cards are laid out, before any answer
+ *   (the console's files, the account, projects and board reads).
+ *
+ * Medians of `--runs` (default 3). The browser holds the console's files in its cache after the
+ * first load, as a person's browser would.
+ *
+ *   npm run bench:console                                   # DuckDB, 10M events
+ *   npm run bench:console -- --events 2000000 --runs 3      # smaller
+ *   npm run bench:console -- --engine clickhouse            # ClickHouse at CLICKHOUSE_URL or TEST_CLICKHOUSE_URL (database bench_console)
+ *   npm run bench:console -- --json                         # also one final JSON line of figures
+ */
+import path from 'node:path';
+import fs from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import puppeteer, { type Page } from 'puppeteer-core';
+import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
+import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
+import type { EventStore } from '../apps/server/src/ports/events/index.js';
+import { BENCH_KEY, benchApi, startBenchService } from './bench-support.js';
+import { seedDataset } from './bench-dataset.js';
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+};
+const N = Number(arg('events', '10000000'));
+const RUNS = Number(arg('runs', '3'));
+const ENGINE = arg('engine', 'duckdb') as 'duckdb' | 'clickhouse';
+const JSON_OUT = process.argv.includes('--json');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const DAY = 86_400_000;
+const PROJECT = 1;
+
+const now = Date.now();
+const today = Math.floor(now / DAY) * DAY;
+const t0 = today - 29 * DAY;
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+const from = iso(t0);
+const to = iso(today);
+
+/** The 12 cards: [name, report type, stored query, the uncached endpoint and body answering the same]. */
+function cards(): Array<{ name: string; type: string; query: Record<string, unknown>; endpoint: string; body: Record<string, unknown> }> {
+  const v0 = (name: string, type: string, endpoint: string, q: Record<string, unknown>) => ({ name, type, query: { ...q, from, to }, endpoint, body: { ...q, from, to, projectId: String(PROJECT) } });
+  const ir = (name: string, type: string, q: Record<string, unknown>) => {
+    const query = { v: 2, dateRange: { kind: 'absolute', from, to }, ...q };
+    return { name, type, query, endpoint: '/api/query', body: { projectId: String(PROJECT), query } };
+  };
+  const metric = (id: string, event: string, op: string) => ({ id, kind: 'event', event, aggregation: { op } });
+  return [
+    v0('e0 per day', 'segmentation', '/api/query/segmentation', { event: 'e0', unit: 'day', type: 'total' }),
+    v0('e1 people per day', 'segmentation', '/api/query/segmentation', { event: 'e1', unit: 'day', type: 'unique' }),
+    v0('e2 by p1', 'segmentation', '/api/query/segmentation', { event: 'e2', unit: 'day', type: 'total', breakdown: 'p1' }),
+    v0('all events where p2 = v1', 'segmentation', '/api/query/segmentation', { event: '$all_events', unit: 'day', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v1' }] }),
+    v0('e0 → e1 → e2', 'funnel', '/api/query/funnel', { steps: ['e0', 'e1', 'e2'], windowDays: 7 }),
+    v0('e3 → e5 by p1', 'funnel', '/api/query/funnel', { steps: ['e3', 'e5'], windowDays: 7, breakdown: 'p1' }),
+    v0('e0 then e1, weekly', 'retention', '/api/query/retention', { bornEvent: 'e0', returnEvent: 'e1', unit: 'week', buckets: 4 }),
+    v0('after e0', 'flows', '/api/query/flows', { event: 'e0', direction: 'after', steps: 3 }),
+    ir('e0 against the previous period', 'segmentation', { metrics: [metric('A', 'e0', 'count')], analysis: { kind: 'trend', unit: 'day', compare: { kind: 'previous_period' } } }),
+    ir('e1 and e2 people', 'segmentation', { metrics: [metric('A', 'e1', 'unique'), metric('B', 'e2', 'unique')], analysis: { kind: 'trend', unit: 'day' } }),
+    ir('e0 → e4 (IR)', 'funnel', { metrics: [metric('A', 'e0', 'unique'), metric('B', 'e4', 'unique')], analysis: { kind: 'funnel', steps: ['A', 'B'] } }),
+    v0('e5 per week where p1 ≠ v0', 'segmentation', '/api/query/segmentation', { event: 'e5', unit: 'week', type: 'unique', filters: [{ key: 'p1', op: 'neq', value: 'v0' }] }),
+  ];
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function seed(dataDir: string): Promise<Record<string, string>> {
+  const shape = { project: PROJECT, t0, spanMs: now - t0, ids: 200_000 };
+  let store: EventStore;
+  let env: Record<string, string> = {};
+  if (ENGINE === 'duckdb') {
+    store = new DuckDbEventStore(path.join(dataDir, 'events.duckdb'));
+  } else {
+    const url = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
+    if (!url) throw new Error('--engine clickhouse needs CLICKHOUSE_URL or TEST_CLICKHOUSE_URL');
+    const database = process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_console';
+    store = new ClickHouseEventStore({ url, database });
+    env = { CLICKHOUSE_URL: url, CLICKHOUSE_DATABASE: database };
+  }
+  await store.migrate();
+  const s = await seedDataset(store, N, shape);
+  console.log(`${ENGINE}: ${N} events over ${from}..${to} loaded in ${(s.loadMs / 1000).toFixed(1)} s, ${s.folded} links folded in ${(s.foldMs / 1000).toFixed(1)} s`);
+  await store.close();
+  return env;
+}
+
+/** Every card of the board shows its chart (svg or canvas) or its error. */
+async function boardDrawn(page: Page, count: number): Promise<void> {
+  await page.waitForFunction((n: number) => {
+    const figs = [...document.querySelectorAll('[role="figure"]')];
+    return figs.length === n && figs.every((f) => !f.querySelector('[role="status"]') && f.querySelector('svg, canvas, [role="alert"]'));
+  }, { polling: 'raf', timeout: 120_000 }, count);
+}
+
+async function main() {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-console-'));
+  const env = await seed(dataDir);
+  const svc = await startBenchService({ name: 'bench-console', dataDir, env: { ...env, QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000' } });
+  const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  try {
+    const org = await benchApi(svc.url, 'POST', '/admin/orgs', { name: 'Bench' });
+    const project = await benchApi(svc.url, 'POST', `/admin/orgs/${org.id}/projects`, { name: 'Web' });
+    if (project.id !== PROJECT) throw new Error(`the seeded events belong to project ${PROJECT}, the service made ${project.id}`);
+    const list = cards();
+    const reports = [];
+    for (const c of list) reports.push(await benchApi(svc.url, 'POST', `/api/reports?projectId=${PROJECT}`, { name: c.name, type: c.type, query: c.query }));
+    const board = await benchApi(svc.url, 'POST', `/api/boards?projectId=${PROJECT}`, {
+      name: 'Last 30 days', date_range: { kind: 'absolute', from, to },
+      cards: reports.map((r, i) => ({ reportId: r.id, span: i % 3 === 0 ? 12 : 6 })),
+    });
+
+    // The API alone, uncached, 4 queries in flight as the console runs its cards.
+    const apiRun = async () => {
+      const started = performance.now();
+      let next = 0;
+      const worker = async () => {
+        while (next < list.length) {
+          const c = list[next++];
+          await benchApi(svc.url, 'POST', c.endpoint, c.body);
+        }
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+      return performance.now() - started;
+    };
+    await apiRun(); // warm-up: the engine's first reads of the files
+
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1440, height: 900 });
+    await page.goto(`${svc.url}/sign-in`, { waitUntil: 'networkidle0' });
+    await page.locator('::-p-aria(Access token)').fill(BENCH_KEY);
+    await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
+    await page.waitForFunction(() => location.pathname !== '/sign-in');
+    const address = `${svc.url}/projects/${PROJECT}/boards/${board.id}`;
+    const shell: number[] = [];
+    const view = async () => {
+      const started = performance.now();
+      await page.goto(address);
+      // The page's own part: the console loaded, the board read, its cards laid out (no answer yet needed).
+      await page.waitForFunction((n: number) => document.querySelectorAll('[role="figure"]').length === n, { polling: 'raf', timeout: 120_000 }, list.length);
+      shell.push(performance.now() - started);
+      await boardDrawn(page, list.length);
+      return performance.now() - started;
+    };
+    await view(); // the console's files into the browser's cache
+    shell.length = 0;
+
+    const api: number[] = [];
+    const first: number[] = [];
+    const cached: number[] = [];
+    const apiCached: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      api.push(await apiRun());
+      // A new annotation changes what every entry was computed with: the next view misses.
+      await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `run ${r}` });
+      first.push(await view());
+      cached.push(await view());
+      const s = performance.now();
+      const run = await benchApi(svc.url, 'POST', `/api/boards/${board.id}/run`, {});
+      apiCached.push(performance.now() - s);
+      const missed = run.cards.filter((c: { cached_at?: number }) => c.cached_at === undefined).length;
+      if (missed > 0) throw new Error(`${missed} cards were not served from the cache`);
+      const errors = await page.$$eval('[role="figure"] [role="alert"]', (els) => els.map((e) => e.textContent));
+      if (errors.length) throw new Error(`cards failed: ${errors.join('; ')}`);
+    }
+    const figures = {
+      engine: ENGINE, events: N, cards: list.length, runs: RUNS,
+      apiMs: Math.round(median(api)), firstViewMs: Math.round(median(first)), cachedViewMs: Math.round(median(cached)), apiCachedMs: Math.round(median(apiCached)),
+      shellMs: Math.round(median(shell)),
+    };
+    console.log(`\n${ENGINE}, ${N} events, a board of ${list.length} cards over 30 days; median of ${RUNS}`);
+    console.log(`  API alone, uncached (12 queries, 4 at a time): ${figures.apiMs} ms`);
+    console.log(`  browser, first view (results cache empty):    ${figures.firstViewMs} ms`);
+    console.log(`  browser, cached view:                         ${figures.cachedViewMs} ms`);
+    console.log(`  API board run from the cache:                 ${figures.apiCachedMs} ms`);
+    console.log(`  browser, the board laid out before any answer: ${figures.shellMs} ms (console, account, projects, board)`);
+    if (JSON_OUT) console.log(JSON.stringify(figures));
+  } finally {
+    await browser.close();
+    svc.child.kill('SIGTERM');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
