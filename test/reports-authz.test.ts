@@ -5,7 +5,7 @@ import type { Client } from './support/http.js';
 
 /**
  * The authorisation matrix of the reports, boards, annotations and lexicon routes: every route,
- * every caller (users of each role, machine-access tokens, the superadmin key). Viewers read and
+ * every caller (users of each role, machine-access tokens, the superadmin key, the operator key: 403). Viewers read and
  * run, members and above also write, anonymous callers get 401,
  * another organisation's owner gets 404 for ids in paths and 403 for a foreign projectId.
  */
@@ -57,7 +57,7 @@ forEachBackend('reports, boards, annotations, lexicon: authorisation matrix', (b
   const machine: Record<'member' | 'viewer', string> = { member: '', viewer: '' };
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await startTestService(backend, { OPERATOR_KEY: 'mx-operator-key' });
     tenant = await createTenant(t, 'mx');
     other = await createTenant(t, 'mx-other');
     for (const role of ['member', 'viewer'] as const) {
@@ -99,6 +99,8 @@ forEachBackend('reports, boards, annotations, lexicon: authorisation matrix', (b
       ['member machine token', t.client(machine.member), (r) => r.status ?? 200],
       ['viewer machine token', t.client(machine.viewer), (r) => (r.write ? 403 : r.status ?? 200)],
       ['foreign owner', t.client(other.tokens.owner), (r) => (r.scope === 'id' ? 404 : 403)],
+      // OPERATOR_KEY reaches no tenant's reports, boards, annotations or lexicon.
+      ['operator key', t.client('mx-operator-key'), () => 403],
     ];
     const failures: string[] = [];
     for (const row of ROWS) {

@@ -70,7 +70,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage: new UsageStore(db),
     rateLimits: new RateLimits(config.rateLimits, rateCounter(config, db)),
-    auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db)),
+    auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db), config.operatorKey),
   };
 }
 
@@ -92,7 +92,7 @@ async function openBuffer(config: Config): Promise<IngestionBuffer> {
 export function buildKoa(deps: Deps, routes: RouteSpec[] = allRoutes(deps)): Koa {
   const app = new Koa({ proxy: false });
   const router = new Router();
-  const exactRoutes = mountRoutes(router, routes, (ctx, kind) => deps.auth.authenticate(ctx, kind));
+  const exactRoutes = mountRoutes(router, routes, (ctx, kind, r) => deps.auth.authenticate(ctx, kind, r));
   const openapi = openApiDocument(routes, deps.version);
   router.get('/openapi.json', (ctx) => { ctx.body = openapi; });
   app.use(errorHandler(deps.log, envelopeByPath(routes)));

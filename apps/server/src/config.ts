@@ -16,6 +16,8 @@ export interface Config {
   nats: NatsConfig;
   /** Port of a separate /metrics + /health listener (0 = none); for the `worker` role, which has no API. */
   metricsPort: number;
+  /** OPERATOR_KEY: the operator's credential, accepted only on the routes it calls (auth/operator.ts). */
+  operatorKey?: string;
   oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number; clientId: string };
   /** Directory kubelet projects the tenant config Secret into (tenants.json); see docs/tenant-config.md. */
   tenantConfigPath?: string;
@@ -72,6 +74,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.HOST ?? '0.0.0.0',
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     superadminKey: env.SUPERADMIN_KEY || undefined,
+    operatorKey: env.OPERATOR_KEY || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     clickhouse: env.CLICKHOUSE_URL
       ? {

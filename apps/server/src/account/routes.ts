@@ -23,7 +23,7 @@ const UserIdParams = z.object({ userId: z.coerce.number().int().positive().max(N
 
 /** Member management acts inside one organisation: the superadmin has none and uses /admin instead. */
 export function orgActor(auth: AuthContext): OrgActor {
-  if (auth.kind === 'superadmin') {
+  if (auth.kind === 'superadmin' || auth.kind === 'operator') {
     throw badRequest('no organization context', { resolution: 'the superadmin manages members through /admin/orgs/{id}/members' });
   }
   if (auth.kind === 'user' && (auth.orgId === null || auth.role === null)) throw badRequest('no organization context');
@@ -44,6 +44,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx }) => {
         const auth = authOf(ctx);
         if (auth.kind === 'superadmin') return { superadmin: true, user: null, memberships: [], organization: null, role: null };
+        if (auth.kind === 'operator') throw forbidden();
         if (auth.kind === 'token') {
           return { superadmin: false, user: null, memberships: [], organization: (await orgs.getOrg(auth.orgId)) ?? null, role: auth.role };
         }

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { noOrganization, unauthorized } from '../http/errors.js';
+import { forbidden, noOrganization, unauthorized } from '../http/errors.js';
+import { operatorMayCall } from './operator.js';
 import { invalidFlagSecret, type ProjectCredentials, type TokenProject } from './credentials.js';
 import type { AuthKind } from '../http/route.js';
 import type { OrgStore } from '../orgs/store.js';
@@ -23,6 +24,7 @@ export function bearerToken(ctx: Context): string | undefined {
  */
 export class Authenticator {
   private superadminDigest: Buffer;
+  private operatorDigest: Buffer | undefined;
 
   constructor(
     superadminKey: string,
@@ -31,12 +33,19 @@ export class Authenticator {
     /** Project tokens and flag secrets (in-memory tenant config first, then the database). */
     readonly credentials: ProjectCredentials,
     private machineTokens: MachineTokenStore,
+    /** OPERATOR_KEY (unset: no operator credential). */
+    operatorKey?: string,
   ) {
     this.superadminDigest = digest(superadminKey);
+    this.operatorDigest = operatorKey ? digest(operatorKey) : undefined;
   }
 
   isSuperadminKey(token: string): boolean {
     return timingSafeEqual(digest(token), this.superadminDigest);
+  }
+
+  isOperatorKey(token: string): boolean {
+    return this.operatorDigest !== undefined && timingSafeEqual(digest(token), this.operatorDigest);
   }
 
   /**
@@ -46,6 +55,7 @@ export class Authenticator {
   async resolve(token: string | undefined): Promise<AuthContext | undefined> {
     if (!token) return undefined;
     if (this.isSuperadminKey(token)) return { kind: 'superadmin' };
+    if (this.isOperatorKey(token)) return { kind: 'operator' };
     if (token.startsWith(MACHINE_TOKEN_PREFIX)) {
       const machine = await this.machineTokens.resolve(token);
       return machine && { kind: 'token', tokenId: machine.id, name: machine.name, orgId: machine.orgId, role: machine.role };
@@ -69,7 +79,7 @@ export class Authenticator {
     return async (project) => {
       if (!auth) return false;
       if (auth.kind === 'superadmin') return true;
-      if (project.org_id === null) return false;
+      if (auth.kind === 'operator' || project.org_id === null) return false;
       if (auth.kind === 'token') return auth.orgId === project.org_id && auth.role === 'owner';
       if (!cache.has(project.org_id)) {
         const m = await this.orgs.membershipOfUser(project.org_id, auth.userId);
@@ -79,8 +89,11 @@ export class Authenticator {
     };
   }
 
-  /** The route-level check for an AuthKind (see http/route.ts). */
-  async authenticate(ctx: Context, kind: AuthKind): Promise<void> {
+  /**
+   * The route-level check for an AuthKind (see http/route.ts). `route` (the declaration's method
+   * and path) decides whether the operator key may call it (auth/operator.ts).
+   */
+  async authenticate(ctx: Context, kind: AuthKind, route?: { method: string; path: string }): Promise<void> {
     if (kind === 'none') return;
     if (kind === 'projectToken') {
       ctx.state.projectTokens = this.credentials.forRequest(ctx);
@@ -91,6 +104,11 @@ export class Authenticator {
       const project = token ? await this.credentials.byFlagSecret(token) : undefined;
       if (!project) throw invalidFlagSecret();
       ctx.state.flagSecretProject = project;
+      return;
+    }
+    if (token && (kind === 'admin' || kind === 'api' || kind === 'account') && this.isOperatorKey(token)) {
+      if (!route || !operatorMayCall(route.method, route.path)) throw forbidden();
+      ctx.state.auth = { kind: 'operator' };
       return;
     }
     if (kind === 'admin') {

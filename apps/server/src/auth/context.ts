@@ -8,6 +8,8 @@ import { roleAtLeast, type Role } from './roles.js';
  */
 export type AuthContext =
   | { kind: 'superadmin' }
+  /** OPERATOR_KEY: the operator's own credential, accepted only on the routes auth/operator.ts lists. */
+  | { kind: 'operator' }
   | { kind: 'user'; userId: number; email: string | null; orgId: number | null; role: Role | null }
   | MachineActor;
 
@@ -31,10 +33,14 @@ export function authOf(ctx: Context): AuthContext {
   return auth;
 }
 
-/** Superadmin passes; a user needs at least `min` in their organisation. */
+/** The installation-wide credentials (superadmin key, operator key): no organisation of their own. */
+export type InstallationAuth = Extract<AuthContext, { kind: 'superadmin' | 'operator' }>;
+export const isInstallation = (auth: AuthContext): auth is InstallationAuth => auth.kind === 'superadmin' || auth.kind === 'operator';
+
+/** Superadmin (and the operator, on the routes it may call) passes; a user needs at least `min` in their organisation. */
 export function requireRole(ctx: Context, min: Role): AuthContext {
   const auth = authOf(ctx);
-  if (auth.kind === 'superadmin') return auth;
+  if (isInstallation(auth)) return auth;
   if (auth.orgId === null || auth.role === null) throw noOrganization();
   if (!roleAtLeast(auth.role, min)) throw forbidden();
   return auth;
@@ -42,7 +48,7 @@ export function requireRole(ctx: Context, min: Role): AuthContext {
 
 /** The caller's organisation id, or null for the superadmin (who sees every organisation). */
 export function orgScope(auth: AuthContext): number | null {
-  if (auth.kind === 'superadmin') return null;
+  if (isInstallation(auth)) return null;
   if (auth.orgId === null) throw noOrganization();
   return auth.orgId;
 }

@@ -9,16 +9,17 @@ import { badRequest, conflict } from '../http/errors.js';
  * header with the superadmin key.
  */
 export const RESOURCE_HEADER = 'x-tally-resource';
-const RESOURCE_PATTERN = /^[A-Za-z][A-Za-z0-9]*\/[a-z0-9][-a-z0-9]*\/[a-z0-9][-.a-z0-9]*$/;
+/** `<Kind>/<namespace>/<name>` (namespaced kinds) or `<Kind>/<name>` (cluster-scoped: Organization). */
+const RESOURCE_PATTERN = /^[A-Za-z][A-Za-z0-9]*\/(?:[a-z0-9][-a-z0-9]*\/)?[a-z0-9][-.a-z0-9]*$/;
 const RESOURCE_MAX = 400;
 
-/** The resource a request acts for: the header counts only with the superadmin key (else null). */
+/** The resource a request acts for: the header counts only with the superadmin or operator key (else null). */
 export function resourceOf(ctx: Context, auth: AuthContext): string | null {
-  if (auth.kind !== 'superadmin') return null;
+  if (auth.kind !== 'superadmin' && auth.kind !== 'operator') return null;
   const value = ctx.get(RESOURCE_HEADER);
   if (!value) return null;
   if (value.length > RESOURCE_MAX || !RESOURCE_PATTERN.test(value)) {
-    throw badRequest(`X-Tally-Resource: must be <Kind>/<namespace>/<name> (at most ${RESOURCE_MAX} characters)`);
+    throw badRequest(`X-Tally-Resource: must be <Kind>/<namespace>/<name> or <Kind>/<name> (at most ${RESOURCE_MAX} characters)`);
   }
   return value;
 }

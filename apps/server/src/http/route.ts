@@ -148,13 +148,13 @@ const koaPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
 export function mountRoutes(
   router: Router,
   routes: RouteSpec[],
-  authenticate: (ctx: Context, kind: AuthKind) => Promise<void>,
+  authenticate: (ctx: Context, kind: AuthKind, route: { method: Method; path: string }) => Promise<void>,
 ): Koa.Middleware {
   const exact = new Map<string, (ctx: Context) => Promise<void>>();
   const patterns = routes.map((r) => pathPattern(r.path));
   routes.forEach((r, i) => {
     const handle = async (ctx: Context) => {
-      await authenticate(ctx, r.auth);
+      await authenticate(ctx, r.auth, r);
       const params = r.params ? parseOr400(r.params, ctx.params) : undefined;
       // Integer path parameters are row ids: one past what an id column holds names no row.
       if (params && Object.values(params).some((v) => typeof v === 'number' && !isRowId(v))) throw notFound();

@@ -40,6 +40,7 @@ export function ingestionRoutes(deps: Deps): RouteSpec[] {
     if (!basic || !basic.user || basic.password !== '') throw unauthorized();
     const auth = await deps.auth.resolve(basic.user).catch(() => undefined);
     if (!auth || auth.kind === 'user') throw unauthorized();
+    if (auth.kind === 'operator') throw forbidden(); // the operator key imports no events
     if (auth.kind === 'token' && !roleAtLeast(auth.role, 'member')) throw forbidden();
     const resolver = deps.auth.credentials.forRequest(ctx);
     return async (tokens) => {

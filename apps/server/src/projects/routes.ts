@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { authOf, requireRole } from '../auth/context.js';
+import { authOf, isInstallation, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { publicProject, type Project } from './store.js';
 import { assertOwnedBy, resourceOf } from '../auth/managed.js';
@@ -20,7 +20,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: "The caller's organisation's projects (all projects for the superadmin); `managedBy` keeps those a resource owns",
       handler: async ({ ctx, query }) => {
         const auth = authOf(ctx);
-        const list = await projects.list(auth.kind === 'superadmin' ? null : auth.orgId, { managedBy: query.managedBy });
+        const list = await projects.list(isInstallation(auth) ? null : auth.orgId, { managedBy: query.managedBy });
         const counts = await eventCounts(deps, list);
         return list.map((p) => ({
           ...publicProject(p),
@@ -36,7 +36,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'admin');
         const managedBy = resourceOf(ctx, auth);
-        return publicProject(await projects.create({ orgId: auth.kind === 'superadmin' ? null : auth.orgId, name: body.name, managedBy }));
+        return publicProject(await projects.create({ orgId: isInstallation(auth) ? null : auth.orgId, name: body.name, managedBy }));
       },
     }),
     route({

@@ -8,6 +8,6 @@ import { authOf } from '../auth/context.js';
  */
 export async function limitQueries(deps: Pick<Deps, 'rateLimits'>, ctx: Context, projectId: number): Promise<void> {
   const auth = authOf(ctx);
-  const credential = auth.kind === 'superadmin' ? 'admin' : auth.kind === 'token' ? `t${auth.tokenId}` : `u${auth.userId}`;
+  const credential = auth.kind === 'superadmin' || auth.kind === 'operator' ? 'admin' : auth.kind === 'token' ? `t${auth.tokenId}` : `u${auth.userId}`;
   await deps.rateLimits.query(credential, projectId);
 }
