@@ -68,6 +68,51 @@ describe('query IR: versions and upgrader', () => {
     assert.equal(f.warnings.length, 2);
   });
 
+  it('v1 documents holding the members every IR document has are read as v2 reads them, without warnings', () => {
+    const v1 = ok({
+      v: 1, dateRange: { kind: 'preset', preset: '7d' }, breakdown: { property: 'plan', limit: 3 },
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }, { kind: 'event', event: 'buy', aggregation: { op: 'sum', property: 'amount' } }, { kind: 'calculated', definitionId: 4 }],
+      analysis: { kind: 'trend', unit: 'week', compare: { kind: 'offset', days: 7 } },
+    });
+    assert.deepEqual(v1.query, {
+      v: 2, dateRange: { kind: 'preset', preset: '7d' }, breakdown: { property: 'plan', limit: 3 },
+      metrics: [
+        { id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } },
+        { id: 'B', kind: 'event', event: 'buy', aggregation: { op: 'sum', property: 'amount' } },
+        { id: 'C', kind: 'calculated', definitionId: 4 },
+      ],
+      analysis: { kind: 'trend', unit: 'week', chart: 'line', compare: { kind: 'offset', days: 7 } },
+    });
+    assert.deepEqual(v1.warnings, []);
+    // The same document labelled v2 upgrades to the same query.
+    const abs = ok({ v: 1, dateRange: { kind: 'absolute', ...range }, metrics: [{ kind: 'event', event: 'a', aggregation: { op: 'count' } }], analysis: { kind: 'trend' } });
+    assert.deepEqual(abs.query.dateRange, { kind: 'absolute', ...range });
+    assert.deepEqual(abs.warnings, []);
+  });
+
+  it('v1 leniency: v2 analysis members carried when valid in v2, everything else dropped with a warning, never refused', () => {
+    const f = ok({
+      v: 1, bogus: 1, dateRange: '7d',
+      metrics: [{ event: 'view', color: 'red' }, { event: 'buy', math: 'sum', aggregation: { op: 'count' } }],
+      analysis: { kind: 'funnel', windowDays: 3, window: { value: 2, unit: 'week' }, compare: { kind: 'offset', days: 7 }, order: 'ordered', zz: 1 },
+    });
+    assert.deepEqual(f.query.analysis, { kind: 'funnel', steps: ['A', 'B'], window: { value: 2, unit: 'week' }, order: 'ordered', chart: 'steps', compare: { kind: 'offset', days: 7 } });
+    assert.deepEqual(f.query.metrics.map((m) => m.kind === 'event' && m.aggregation.op), ['count', 'count']);
+    assert.deepEqual(f.warnings.map((w) => w.split(':')[0]).sort(), ['analysis.windowDays', 'analysis.zz', 'bogus', 'metrics.0.color', 'metrics.1.math']);
+    // A carried letter that names no metric falls back to v1's reading (the first metric), with a warning.
+    const r = ok({ v: 1, dateRange: '7d', metrics: [{ event: 'view' }, { event: 'buy' }], analysis: { kind: 'retention', born: 'C', returning: 'B', buckets: 3 } });
+    assert.deepEqual(r.query.analysis, { kind: 'retention', born: 'A', returning: 'B', unit: 'week', buckets: 3 });
+    assert.deepEqual(r.warnings, ['analysis.born: no metric with id C; dropped']);
+    // Flows: v2's numeric steps takes the place of v1's depth; a limit out of v2's range is dropped.
+    const fl = ok({ v: 1, dateRange: '7d', metrics: [{ event: 'view' }], analysis: { kind: 'flows', steps: 4, depth: 2, direction: 'before', limit: 1000 } });
+    assert.deepEqual(fl.query.analysis, { kind: 'flows', anchor: 'A', direction: 'before', steps: 4, limit: 20 });
+    assert.deepEqual(fl.warnings.map((w) => w.split(':')[0]), ['analysis.depth', 'analysis.limit']);
+    // What v1 itself has is still checked: a bad math, a metric that is not an object.
+    assert.deepEqual(errs({ v: 1, dateRange: '7d', metrics: [{ event: 'a', math: 'mode' }], analysis: { kind: 'trend' } }).map((e) => e.path), ['metrics.0.math']);
+    assert.deepEqual(errs({ v: 1, dateRange: '7d', metrics: [{ event: 'a' }, 3], analysis: { kind: 'trend' } }).map((e) => e.path), ['metrics.1']);
+    assert.deepEqual(errs({ v: 1, dateRange: '7d', metrics: [{ event: 'a' }], analysis: { kind: 'pie' } }).map((e) => e.path), ['analysis.kind']);
+  });
+
   it('v2 documents pass unchanged; unknown versions name v', () => {
     const doc = { v: 2, dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ id: 'A', kind: 'event', event: 'a', aggregation: { op: 'avg', property: 'n' } }], analysis: { kind: 'trend', unit: 'day', chart: 'bar', formula: 'A * 2' } };
     const r = ok(doc);

@@ -241,6 +241,45 @@ forEachBackend('query IR: POST /api/query and drilldown', (backend) => {
     assert.equal(r.series[0].total, 4); // math sum without property → count of buys
   });
 
+  it('a v1 document using the members every IR document has runs as its v2 twin (query and drilldown)', async () => {
+    const v2 = { v: 2, dateRange: absolute('2024-01-01', '2024-01-07'), metrics: [metric('A', 'buy', 'unique'), metric('B', 'buy', 'sum')], analysis: { kind: 'trend', unit: 'day' } };
+    const v1 = { ...v2, v: 1, stray: true };
+    const [a, b] = [await run(v2), await run(v1)];
+    assert.deepEqual(b.warnings, ['stray: not a member of a query document; dropped']);
+    const { warnings: _w, ...same } = b;
+    assert.deepEqual(same, a);
+    assert.equal(a.series[0].total, 2);
+    const selection = { kind: 'trend', metricId: 'A', bucket: 'total' };
+    assert.deepEqual(await drill(v1, selection), await drill(v2, selection));
+    const funnel = { v: 1, dateRange: absolute('2024-01-01', '2024-01-07'), metrics: [metric('A', 'view', 'unique'), metric('B', 'buy', 'unique')], analysis: { kind: 'funnel', steps: ['A', 'B'], window: { value: 1, unit: 'week' } } };
+    const fr = await run(funnel);
+    assert.equal(fr.windowDays, 7);
+    assert.deepEqual(fr.warnings, undefined);
+  });
+
+  it('retention and flows analyses answer 501 whatever the rest of the document holds', async () => {
+    const bodies = [
+      { v: 2, dateRange: absolute('2024-01-01', '2024-01-07'), metrics: [metric('A', 'view', 'unique')], analysis: { kind: 'retention' } },
+      { v: 2, analysis: { kind: 'flows', anchor: 'Q', bogus: 1 } },
+      { v: 1, dateRange: '7d', metrics: [{ event: 'view' }], analysis: { kind: 'flows' } },
+      { v: 7, analysis: { kind: 'retention' } },
+    ];
+    for (const query of bodies) {
+      const r = await post('/api/query', { query });
+      assert.equal(r.status, 501, `${JSON.stringify(query)} -> ${r.status} ${r.text}`);
+      const d = await post('/api/query/drilldown', { query, selection: { kind: 'trend', metricId: 'A', bucket: 0 } });
+      assert.equal(d.status, 501, d.text);
+    }
+    // Still authorised first: another organisation's project is 403, no credential 401.
+    const other = await createTenant(t, 'ir-501');
+    assert.equal((await t.client(other.tokens.owner).post('/api/query', { projectId, query: bodies[0] })).status, 403);
+    assert.equal((await t.anon.post('/api/query', { projectId, query: bodies[0] })).status, 401);
+    // A kind the IR does not know is still a 400 naming it.
+    const bad = await post('/api/query', { query: { ...bodies[0], analysis: { kind: 'pie' } } });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body.errors.map((e: any) => e.path), ['analysis.kind']);
+  });
+
   it('the examples of docs/query-ir.md run', async () => {
     const doc = fs.readFileSync(new URL('../docs/query-ir.md', import.meta.url), 'utf8');
     const examples = [...doc.matchAll(/<!-- example -->\n```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]));

@@ -225,6 +225,31 @@ forEachBackend('saved reports', (backend) => {
     assert.equal(r.status, 501, r.text);
   });
 
+  it('a saved v1 report using the members every IR document has is stored, shown upgraded and runs', async () => {
+    const member = t.client(tenant.tokens.member);
+    const query = {
+      v: 1, dateRange: { kind: 'absolute', from: '2024-01-01', to: '2024-01-14' },
+      metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }, { id: 'B', kind: 'event', event: 'signup', aggregation: { op: 'count' } }],
+      analysis: { kind: 'trend', unit: 'week', note: 'kept by an old console' },
+    };
+    const rep = await member.post('/api/reports', { projectId: pid, name: 'v1 spec members', type: 'segmentation', query });
+    assert.equal(rep.status, 201, rep.text);
+    const got = (await member.get(`/api/reports/${rep.body.id}`)).body;
+    assert.deepEqual(got.query, query, 'stored as sent');
+    assert.deepEqual(got.queryV1.metrics.map((m: any) => [m.id, m.kind, m.aggregation.op]), [['A', 'event', 'unique'], ['B', 'event', 'count']]);
+    assert.deepEqual(got.queryV1.dateRange, query.dateRange);
+    assert.deepEqual(got.queryWarnings, ['analysis.note: a trend analysis has no such member; dropped']);
+    const run = await member.post(`/api/reports/${rep.body.id}/run`);
+    assert.equal(run.status, 200, run.text);
+    const direct = await member.post('/api/query', { projectId: pid, query });
+    assert.equal(direct.status, 200, direct.text);
+    const { warnings, ...result } = direct.body;
+    assert.deepEqual(run.body.result, result);
+    assert.deepEqual(run.body.warnings, warnings);
+    assert.deepEqual(run.body.result.series.map((x: any) => x.metricId), ['A', 'B']);
+    await member.delete(`/api/reports/${rep.body.id}`);
+  });
+
   it('a metric report runs its calculated metric; a metric deleted later fails the run with 404, not 5xx', async () => {
     const member = t.client(tenant.tokens.member);
     const def = await member.post('/api/definitions/metrics', {

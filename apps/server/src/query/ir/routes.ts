@@ -9,7 +9,7 @@ import { route, type RouteSpec } from '../../http/route.js';
 import { nulPath } from '../../http/columns.js';
 import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSchema, runDrilldown } from './drilldown.js';
 import { IrResultSchema } from './results.js';
-import { runQuery } from './run.js';
+import { notImplemented, runQuery, unexecutedKind } from './run.js';
 import { limitQueries } from '../rate.js';
 import { QueryV2Schema, type IrIssue } from './schema.js';
 import { upgradeQuery, zodIssues } from './upgrade.js';
@@ -30,6 +30,15 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
   const prepare = async <T extends { projectId?: unknown; query: unknown }>(ctx: Context, envelope: z.ZodType<T>) => {
     const raw = jsonBody(ctx);
     const env = envelope.safeParse(raw ?? {});
+    const rawQuery = raw && typeof raw === 'object' ? (raw as { query?: unknown }).query : undefined;
+    const unexecuted = unexecutedKind(rawQuery);
+    if (unexecuted !== undefined && env.success) {
+      // The spec's 501 for retention and flows holds whatever the document's other members are;
+      // the caller's project and rate limit are still checked first.
+      const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
+      await limitQueries(deps, ctx, project.id);
+      throw notImplemented(unexecuted);
+    }
     const query = upgradeQuery(raw && typeof raw === 'object' && 'query' in raw ? (raw as { query: unknown }).query : undefined);
     const errors = [...(env.success ? [] : zodIssues(env.error).filter((e) => e.path !== 'query')), ...(query.ok ? [] : query.errors.map((e) => (raw && typeof raw === 'object' && 'query' in raw ? e : { ...e, path: 'query' })))];
     if (!env.success || !query.ok) throw invalidQuery(errors.length ? errors : [{ path: '', message: 'invalid request' }]);

@@ -22,6 +22,19 @@ export function irRanges(deps: IrDeps, query: QueryV2, now = Date.now()): { rang
 export const notImplemented = (kind: string) =>
   new AppError(501, 'not implemented', { message: `analysis kind ${kind} is not executed by POST /api/query yet; use POST /api/query/${kind}` });
 
+/** Kinds the IR knows but does not execute. */
+const NOT_EXECUTED = new Set(['retention', 'flows', 'sessions']);
+
+/**
+ * The kind of a document's `analysis` when POST /api/query knows it but does not execute it:
+ * such a document answers 501 whatever its other members hold (it is not validated first).
+ */
+export function unexecutedKind(doc: unknown): string | undefined {
+  const analysis = typeof doc === 'object' && doc !== null ? (doc as { analysis?: unknown }).analysis : undefined;
+  const kind = typeof analysis === 'object' && analysis !== null ? (analysis as { kind?: unknown }).kind : undefined;
+  return typeof kind === 'string' && NOT_EXECUTED.has(kind) ? kind : undefined;
+}
+
 /**
  * Runs an upgraded (v2) document in a project. Throws 400 `invalid date range`, 400 `query too
  * large: …` (before the engine runs), 400 `invalid query` for references only the project can

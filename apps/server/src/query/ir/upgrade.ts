@@ -4,8 +4,8 @@ import {
   FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema, SessionsQuerySchema,
 } from '../schema.js';
 import { parseFormula, formulaRefs } from '../formula.js';
-import { IR_VERSION, METRIC_IDS, QueryV2Schema, TREND_CHARTS, FUNNEL_CHARTS, type IrIssue, type Metric, type QueryV2 } from './schema.js';
-import { QueryV1Schema, guessV0Type, type QueryV1, type V0Type } from './versions.js';
+import { AnalysisSchema, IR_VERSION, METRIC_IDS, QueryV2Schema, TREND_CHARTS, FUNNEL_CHARTS, type IrIssue, type Metric, type QueryV2 } from './schema.js';
+import { QueryV1Schema, V1AnalysisSchema, V1CalculatedMetricSchema, V1MetricSchema, guessV0Type, type QueryV1, type V0Type } from './versions.js';
 
 export type UpgradeResult = { ok: true; query: QueryV2; warnings: string[] } | { ok: false; errors: IrIssue[] };
 
@@ -26,19 +26,85 @@ export function upgradeQuery(doc: unknown, opts: { type?: V0Type } = {}): Upgrad
     if (!r.ok) return r;
     v2 = r.doc;
   } else if (d.v === 1) {
-    const p = QueryV1Schema.safeParse(d);
-    if (!p.success) return fail(zodIssues(p.error));
-    v2 = fromV1(p.data, warnings);
+    const r = readV1(d, warnings);
+    if (!r.ok) return fail(r.errors);
+    const up = fromV1(r.query, r.extras, warnings);
+    // A carried-over member that v2 reads but that does not resolve (a letter naming no metric)
+    // is dropped again, with a warning, instead of failing a document valid in its version.
+    const firstTry = checkV2(up.doc);
+    if (firstTry.ok || up.carried.length === 0) return firstTry.ok ? { ...firstTry, warnings } : firstTry;
+    const bad = up.carried.filter((k) => firstTry.errors.some((e) => e.path === `analysis.${k}` || e.path.startsWith(`analysis.${k}.`)));
+    if (bad.length === 0) return firstTry;
+    const analysis = { ...(up.doc.analysis as Record<string, unknown>) };
+    for (const k of bad) {
+      warnings.push(`analysis.${k}: ${firstTry.errors.find((e) => e.path.startsWith(`analysis.${k}`))!.message}; dropped`);
+      if (k in up.base) analysis[k] = up.base[k];
+      else delete analysis[k];
+    }
+    const second = checkV2({ ...up.doc, analysis });
+    return second.ok ? { ...second, warnings } : second;
   } else if (d.v === IR_VERSION) {
     v2 = d;
   } else {
     return fail([{ path: 'v', message: `unsupported version ${JSON.stringify(d.v)}: this server reads versions 0 (no v), 1 and ${IR_VERSION}`, code: 'unsupported_version' }]);
   }
-  const parsed = QueryV2Schema.safeParse(v2);
+  const r = checkV2(v2);
+  return r.ok ? { ...r, warnings } : r;
+}
+
+/** A v2 document as the schema and the references check it. */
+function checkV2(doc: unknown): UpgradeResult {
+  const parsed = QueryV2Schema.safeParse(doc);
   if (!parsed.success) return fail(zodIssues(parsed.error));
   const resolveErrors = resolveIssues(parsed.data);
   if (resolveErrors.length) return fail(resolveErrors);
-  return { ok: true, query: parsed.data, warnings };
+  return { ok: true, query: parsed.data, warnings: [] };
+}
+
+const ownMembers = (o: Record<string, unknown>, known: Record<string, unknown>, path: string, warnings: string[]) => {
+  const kept: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (Object.prototype.hasOwnProperty.call(known, k)) kept[k] = v;
+    else warnings.push(`${path}${k}: not a member of a query document; dropped`);
+  }
+  return kept;
+};
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A v1 document read leniently: members neither v1 nor v2 has are dropped with a warning (v1's
+ * grammar was never fixed, so a saved document may hold anything); members of a v1 analysis that
+ * only v2 has (`window`, `born`, `anchor`, a compare object, flows' numeric `steps`) are set
+ * aside as `extras` for fromV1 to carry over. Errors are those of members v1 itself has.
+ */
+function readV1(d: Record<string, unknown>, warnings: string[]): { ok: true; query: QueryV1; extras: Record<string, unknown> } | { ok: false; errors: IrIssue[] } {
+  const doc = ownMembers(d, QueryV1Schema.shape, '', warnings);
+  const errors: IrIssue[] = [];
+  const metrics: unknown[] = [];
+  if (Array.isArray(doc.metrics)) {
+    doc.metrics.forEach((m, i) => {
+      if (!isObject(m)) { errors.push({ path: `metrics.${i}`, message: 'a metric is an object' }); return; }
+      const schema = m.kind === 'calculated' ? V1CalculatedMetricSchema : V1MetricSchema;
+      const p = schema.safeParse(ownMembers(m, schema.shape, `metrics.${i}.`, warnings));
+      if (p.success) metrics.push(p.data);
+      else errors.push(...zodIssues(p.error, ['metrics', i]));
+    });
+  }
+  const extras: Record<string, unknown> = {};
+  let analysis = doc.analysis;
+  if (isObject(analysis)) {
+    const own: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(analysis)) {
+      const v1Form = Object.prototype.hasOwnProperty.call(V1AnalysisSchema.shape, k) && !(k === 'steps' && !Array.isArray(v)) && !(k === 'compare' && typeof v !== 'boolean');
+      if (v1Form) own[k] = v;
+      else extras[k] = v;
+    }
+    analysis = own;
+  }
+  const p = QueryV1Schema.safeParse({ ...doc, ...(analysis === undefined ? {} : { analysis }) });
+  if (!p.success) errors.push(...zodIssues(p.error));
+  if (errors.length || !p.success) return { ok: false, errors: errors.length ? errors : [{ path: '', message: 'invalid version 1 document' }] };
+  return { ok: true, query: { ...p.data, metrics: metrics as QueryV1['metrics'] }, extras };
 }
 
 const fail = (errors: IrIssue[]): UpgradeResult => ({ ok: false, errors });
@@ -168,24 +234,41 @@ function fromV0(body: Record<string, unknown>, type: V0Type): { ok: true; doc: u
 
 const V1_OPS: Record<string, string> = { total: 'count', unique: 'unique', median: 'p50' };
 
-/** v1 → v2, repairing what v2 refuses and saying so. */
-function fromV1(q: QueryV1, warnings: string[]): unknown {
+/** The v1 member a carried-over v2 member takes the place of. */
+const SUPERSEDES: Record<string, string> = { window: 'windowDays', steps: 'depth' };
+
+/**
+ * v1 → v2, repairing what v2 refuses and saying so. `extras` (v2 members of the analysis) are
+ * carried over when the kind's v2 analysis has them and their value is valid there, else dropped
+ * with a warning. `base`: the analysis as v1's own members make it (what a carried member replaced).
+ */
+function fromV1(q: QueryV1, extras: Record<string, unknown>, warnings: string[]): { doc: Record<string, unknown>; base: Record<string, unknown>; carried: string[] } {
   const a = q.analysis;
   const ids = q.metrics.map((m, i) => m.id ?? METRIC_IDS[i]);
   const metrics = q.metrics.map((m, i) => {
-    let op = V1_OPS[m.math] ?? m.math;
+    if (m.kind === 'calculated') return { ...m, id: ids[i] };
+    if (m.aggregation) {
+      // A v2 aggregation wins over v1's math and property.
+      if (m.math !== undefined) warnings.push(`metrics.${i}.math: superseded by metrics.${i}.aggregation; dropped`);
+      if (m.property !== undefined) warnings.push(`metrics.${i}.property: superseded by metrics.${i}.aggregation; dropped`);
+      return {
+        id: ids[i], kind: 'event', event: m.event, ...(m.filters?.length ? { filters: m.filters } : {}), aggregation: m.aggregation, ...(m.name ? { name: m.name } : {}),
+      };
+    }
+    const math = m.math ?? 'total';
+    let op = V1_OPS[math] ?? math;
     if (op !== 'count' && op !== 'unique' && !m.property) {
-      warnings.push(`metrics.${i}: math ${m.math} without a property counted events in v1; now aggregation count`);
+      warnings.push(`metrics.${i}: math ${math} without a property counted events in v1; now aggregation count`);
       op = 'count';
     } else if ((op === 'count' || op === 'unique') && m.property) {
-      warnings.push(`metrics.${i}.property: ignored by math ${m.math} in v1; dropped`);
+      warnings.push(`metrics.${i}.property: ignored by math ${math} in v1; dropped`);
     }
     return {
       id: ids[i], kind: 'event', event: m.event, ...(m.filters?.length ? { filters: m.filters } : {}),
       aggregation: op === 'count' || op === 'unique' ? { op } : { op, property: m.property }, ...(m.name ? { name: m.name } : {}),
     };
   });
-  const dateRange = typeof q.dateRange === 'string' ? { kind: 'preset', preset: q.dateRange } : { kind: 'absolute', ...q.dateRange };
+  const dateRange = typeof q.dateRange === 'string' ? { kind: 'preset', preset: q.dateRange } : 'kind' in q.dateRange ? q.dateRange : { kind: 'absolute', ...q.dateRange };
   const compare = a.compare ? { compare: { kind: 'previous_period' } } : {};
   const chart = (allowed: readonly string[]) => {
     if (a.chart === undefined) return {};
@@ -213,14 +296,29 @@ function fromV1(q: QueryV1, warnings: string[]): unknown {
     if (a.formula !== undefined) dropped('formula', 'funnels have no formula');
     const steps = (a.steps ?? ids).map((s) => (typeof s === 'number' ? (ids[s] ?? METRIC_IDS[s]) : s));
     let windowDays = a.windowDays ?? 30;
-    if (windowDays === 0) { warnings.push('analysis.windowDays: 0 meant no window in v1; now the longest window, 366 days'); windowDays = 366; }
+    if (windowDays === 0 && !('window' in extras)) { warnings.push('analysis.windowDays: 0 meant no window in v1; now the longest window, 366 days'); windowDays = 366; }
     analysis = { kind: 'funnel', steps, window: { value: windowDays, unit: 'day' }, ...chart(FUNNEL_CHARTS), ...compare };
   } else if (a.kind === 'retention') {
     analysis = { kind: 'retention', born: ids[0], returning: ids[1] ?? ids[0], unit: a.unit === 'day' ? 'day' : 'week', ...(a.buckets ? { buckets: a.buckets } : {}) };
     if (a.unit && a.unit !== 'day' && a.unit !== 'week') warnings.push(`analysis.unit: retention runs by day or week; ${a.unit} became week`);
-  } else {
+  } else if (a.kind === 'flows') {
     analysis = { kind: 'flows', anchor: ids[0], direction: a.direction ?? 'after', ...(a.depth ? { steps: a.depth } : {}) };
+  } else {
+    analysis = { kind: 'sessions', ...(a.unit ? { unit: a.unit } : {}) };
   }
-  const breakdown = q.breakdown ? { breakdown: { property: q.breakdown } } : {};
-  return { v: IR_VERSION, dateRange, ...(q.filters?.length ? { filters: q.filters } : {}), metrics, ...breakdown, analysis };
+  const base = { ...analysis };
+  const carried: string[] = [];
+  const shape = (AnalysisSchema.options.find((o) => o.shape.kind.value === a.kind)!).shape as Record<string, z.ZodType>;
+  for (const [k, v] of Object.entries(extras)) {
+    const member = k === 'kind' ? undefined : shape[k];
+    if (!member) { dropped(k, `a ${a.kind} analysis has no such member`); continue; }
+    const p = member.safeParse(v);
+    if (!p.success) { dropped(k, `not valid in version ${IR_VERSION} (${p.error.issues[0]?.message ?? 'invalid'})`); continue; }
+    const replaced = SUPERSEDES[k];
+    if (replaced && replaced in a) dropped(replaced, `superseded by analysis.${k}`);
+    analysis[k] = v;
+    carried.push(k);
+  }
+  const breakdown = q.breakdown ? { breakdown: typeof q.breakdown === 'string' ? { property: q.breakdown } : q.breakdown } : {};
+  return { doc: { v: IR_VERSION, dateRange, ...(q.filters?.length ? { filters: q.filters } : {}), metrics, ...breakdown, analysis }, base, carried };
 }
