@@ -33,11 +33,13 @@ export const TEST_TIMING: OperatorTiming = {
 };
 
 /** The Role/ClusterRole grants permissions.ts describes. */
-export function grantsFromPermissions(podNamespace: string, watchNamespace?: string): Grant[] {
-  return OPERATOR_PERMISSIONS.map((p) => ({
-    namespace: p.scope === 'own-namespace' ? podNamespace : watchNamespace,
-    rules: [{ apiGroups: p.apiGroups, resources: p.resources, verbs: p.verbs }],
-  }));
+export function grantsFromPermissions(podNamespace: string, watchNamespaces?: string[]): Grant[] {
+  return OPERATOR_PERMISSIONS.flatMap((p): Grant[] => {
+    const rules = [{ apiGroups: p.apiGroups, resources: p.resources, verbs: p.verbs }];
+    if (p.scope === 'own-namespace') return [{ namespace: podNamespace, rules }];
+    if (p.scope === 'cluster-scoped' || !watchNamespaces?.length) return [{ namespace: undefined, rules }];
+    return watchNamespaces.map((namespace) => ({ namespace, rules }));
+  });
 }
 
 export interface World {
@@ -79,7 +81,8 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
     async startOperator(overrides = {}) {
       const config: OperatorConfig = {
         apiUrl: svc.url,
-        superadminKey: 'test-superadmin-key',
+        apiKey: 'test-superadmin-key',
+        watchNamespaces: [],
         podNamespace: POD_NS,
         leaderElect: true,
         tenantConfigSecret: 'tally-tenant-config',

@@ -210,14 +210,15 @@ forEachBackend('operator', (backend) => {
     });
 
     it('what only the API knows is Invalid with its message, and Ready once fixed', async () => {
-      await w.apply('FeatureFlag', 'bad-variants', {
-        projectRef: { name: 'shop' }, key: 'bad-variants', name: 'Bad',
-        variants: [{ key: 'a', rolloutPct: 50 }, { key: 'b', rolloutPct: 40 }],
+      // The CRD checks the flag's own consistency (CEL); whether a cohort belongs to the project only the API knows.
+      await w.apply('FeatureFlag', 'bad-cohort', {
+        projectRef: { name: 'shop' }, key: 'bad-cohort', name: 'Bad',
+        rules: [{ rolloutPct: 100, cohortId: 987654 }],
       });
-      const bad = await waitReady(w, 'FeatureFlag', 'bad-variants', 'Invalid');
-      assert.match(readyOf(bad)!.message, /variants/);
-      await w.patchSpec('FeatureFlag', 'bad-variants', { variants: [{ key: 'a', rolloutPct: 50 }, { key: 'b', rolloutPct: 50 }] });
-      await waitReady(w, 'FeatureFlag', 'bad-variants');
+      const bad = await waitReady(w, 'FeatureFlag', 'bad-cohort', 'Invalid');
+      assert.match(readyOf(bad)!.message, /cohort 987654 is not a cohort of this project/);
+      await w.patchSpec('FeatureFlag', 'bad-cohort', { rules: [{ rolloutPct: 100 }] });
+      await waitReady(w, 'FeatureFlag', 'bad-cohort');
     });
 
     it('a missing Project waits with ProjectNotFound and reconciles by itself once it appears', async () => {

@@ -2,8 +2,8 @@ import type { BaseStatus, Condition } from './kinds.js';
 
 /** The reasons of the Ready condition (product.md), plus the operator's own few. */
 export type ReadyReason =
-  | 'Reconciled' | 'Invalid' | 'ProjectNotFound' | 'OrganizationNotFound' | 'Conflict' | 'ApiUnavailable'
-  | 'SecretNotFound' | 'Deleting';
+  | 'Reconciled' | 'Invalid' | 'ProjectNotFound' | 'OrganizationNotFound' | 'NamespaceNotAllowed' | 'Conflict' | 'ApiUnavailable'
+  | 'SecretNotFound' | 'Deleting' | 'KubernetesError';
 
 /**
  * The status an object should have: its own fields plus conditions. `lastTransitionTime` moves

@@ -5,9 +5,10 @@ import { int, type Env } from '../../apps/server/src/env.js';
 export interface OperatorConfig {
   /** Base URL of the service's API (OPERATOR_API_URL). */
   apiUrl: string;
-  superadminKey: string;
-  /** Namespace to watch; undefined = all namespaces. */
-  watchNamespace?: string;
+  /** The service credential: OPERATOR_KEY when set (least privilege), else SUPERADMIN_KEY. */
+  apiKey: string;
+  /** Namespaces to watch (WATCH_NAMESPACE, comma-separated); empty = all namespaces. */
+  watchNamespaces: string[];
   /** Where the tenant config Secret and the leader Lease live. */
   podNamespace: string;
   leaderElect: boolean;
@@ -55,14 +56,14 @@ export const DEFAULT_TIMING: OperatorTiming = {
 export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
   const apiUrl = env.OPERATOR_API_URL;
   if (!apiUrl) throw new Error('OPERATOR_API_URL is required for the operator role (the service API, e.g. http://tally-api:8080)');
-  const superadminKey = env.SUPERADMIN_KEY;
-  if (!superadminKey) throw new Error('SUPERADMIN_KEY is required for the operator role');
+  const apiKey = env.OPERATOR_KEY || env.SUPERADMIN_KEY;
+  if (!apiKey) throw new Error('OPERATOR_KEY (or SUPERADMIN_KEY) is required for the operator role');
   const leaderElect = env.LEADER_ELECT ?? 'true';
   if (!['true', 'false'].includes(leaderElect)) throw new Error(`LEADER_ELECT must be true or false (got ${leaderElect})`);
   return {
     apiUrl: apiUrl.replace(/\/+$/, ''),
-    superadminKey,
-    watchNamespace: env.WATCH_NAMESPACE || undefined,
+    apiKey,
+    watchNamespaces: parseNamespaces(env.WATCH_NAMESPACE),
     podNamespace: env.POD_NAMESPACE || 'default',
     leaderElect: leaderElect === 'true',
     tenantConfigSecret: env.TENANT_CONFIG_SECRET || 'tally-tenant-config',
@@ -73,4 +74,13 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
     timing: DEFAULT_TIMING,
     logLevel: (env.LOG_LEVEL as OperatorConfig['logLevel']) ?? 'info',
   };
+}
+
+/** `a, b,,c` → ['a', 'b', 'c']; each must be a namespace name. */
+export function parseNamespaces(value: string | undefined): string[] {
+  const list = [...new Set((value ?? '').split(',').map((s) => s.trim()).filter(Boolean))];
+  for (const ns of list) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(ns) || ns.length > 63) throw new Error(`WATCH_NAMESPACE: "${ns}" is not a namespace name`);
+  }
+  return list;
 }

@@ -1,51 +1,96 @@
 import { createHash } from 'node:crypto';
+import { InformerSet, type Cache } from './cache.js';
 import { statusDiffers, withCondition } from './conditions.js';
 import { Informer, type ChangeType } from './informer.js';
-import { keyOf, parseKey, type AnyResource, type FeatureFlagResource, type FlagSecretResource, type KindName, type ProjectResource } from './kinds.js';
-import { describeKubeError, statusOf, type ListPage } from './kube.js';
+import {
+  keyOf, parseKey, type AnyResource, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type KindName,
+  type OrganizationResource, type ProjectResource,
+} from './kinds.js';
+import { MANAGED_SELECTOR, describeKubeError, statusOf, type ListPage, type SecretSelector } from './kube.js';
 import { WorkQueue, type QueueResult } from './queue.js';
 import type { Outcome, ReconcileContext, SecretDigest } from './reconcile/context.js';
-import { flagSecretSecretName } from './reconcile/context.js';
+import { apiTokenSecretName, flagSecretSecretName } from './reconcile/context.js';
+import { reconcileApiToken } from './reconcile/apitoken.js';
 import { reconcileFeatureFlag } from './reconcile/featureflag.js';
 import { FlagSecretReconciler } from './reconcile/flagsecret.js';
+import { OrganizationReconciler } from './reconcile/organization.js';
 import { reconcileProject } from './reconcile/project.js';
 import { TenantConfigWriter } from './reconcile/tenant-config.js';
 import type { OperatorDeps } from './operator.js';
 
 const TENANT_KEY = 'TenantConfig';
+type Meta = { metadata: { namespace?: string; name?: string; resourceVersion?: string } };
 
 /**
- * What runs while this replica leads: four informers (the three kinds and Secrets), one work
- * queue of keys, a reconciler per kind and the tenant config writer. Status is written only when
- * it differs; failures become Warning Events.
+ * What runs while this replica leads: informers (Organizations cluster-wide; the namespaced kinds
+ * per watched namespace; only the Secrets the operator made, plus one small watch per Secret a
+ * FlagSecret refers to), one work queue of keys, a reconciler per kind and the tenant config
+ * writer. Status is written only when it differs; failures become Warning Events.
  */
 export class Controller {
   readonly ctx: ReconcileContext;
   readonly queue: WorkQueue;
   readonly tenantConfig: TenantConfigWriter;
   private readonly flagSecretReconciler: FlagSecretReconciler;
-  private readonly informers: Informer<any>[];
+  private readonly organizationReconciler: OrganizationReconciler;
+  private readonly informers: Informer<any>[] = [];
+  private readonly referenced: ReferencedSecrets;
   private readonly warned = new Map<string, number>();
   private resyncTimer?: NodeJS.Timeout;
+  private started = false;
 
   constructor(private readonly deps: OperatorDeps) {
     const { config, kube, metrics } = deps;
-    const ns = config.watchNamespace;
     const timing = config.timing;
-    const informerFor = <S extends { metadata: { namespace?: string; name?: string; resourceVersion?: string } }>(
+    const namespaces: (string | undefined)[] = config.watchNamespaces.length > 0 ? config.watchNamespaces : [undefined];
+    const informerFor = <S extends Meta>(
       name: string, list: (page: { limit: number; continue?: string }) => Promise<ListPage<unknown>>, watchPath: string, transform: (raw: any) => S,
-      onChange: (type: ChangeType, obj: S, old: S | undefined) => void,
-    ) => new Informer<S>({
-      name, list, watch: kube.watcher, watchPath, transform, onChange, timing,
-      onRestart: (cause) => metrics.watchRestarts.inc({ resource: name, cause }),
-      onError: (message) => deps.log.error('watch', { message }),
+      onChange: (type: ChangeType, obj: S, old: S | undefined) => void, watchQuery?: SecretSelector,
+    ) => {
+      const inf = new Informer<S>({
+        name, list, watch: kube.watcher, watchPath, watchQuery, transform, onChange, timing,
+        onRestart: (cause) => metrics.watchRestarts.inc({ resource: name, cause }),
+        onError: (message) => deps.log.error('watch', { message }),
+      });
+      this.informers.push(inf);
+      return inf;
+    };
+    const crTransform = (kind: KindName) => (raw: any) => { raw.kind ??= kind; raw.metadata.namespace ??= ''; return raw; };
+    const perNamespace = <S extends AnyResource>(kind: KindName, plural: string, onChange: (t: ChangeType, o: S, old: S | undefined) => void) =>
+      new InformerSet<S>(namespaces.map((ns) => informerFor<S>(ns ? `${plural}/${ns}` : plural, (p) => kube.listResources(kind, ns, p) as never,
+        kube.resourceWatchPath(kind, ns), crTransform(kind), onChange)));
+
+    const organizations = new InformerSet<OrganizationResource>([informerFor<OrganizationResource>('organizations',
+      (p) => kube.listResources('Organization', undefined, p), kube.resourceWatchPath('Organization', undefined), crTransform('Organization'),
+      (t, o, old) => this.onOrganization(t, o, old))]);
+    const projects = perNamespace<ProjectResource>('Project', 'projects', (t, o, old) => this.onProject(t, o, old));
+    const flagSecrets = perNamespace<FlagSecretResource>('FlagSecret', 'flagsecrets', (t, o, old) => this.onFlagSecret(t, o, old));
+    const featureFlags = perNamespace<FeatureFlagResource>('FeatureFlag', 'featureflags', (t, o, old) => this.onFeatureFlag(t, o, old));
+    const apiTokens = perNamespace<ApiTokenResource>('ApiToken', 'apitokens', (t, o, old) => this.onApiToken(t, o, old));
+    // Only the Secrets the operator labelled (minted ones, the tenant config): memory does not
+    // grow with the cluster's other Secrets. The tenant config's namespace is watched too.
+    const secretNamespaces = namespaces[0] === undefined ? [undefined] : [...new Set([...namespaces as string[], config.podNamespace])];
+    const labelled = new InformerSet<SecretDigest>(secretNamespaces.map((ns) => informerFor<SecretDigest>(ns ? `secrets/${ns}` : 'secrets',
+      (p) => kube.listSecrets(ns, { labelSelector: MANAGED_SELECTOR }, p), kube.secretWatchPath(ns), digestSecret,
+      (t, o) => this.onSecret(t, o), { labelSelector: MANAGED_SELECTOR })));
+    this.referenced = new ReferencedSecrets((ns, name) => {
+      const inf = new Informer<SecretDigest>({
+        name: `secret ${ns}/${name}`, watch: kube.watcher, watchPath: kube.secretWatchPath(ns), timing,
+        list: (p) => kube.listSecrets(ns, { fieldSelector: `metadata.name=${name}` }, p),
+        watchQuery: { fieldSelector: `metadata.name=${name}` },
+        transform: digestSecret, onChange: (t, o) => this.onSecret(t, o),
+        onRestart: (cause) => metrics.watchRestarts.inc({ resource: 'secrets/referenced', cause }),
+        onError: (message) => deps.log.error('watch', { message }),
+      });
+      if (this.started) inf.start();
+      return inf;
     });
-    const crTransform = (kind: KindName) => (raw: any) => { raw.kind ??= kind; return raw; };
-    const projects = informerFor<ProjectResource>('projects', (p) => kube.listResources('Project', ns, p), kube.resourceWatchPath('Project', ns), crTransform('Project'), (t, o, old) => this.onProject(t, o, old));
-    const flagSecrets = informerFor<FlagSecretResource>('flagsecrets', (p) => kube.listResources('FlagSecret', ns, p), kube.resourceWatchPath('FlagSecret', ns), crTransform('FlagSecret'), (t, o, old) => this.onFlagSecret(t, o, old));
-    const featureFlags = informerFor<FeatureFlagResource>('featureflags', (p) => kube.listResources('FeatureFlag', ns, p), kube.resourceWatchPath('FeatureFlag', ns), crTransform('FeatureFlag'), (t, o, old) => this.onFeatureFlag(t, o, old));
-    const secrets = informerFor<SecretDigest>('secrets', (p) => kube.listSecrets(ns, p), kube.secretWatchPath(ns), digestSecret, (t, o) => this.onSecret(t, o));
-    this.informers = [projects, flagSecrets, featureFlags, secrets];
+    const secrets: Cache<SecretDigest> = {
+      get: (ns, name) => labelled.get(ns, name) ?? this.referenced.get(ns, name),
+      list: () => [...labelled.list(), ...this.referenced.list()],
+      get synced() { return labelled.synced; },
+      get lastHeard() { return labelled.lastHeard; },
+    };
 
     this.queue = new WorkQueue({
       concurrency: 8,
@@ -56,13 +101,15 @@ export class Controller {
     });
     this.ctx = {
       config, kube, api: deps.api, log: deps.log, metrics,
-      projects, flagSecrets, featureFlags, secrets,
+      organizations, projects, flagSecrets, featureFlags, apiTokens, secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
       warn: (obj, reason, message) => this.warn(obj, reason, message),
+      event: (obj, reason, message) => this.record(obj, 'Normal', reason, message),
     };
     this.tenantConfig = new TenantConfigWriter(this.ctx);
     this.flagSecretReconciler = new FlagSecretReconciler(this.ctx);
+    this.organizationReconciler = new OrganizationReconciler(this.ctx);
   }
 
   get synced(): boolean {
@@ -75,7 +122,9 @@ export class Controller {
   }
 
   start(): void {
+    this.started = true;
     for (const i of this.informers) i.start();
+    this.referenced.startAll();
     this.queue.add(TENANT_KEY);
     this.resyncTimer = setInterval(() => this.resyncAll(), this.deps.config.timing.resyncMs);
     this.resyncTimer.unref();
@@ -83,12 +132,13 @@ export class Controller {
 
   async stop(): Promise<void> {
     clearInterval(this.resyncTimer);
-    await Promise.all(this.informers.map((i) => i.stop()));
+    await Promise.all([...this.informers.map((i) => i.stop()), this.referenced.stopAll()]);
     await this.queue.shutdown();
   }
 
   private resyncAll(): void {
-    for (const inf of [this.ctx.projects, this.ctx.flagSecrets, this.ctx.featureFlags]) for (const o of inf.list()) this.queue.add(keyOf(o));
+    const { organizations, projects, flagSecrets, featureFlags, apiTokens } = this.ctx;
+    for (const c of [organizations, projects, flagSecrets, featureFlags, apiTokens] as Cache<AnyResource>[]) for (const o of c.list()) this.queue.add(keyOf(o));
     this.queue.add(TENANT_KEY);
   }
 
@@ -97,6 +147,27 @@ export class Controller {
   private dependents(namespace: string, projectName: string): string[] {
     const refs = [...this.ctx.flagSecrets.list(), ...this.ctx.featureFlags.list()];
     return refs.filter((o) => o.metadata.namespace === namespace && o.spec?.projectRef?.name === projectName).map(keyOf);
+  }
+
+  /** Everything that acts for an Organization (by name, or by its organisation's id): it waits for it, or its namespaces changed. */
+  private organizationDependents(org: OrganizationResource, old: OrganizationResource | undefined): string[] {
+    const name = org.metadata.name;
+    const ids = new Set([org.status?.organizationId, old?.status?.organizationId].filter((x): x is number => !!x));
+    const keys: string[] = [];
+    for (const p of this.ctx.projects.list()) {
+      if (p.spec?.organizationRef?.name === name || (p.spec?.organizationId && ids.has(p.spec.organizationId))) {
+        keys.push(keyOf(p), ...this.dependents(p.metadata.namespace, p.metadata.name));
+      }
+    }
+    for (const t of this.ctx.apiTokens.list()) if (t.spec?.organizationRef?.name === name) keys.push(keyOf(t));
+    return keys;
+  }
+
+  private onOrganization(type: ChangeType, obj: OrganizationResource, old: OrganizationResource | undefined): void {
+    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
+    const relevant = type !== 'update' || old?.status?.organizationId !== obj.status?.organizationId || specChanged(obj, old);
+    if (relevant) for (const k of this.organizationDependents(obj, old)) this.queue.add(k);
+    this.queue.add(TENANT_KEY);
   }
 
   private onProject(type: ChangeType, obj: ProjectResource, old: ProjectResource | undefined): void {
@@ -114,10 +185,15 @@ export class Controller {
         if (fs.metadata.namespace === obj.metadata.namespace && fs.spec?.projectRef?.name === obj.spec?.projectRef?.name && fs.metadata.uid !== obj.metadata.uid) this.queue.add(keyOf(fs));
       }
     }
+    this.referenced.sync(this.ctx.flagSecrets.list().filter((f) => f.spec?.secretRef && !f.metadata.deletionTimestamp).map((f) => [f.metadata.namespace, flagSecretSecretName(f)]));
     this.queue.add(TENANT_KEY);
   }
 
   private onFeatureFlag(type: ChangeType, obj: FeatureFlagResource, old: FeatureFlagResource | undefined): void {
+    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
+  }
+
+  private onApiToken(type: ChangeType, obj: ApiTokenResource, old: ApiTokenResource | undefined): void {
     if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
   }
 
@@ -126,18 +202,28 @@ export class Controller {
     for (const fs of this.ctx.flagSecrets.list()) {
       if (fs.metadata.namespace === namespace && flagSecretSecretName(fs) === name) this.queue.add(keyOf(fs));
     }
+    for (const t of this.ctx.apiTokens.list()) {
+      if (t.metadata.namespace === namespace && apiTokenSecretName(t) === name) this.queue.add(keyOf(t));
+    }
     if (namespace === this.deps.config.podNamespace && name === this.deps.config.tenantConfigSecret) this.tenantConfig.invalidate();
     this.queue.add(TENANT_KEY);
   }
 
   // --- processing one key ---
 
+  private cacheOf(kind: KindName): Cache<AnyResource> {
+    const c = this.ctx;
+    const caches: Record<KindName, Cache<AnyResource>> = {
+      Organization: c.organizations, Project: c.projects, FlagSecret: c.flagSecrets, FeatureFlag: c.featureFlags, ApiToken: c.apiTokens,
+    };
+    return caches[kind];
+  }
+
   private async process(key: string): Promise<QueueResult> {
     if (key === TENANT_KEY) return this.processTenantConfig();
     const parsed = parseKey(key);
     if (!parsed) return { kind: 'done' };
-    const informer = parsed.kind === 'Project' ? this.ctx.projects : parsed.kind === 'FlagSecret' ? this.ctx.flagSecrets : this.ctx.featureFlags;
-    const obj = informer.get(parsed.namespace, parsed.name) as AnyResource | undefined;
+    const obj = this.cacheOf(parsed.kind).get(parsed.namespace, parsed.name);
     if (!obj) return { kind: 'done' };
     const { metrics } = this.deps;
     const end = metrics.duration.startTimer({ kind: parsed.kind });
@@ -149,7 +235,7 @@ export class Controller {
         return { kind: 'done' };
       }
       await this.writeStatus(obj, outcome);
-      if (parsed.kind !== 'FeatureFlag') this.queue.add(TENANT_KEY);
+      if (parsed.kind !== 'FeatureFlag' && parsed.kind !== 'ApiToken') this.queue.add(TENANT_KEY);
       const failed = outcome.ready?.status === 'False';
       metrics.reconciles.inc({ kind: parsed.kind, result: failed ? (outcome.retry ? 'error' : 'waiting') : 'ok' });
       if (failed) {
@@ -160,12 +246,22 @@ export class Controller {
       if (outcome.afterMs) return { kind: 'after', ms: outcome.afterMs };
       return { kind: 'done' };
     } catch (err) {
-      // Kubernetes calls: a stale write (409) is tried again at once; anything else backs off.
+      // Kubernetes calls: a stale write (409) is tried again at once; a gone object is done.
       metrics.reconciles.inc({ kind: parsed.kind, result: 'error' });
-      if (statusOf(err) === 409) return { kind: 'after', ms: 50 };
-      if (statusOf(err) === 404) return { kind: 'done' };
+      const code = statusOf(err);
+      if (code === 409) return { kind: 'after', ms: 50 };
+      if (code === 404) return { kind: 'done' };
       metrics.errors.inc({ kind: parsed.kind, reason: 'KubernetesError' });
+      const message = `a Kubernetes write was refused: ${describeKubeError(err)}`;
       this.deps.log.error('reconcile failed', { key, err: describeKubeError(err) });
+      // A refusal (403 from RBAC or admission, 422) is the object's problem too: a condition and a
+      // Warning Event where `kubectl describe` shows them, not only a log line.
+      if (code !== undefined) {
+        this.warn(obj, 'KubernetesError', message);
+        await this.writeStatus(obj, { ready: { status: 'False', reason: 'KubernetesError', message } }).catch((e) => {
+          this.deps.log.error('status not written', { key, err: describeKubeError(e) });
+        });
+      }
       return { kind: 'retry' };
     } finally {
       end();
@@ -174,8 +270,10 @@ export class Controller {
 
   private reconcile(obj: AnyResource): Promise<Outcome | 'gone'> {
     switch (obj.kind) {
+      case 'Organization': return this.organizationReconciler.reconcile(obj as OrganizationResource);
       case 'Project': return reconcileProject(this.ctx, obj as ProjectResource);
       case 'FlagSecret': return this.flagSecretReconciler.reconcile(obj as FlagSecretResource);
+      case 'ApiToken': return reconcileApiToken(this.ctx, obj as ApiTokenResource);
       default: return reconcileFeatureFlag(this.ctx, obj as FeatureFlagResource);
     }
   }
@@ -191,7 +289,8 @@ export class Controller {
   }
 
   private async processTenantConfig(): Promise<QueueResult> {
-    if (!this.ctx.projects.synced || !this.ctx.flagSecrets.synced || !this.ctx.secrets.synced) return { kind: 'after', ms: 100 };
+    const c = this.ctx;
+    if (!c.organizations.synced || !c.projects.synced || !c.flagSecrets.synced || !c.secrets.synced) return { kind: 'after', ms: 100 };
     try {
       return (await this.tenantConfig.sync()) ? { kind: 'done' } : { kind: 'after', ms: 50 };
     } catch (err) {
@@ -206,16 +305,64 @@ export class Controller {
     if ((this.warned.get(key) ?? 0) > now - 600_000) return;
     this.warned.set(key, now);
     if (this.warned.size > 10_000) this.warned.clear();
-    this.deps.kube.createEvent(obj.metadata.namespace, obj, 'Warning', reason, message).catch((err) => {
+    this.record(obj, 'Warning', reason, message);
+  }
+
+  /** Events of cluster-scoped objects go to the operator's namespace (it may write Events there). */
+  private record(obj: AnyResource, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const namespace = obj.metadata.namespace || this.deps.config.podNamespace;
+    this.deps.kube.createEvent(namespace, obj, type, reason, message).catch((err) => {
       this.deps.log.error('event not recorded', { object: keyOf(obj), err: describeKubeError(err) });
     });
   }
 }
 
-/** An update that the reconciler must look at: spec (generation) or deletion changed. */
+/**
+ * One watch per Secret a FlagSecret refers to (field selector on its name): a change rotates the
+ * flag secret at once, and nothing else of the namespace is cached.
+ */
+class ReferencedSecrets {
+  private readonly watches = new Map<string, Informer<SecretDigest>>();
+
+  constructor(private readonly make: (namespace: string, name: string) => Informer<SecretDigest>) {}
+
+  get(namespace: string, name: string): SecretDigest | undefined {
+    return this.watches.get(`${namespace}/${name}`)?.get(namespace, name);
+  }
+
+  list(): SecretDigest[] {
+    return [...this.watches.values()].flatMap((i) => i.list());
+  }
+
+  /** Watches exactly these (namespace, name) pairs. */
+  sync(wanted: [string, string][]): void {
+    const keys = new Set(wanted.map(([ns, n]) => `${ns}/${n}`));
+    for (const [key, inf] of this.watches) {
+      if (!keys.has(key)) {
+        this.watches.delete(key);
+        void inf.stop();
+      }
+    }
+    for (const [ns, name] of wanted) {
+      const key = `${ns}/${name}`;
+      if (!this.watches.has(key)) this.watches.set(key, this.make(ns, name));
+    }
+  }
+
+  startAll(): void {
+    for (const i of this.watches.values()) i.start();
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.watches.values()].map((i) => i.stop()));
+  }
+}
+
+/** An update that the reconciler must look at: spec (generation), annotations or deletion changed. */
 function specChanged(obj: AnyResource, old: AnyResource | undefined): boolean {
   if (!old) return true;
   return obj.metadata.generation !== old.metadata.generation || !!obj.metadata.deletionTimestamp !== !!old.metadata.deletionTimestamp
+    || JSON.stringify(obj.metadata.annotations ?? {}) !== JSON.stringify(old.metadata.annotations ?? {})
     || (obj.metadata.generation === undefined && obj.metadata.resourceVersion !== old.metadata.resourceVersion);
 }
 

@@ -23,6 +23,8 @@ export interface InformerOptions<S extends { metadata: { namespace?: string; nam
   list(page: { limit: number; continue?: string }): Promise<ListPage<unknown>>;
   watch: Watch;
   watchPath: string;
+  /** Selectors sent with the watch (the list applies its own). */
+  watchQuery?: { labelSelector?: string; fieldSelector?: string };
   /** What the cache keeps of an object (e.g. digests of a Secret instead of its data). */
   transform(raw: any): S;
   onChange(type: ChangeType, obj: S, old: S | undefined): void;
@@ -213,6 +215,7 @@ export class Informer<S extends { metadata: { namespace?: string; name?: string;
         else settle('closed');
       };
       const query = {
+        ...this.opts.watchQuery,
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
         timeoutSeconds: this.opts.timing.watchTimeoutSeconds,

@@ -8,15 +8,22 @@ export const LEASE_NAME = 'tally-operator';
 export const TENANT_CONFIG_KEY = 'tenants.json';
 export const FIELD_MANAGER = 'tally-operator';
 
-export type KindName = 'Project' | 'FlagSecret' | 'FeatureFlag';
-export const KINDS: Record<KindName, { plural: string }> = {
+export { ADOPT_ANNOTATION } from './resources/meta.js';
+
+export type KindName = 'Organization' | 'Project' | 'FlagSecret' | 'FeatureFlag' | 'ApiToken';
+export const KINDS: Record<KindName, { plural: string; cluster?: boolean }> = {
+  Organization: { plural: 'organizations', cluster: true },
   Project: { plural: 'projects' },
   FlagSecret: { plural: 'flagsecrets' },
   FeatureFlag: { plural: 'featureflags' },
+  ApiToken: { plural: 'apitokens' },
 };
+/** The kinds that live in a namespace and act for an Organization that lists it. */
+export const NAMESPACED_KINDS = ['Project', 'FlagSecret', 'FeatureFlag', 'ApiToken'] as const;
 
 export interface ObjectMeta {
   name: string;
+  /** '' for cluster-scoped kinds (Organization). */
   namespace: string;
   uid: string;
   resourceVersion: string;
@@ -26,7 +33,7 @@ export interface ObjectMeta {
   finalizers?: string[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }[];
+  ownerReferences?: { apiVersion: string; kind: string; name: string; uid: string; controller?: boolean; blockOwnerDeletion?: boolean }[];
 }
 
 export interface Condition {
@@ -53,8 +60,28 @@ export interface Resource<Spec, Status extends BaseStatus> {
 
 export type DeletionPolicy = 'Retain' | 'Delete';
 
-export interface ProjectSpec { displayName: string; organizationId: number; deletionPolicy?: DeletionPolicy }
-export interface ProjectStatus extends BaseStatus { projectId?: number; token?: string }
+export interface OrganizationSpec {
+  displayName: string;
+  namespaces: string[];
+  monthlyEventQuota?: number;
+  members?: { email: string; role: string }[];
+  groups?: { name: string; role: string }[];
+  deletionPolicy?: DeletionPolicy;
+}
+export interface OrganizationUsage { month: string; events: number; monthlyEventQuota?: number }
+export interface OrganizationStatus extends BaseStatus { organizationId?: number; usage?: OrganizationUsage }
+export type OrganizationResource = Resource<OrganizationSpec, OrganizationStatus>;
+
+export interface RateLimit { requestsPer10Seconds: number }
+export interface ProjectSpec {
+  displayName: string;
+  organizationRef?: { name: string };
+  organizationId?: number;
+  retentionDays?: number;
+  rateLimit?: RateLimit;
+  deletionPolicy?: DeletionPolicy;
+}
+export interface ProjectStatus extends BaseStatus { projectId?: number; organizationId?: number; token?: string }
 export type ProjectResource = Resource<ProjectSpec, ProjectStatus>;
 
 export interface FlagSecretSpec { projectRef: { name: string }; secretRef?: { name: string; key?: string } }
@@ -75,14 +102,26 @@ export interface FeatureFlagSpec {
 export interface FeatureFlagStatus extends BaseStatus { projectId?: number; flagId?: number }
 export type FeatureFlagResource = Resource<FeatureFlagSpec, FeatureFlagStatus>;
 
-export type AnyResource = ProjectResource | FlagSecretResource | FeatureFlagResource;
+export interface ApiTokenSpec { organizationRef: { name: string }; role: 'viewer' | 'member' | 'admin'; secretName?: string }
+export interface ApiTokenStatus extends BaseStatus { organizationId?: number; tokenId?: number; secretName?: string }
+export type ApiTokenResource = Resource<ApiTokenSpec, ApiTokenStatus>;
 
-/** `<Kind>/<namespace>/<name>`: the owner the service records in `managed_by`. */
-export const resourceName = (kind: KindName, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+export type AnyResource = OrganizationResource | ProjectResource | FlagSecretResource | FeatureFlagResource | ApiTokenResource;
+
+/**
+ * The owner the service records in `managed_by`: `<Kind>/<namespace>/<name>`, or `<Kind>/<name>`
+ * for a cluster-scoped kind (Organization).
+ */
+export const resourceName = (kind: KindName, namespace: string, name: string) =>
+  KINDS[kind].cluster ? `${kind}/${name}` : `${kind}/${namespace}/${name}`;
 /** The queue key of an object (same text as its `managed_by`). */
 export const keyOf = (o: { kind: KindName; metadata: { namespace: string; name: string } }) => resourceName(o.kind, o.metadata.namespace, o.metadata.name);
 export function parseKey(key: string): { kind: KindName; namespace: string; name: string } | undefined {
-  const [kind, namespace, name] = key.split('/');
-  if (!name || !(kind in KINDS)) return undefined;
-  return { kind: kind as KindName, namespace, name };
+  const parts = key.split('/');
+  const kind = parts[0] as KindName;
+  if (!(kind in KINDS)) return undefined;
+  if (KINDS[kind].cluster) return parts.length === 2 && parts[1] ? { kind, namespace: '', name: parts[1] } : undefined;
+  const [, namespace, name] = parts;
+  if (!name || parts.length !== 3) return undefined;
+  return { kind, namespace, name };
 }

@@ -11,6 +11,12 @@ import { API_VERSION, FIELD_MANAGER, GROUP, KINDS, VERSION, type AnyResource, ty
  */
 const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
+export interface SecretSelector { labelSelector?: string; fieldSelector?: string }
+
+/** The label on every Secret the operator makes (the only Secrets it watches besides referenced ones). */
+export const MANAGED_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_SELECTOR = `${MANAGED_LABEL}=tally-operator`;
+
 export interface ListPage<T> { items: T[]; metadata?: { resourceVersion?: string; continue?: string } }
 
 export class Kube {
@@ -31,7 +37,7 @@ export class Kube {
   async listResources(kind: KindName, namespace: string | undefined, opts: { limit?: number; continue?: string }): Promise<ListPage<AnyResource>> {
     const plural = KINDS[kind].plural;
     const common = { group: GROUP, version: VERSION, plural, limit: opts.limit, _continue: opts.continue };
-    const list = namespace
+    const list = namespace && !KINDS[kind].cluster
       ? await this.custom.listNamespacedCustomObject({ ...common, namespace })
       : await this.custom.listClusterCustomObject(common);
     for (const item of list.items ?? []) item.kind ??= kind;
@@ -40,11 +46,14 @@ export class Kube {
 
   resourceWatchPath(kind: KindName, namespace: string | undefined): string {
     const plural = KINDS[kind].plural;
-    return namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+    return namespace && !KINDS[kind].cluster ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
   }
 
   /** Merge-patch of metadata/spec; with `resourceVersion` in the patch it fails with 409 on a stale object. */
   async patchResource(kind: KindName, namespace: string, name: string, body: object): Promise<AnyResource> {
+    if (KINDS[kind].cluster) {
+      return this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER }, MERGE);
+    }
     return this.custom.patchNamespacedCustomObject(
       { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER },
       MERGE,
@@ -52,6 +61,10 @@ export class Kube {
   }
 
   async patchStatus(kind: KindName, namespace: string, name: string, status: object): Promise<AnyResource> {
+    if (KINDS[kind].cluster) {
+      return this.custom.patchClusterCustomObjectStatus(
+        { group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER }, MERGE);
+    }
     return this.custom.patchNamespacedCustomObjectStatus(
       { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER },
       MERGE,
@@ -60,8 +73,12 @@ export class Kube {
 
   // --- secrets ---
 
-  async listSecrets(namespace: string | undefined, opts: { limit?: number; continue?: string }): Promise<ListPage<V1Secret>> {
-    const common = { limit: opts.limit, _continue: opts.continue };
+  /**
+   * Secrets matching a selector: never all of them (the operator's memory must not grow with
+   * the cluster's unrelated Secrets): the labelled ones it made, or one by name.
+   */
+  async listSecrets(namespace: string | undefined, selector: SecretSelector, opts: { limit?: number; continue?: string }): Promise<ListPage<V1Secret>> {
+    const common = { limit: opts.limit, _continue: opts.continue, labelSelector: selector.labelSelector, fieldSelector: selector.fieldSelector };
     return namespace ? this.core.listNamespacedSecret({ ...common, namespace }) : this.core.listSecretForAllNamespaces(common);
   }
 
@@ -89,14 +106,16 @@ export class Kube {
 
   // --- events ---
 
+  /** An Event about `involved`; cluster-scoped objects' Events go to `namespace` (the caller picks it). */
   async createEvent(namespace: string, involved: AnyResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const now = new Date();
+    const involvedNs = KINDS[involved.kind].cluster ? undefined : namespace;
     await this.core.createNamespacedEvent({
       namespace,
       body: {
         metadata: { generateName: `${involved.metadata.name}.`, namespace },
         involvedObject: {
-          apiVersion: API_VERSION, kind: involved.kind, name: involved.metadata.name, namespace,
+          apiVersion: API_VERSION, kind: involved.kind, name: involved.metadata.name, namespace: involvedNs,
           uid: involved.metadata.uid, resourceVersion: involved.metadata.resourceVersion,
         },
         type, reason, message: message.slice(0, 1024),

@@ -2,27 +2,57 @@
  * Every Kubernetes call the operator makes, as RBAC rules: the one list the Helm chart's
  * ClusterRole/Role are checked against, and the rules the scenario tests' fake API enforces (a call
  * missing here fails there). `cluster`: wherever the operator watches (a ClusterRole, or a Role in
- * WATCH_NAMESPACE when that is set); `own-namespace`: a Role in POD_NAMESPACE only.
- *
- * Where each comes from (operator/src/kube.ts):
- * - the three kinds: list + watch (informers), patch (finalizers); their /status: patch (merge-patch)
- * - secrets: list + watch (rotation of referenced Secrets), get (read a referenced or minted Secret),
- *   create (mint `<name>-flag-secret`); in POD_NAMESPACE also update (the tenant config Secret)
- * - events: create (Warning events on failures)
- * - leases: get, create, update (leader election, Lease `tally-operator`)
+ * each WATCH_NAMESPACE namespace when that is set); `cluster-scoped`: always a ClusterRole
+ * (Organizations are cluster-scoped); `own-namespace`: a Role in POD_NAMESPACE only.
+ * `reason` says why each verb is there (the chart prints it as a comment).
  */
 export interface PermissionRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
-  scope: 'cluster' | 'own-namespace';
+  scope: 'cluster' | 'cluster-scoped' | 'own-namespace';
+  reason: string;
 }
 
 export const OPERATOR_PERMISSIONS: readonly PermissionRule[] = [
-  { apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags'], verbs: ['list', 'watch', 'patch'], scope: 'cluster' },
-  { apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status'], verbs: ['patch'], scope: 'cluster' },
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create'], scope: 'cluster' },
-  { apiGroups: [''], resources: ['events'], verbs: ['create'], scope: 'cluster' },
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'], scope: 'own-namespace' },
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'own-namespace' },
+  {
+    apiGroups: ['analytics.tally.dev'], resources: ['organizations'], verbs: ['list', 'watch', 'patch'], scope: 'cluster-scoped',
+    reason: 'list+watch: the Organization informer; patch: add/remove the finalizer',
+  },
+  {
+    apiGroups: ['analytics.tally.dev'], resources: ['organizations/status'], verbs: ['patch'], scope: 'cluster-scoped',
+    reason: 'patch: organizationId, usage and conditions',
+  },
+  {
+    apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags', 'apitokens'], verbs: ['list', 'watch', 'patch'], scope: 'cluster',
+    reason: 'list+watch: informers; patch: add/remove the finalizer',
+  },
+  {
+    apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status', 'apitokens/status'], verbs: ['patch'], scope: 'cluster',
+    reason: 'patch: status fields and conditions',
+  },
+  {
+    apiGroups: ['analytics.tally.dev'], resources: ['flagsecrets/finalizers', 'apitokens/finalizers'], verbs: ['update'], scope: 'cluster',
+    reason: 'update: the minted Secrets set blockOwnerDeletion on their owner (OwnerReferencesPermissionEnforcement, e.g. OpenShift, requires it)',
+  },
+  {
+    apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update'], scope: 'cluster',
+    reason: 'list+watch: only Secrets labelled app.kubernetes.io/managed-by=tally-operator, and Secrets a FlagSecret names (by name); get: read a referenced or minted Secret; create: mint <name>-flag-secret and <name>-api-token; update: write a re-minted ApiToken token',
+  },
+  {
+    apiGroups: [''], resources: ['events'], verbs: ['create'], scope: 'cluster',
+    reason: 'create: Normal (created, rotated, deleted) and Warning (failures) Events on the resources',
+  },
+  {
+    apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update'], scope: 'own-namespace',
+    reason: 'the tenant config Secret: get+create+update to write it, list+watch (labelled) to notice changes',
+  },
+  {
+    apiGroups: [''], resources: ['events'], verbs: ['create'], scope: 'own-namespace',
+    reason: 'create: Events about Organizations (cluster-scoped objects have theirs in the operator namespace)',
+  },
+  {
+    apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'own-namespace',
+    reason: 'leader election (Lease tally-operator)',
+  },
 ];

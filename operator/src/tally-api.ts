@@ -1,5 +1,5 @@
 /**
- * The service's HTTP API as the operator uses it: superadmin key, and on every write the header
+ * The service's HTTP API as the operator uses it: OPERATOR_KEY (else the superadmin key), and on every write the header
  * `X-Tally-Resource: <Kind>/<namespace>/<name>` that makes the object managed by that resource.
  * Failures are sorted by what the reconciler should do about them (ApiError.kind).
  */
@@ -23,6 +23,34 @@ export interface ApiProject {
   name: string;
   token: string;
   org_id?: number | null;
+  managed_by?: string | null;
+  retention_days?: number | null;
+  rate_limit?: { requestsPer10Seconds: number } | null;
+}
+
+/** What a Project sets on its project besides the name (null: the service's default). */
+export interface ProjectLimits {
+  retentionDays: number | null;
+  rateLimit: { requestsPer10Seconds: number } | null;
+}
+
+export interface ApiOrg {
+  id: number;
+  name: string;
+  monthly_event_quota: number | null;
+  managed_by?: string | null;
+  members_managed_by?: string | null;
+}
+
+export interface ApiMember { email: string; role: string; source?: 'invite' | 'group' }
+
+export interface ApiUsage { org_id: number; name: string; month: string; events: number; monthly_event_quota: number | null }
+
+export interface ApiMachineToken {
+  id: number;
+  name: string;
+  role: string;
+  token?: string;
   managed_by?: string | null;
 }
 
@@ -80,10 +108,94 @@ export class TallyApi {
     throw new ApiError(kind, s, kind === 'unavailable' ? `${method} ${path}: HTTP ${s}: ${message}` : message, parsed);
   }
 
+  // --- organisations ---
+
+  createOrg(name: string, monthlyEventQuota: number | null, resource: string): Promise<ApiOrg> {
+    return this.call('POST', '/admin/orgs', resource, { name, monthlyEventQuota });
+  }
+
+  async findOrg(resource: string): Promise<ApiOrg | undefined> {
+    const list = await this.call<ApiOrg[]>('GET', `/admin/orgs?managedBy=${encodeURIComponent(resource)}`, undefined);
+    return list.find((o) => o.managed_by === resource);
+  }
+
+  async getOrg(id: number): Promise<ApiOrg | undefined> {
+    try {
+      return await this.call<ApiOrg>('GET', `/admin/orgs/${id}`, undefined);
+    } catch (err) {
+      if (err instanceof ApiError && err.kind === 'not_found') return undefined;
+      throw err;
+    }
+  }
+
+  updateOrg(id: number, body: { name?: string; monthlyEventQuota?: number | null }, resource: string): Promise<ApiOrg> {
+    return this.call('PATCH', `/admin/orgs/${id}`, resource, body);
+  }
+
+  adoptOrg(id: number, resource: string): Promise<ApiOrg> {
+    return this.call('POST', `/admin/orgs/${id}/adopt`, resource);
+  }
+
+  releaseOrg(id: number, resource: string): Promise<unknown> {
+    return this.call('POST', `/admin/orgs/${id}/release`, resource);
+  }
+
+  deleteOrg(id: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/admin/orgs/${id}`, resource);
+  }
+
+  listMembers(id: number): Promise<ApiMember[]> {
+    return this.call('GET', `/admin/orgs/${id}/members`, undefined);
+  }
+
+  /** Replaces the invited memberships with `members` (group-derived ones stay) and owns the list. */
+  putMembers(id: number, members: { email: string; role: string }[], resource: string): Promise<unknown> {
+    return this.call('PUT', `/admin/orgs/${id}/members`, resource, { members });
+  }
+
+  /** Gives the membership list back to people. */
+  releaseMembers(id: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/admin/orgs/${id}/members-management`, resource);
+  }
+
+  listGroups(id: number): Promise<{ name: string; role: string }[]> {
+    return this.call('GET', `/admin/orgs/${id}/groups`, undefined);
+  }
+
+  putGroups(id: number, groups: { name: string; role: string }[], resource: string): Promise<unknown> {
+    return this.call('PUT', `/admin/orgs/${id}/groups`, resource, { groups });
+  }
+
+  usage(month: string): Promise<ApiUsage[]> {
+    return this.call('GET', `/admin/usage?month=${month}`, undefined);
+  }
+
+  // --- machine tokens ---
+
+  createToken(orgId: number, name: string, role: string, resource: string): Promise<ApiMachineToken & { token: string }> {
+    return this.call('POST', `/admin/orgs/${orgId}/tokens`, resource, { name, role });
+  }
+
+  listTokens(orgId: number, resource: string): Promise<ApiMachineToken[]> {
+    return this.call('GET', `/admin/orgs/${orgId}/tokens?managedBy=${encodeURIComponent(resource)}`, undefined);
+  }
+
+  deleteToken(orgId: number, tokenId: number, resource: string): Promise<unknown> {
+    return this.call('DELETE', `/admin/orgs/${orgId}/tokens/${tokenId}`, resource);
+  }
+
   // --- projects ---
 
-  createProject(organizationId: number, name: string, resource: string): Promise<ApiProject> {
-    return this.call('POST', `/admin/orgs/${organizationId}/projects`, resource, { name });
+  createProject(organizationId: number, name: string, resource: string, limits?: Partial<ProjectLimits>): Promise<ApiProject> {
+    return this.call('POST', `/admin/orgs/${organizationId}/projects`, resource, { name, ...limits });
+  }
+
+  adoptProject(id: number, resource: string): Promise<ApiProject> {
+    return this.call('POST', `/api/projects/${id}/adopt`, resource);
+  }
+
+  updateProject(id: number, body: { name?: string } & Partial<ProjectLimits>, resource: string): Promise<ApiProject> {
+    return this.call('PATCH', `/api/projects/${id}`, resource, body);
   }
 
   async findProject(resource: string): Promise<ApiProject | undefined> {

@@ -20,6 +20,16 @@ export interface TenantEntry {
   token: string;
   flagSecretSha256: string | null;
   resource: string;
+  /** Present only when the Project sets them (old readers ignore them). */
+  rateLimit?: { requestsPer10Seconds: number };
+  retentionDays?: number;
+}
+
+export interface TenantOrganization {
+  organizationId: number;
+  name: string;
+  monthlyEventQuota: number | null;
+  resource: string;
 }
 
 export const CONTENT_HASH_ANNOTATION = 'analytics.tally.dev/content-sha256';
@@ -41,15 +51,30 @@ export class TenantConfigWriter {
     const out: TenantEntry[] = [];
     for (const p of ctx.projects.list()) {
       const { projectId, token } = p.status ?? {};
-      if (p.metadata.deletionTimestamp || !projectId || !token) continue;
-      out.push({
+      const organizationId = p.status?.organizationId ?? p.spec.organizationId;
+      if (p.metadata.deletionTimestamp || !projectId || !token || !organizationId) continue;
+      const entry: TenantEntry = {
         projectId,
-        organizationId: p.spec.organizationId,
+        organizationId,
         name: p.spec.displayName,
         token,
         flagSecretSha256: this.flagSecretSha(p, projectId),
         resource: keyOf(p),
-      });
+      };
+      if (p.spec.rateLimit) entry.rateLimit = { requestsPer10Seconds: p.spec.rateLimit.requestsPer10Seconds };
+      if (p.spec.retentionDays) entry.retentionDays = p.spec.retentionDays;
+      out.push(entry);
+    }
+    return out.sort((a, b) => a.resource.localeCompare(b.resource));
+  }
+
+  /** Organizations that have their organisation: name and quota, for API pods to apply from memory. */
+  organizations(): TenantOrganization[] {
+    const out: TenantOrganization[] = [];
+    for (const o of this.ctx.organizations.list()) {
+      const organizationId = o.status?.organizationId;
+      if (o.metadata.deletionTimestamp || !organizationId) continue;
+      out.push({ organizationId, name: o.spec.displayName, monthlyEventQuota: o.spec.monthlyEventQuota ?? null, resource: keyOf(o) });
     }
     return out.sort((a, b) => a.resource.localeCompare(b.resource));
   }
@@ -67,7 +92,10 @@ export class TenantConfigWriter {
     const { ctx } = this;
     const { podNamespace: namespace, tenantConfigSecret: name, tenantConfigMaxBytes } = ctx.config;
     const projects = this.entries();
-    const hash = createHash('sha256').update(JSON.stringify(projects)).digest('hex');
+    const organizations = this.organizations();
+    // Without Organizations the content (and its hash) is what it was before they existed.
+    const content = organizations.length > 0 ? { projects, organizations } : { projects };
+    const hash = createHash('sha256').update(JSON.stringify(organizations.length > 0 ? content : projects)).digest('hex');
     if (hash === this.lastHash) return true;
     const existing = await ctx.kube.readSecret(namespace, name);
     const existingHash = existing?.metadata?.annotations?.[CONTENT_HASH_ANNOTATION];
@@ -80,7 +108,7 @@ export class TenantConfigWriter {
       return true;
     }
     const generation = existingGeneration + 1;
-    const text = JSON.stringify({ version: 1, generation, projects });
+    const text = JSON.stringify({ version: 1, generation, ...content });
     const bytes = Buffer.byteLength(text);
     ctx.metrics.tenantConfigBytes.set(bytes);
     if (bytes > tenantConfigMaxBytes) {

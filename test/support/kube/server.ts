@@ -12,7 +12,7 @@ import { allows, forbidden, type Grant } from './rbac.js';
 import { fieldSelector, labelSelector } from './selectors.js';
 import { status as statusObject, typeKeyOf, type Watcher } from './store.js';
 import { toTable, wantsTable, type IncludeObject } from './tables.js';
-import { KubeError, badRequest, gvOf, type KubeObject, type ResourceType } from './types.js';
+import { KubeError, badRequest, gvOf, qualifiedName, type KubeObject, type ResourceType } from './types.js';
 
 /**
  * An in-process Kubernetes API server for tests: plain HTTP on 127.0.0.1 speaking the REST
@@ -314,13 +314,17 @@ export class FakeKube {
       case 'POST': {
         if (name) throw new KubeError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
         this.checkJson(req);
-        const created = this.api.create(type, namespace, (await this.body(req)) as KubeObject, writeOpts);
+        const input = (await this.body(req)) as KubeObject;
+        if (grants) this.checkOwnerReferences(user, grants, type, namespace, input?.metadata?.name ?? '', input);
+        const created = this.api.create(type, namespace, input, writeOpts);
         return this.sendJson(res, 201, created);
       }
       case 'PUT': {
         if (!name) throw new KubeError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
         this.checkJson(req);
-        return this.sendJson(res, 200, this.api.update(type, namespace, name, (await this.body(req)) as KubeObject, subresource, writeOpts));
+        const input = (await this.body(req)) as KubeObject;
+        if (grants) this.checkOwnerReferences(user, grants, type, namespace, name, input, this.api.store.get(typeKeyOf(type), namespace, name));
+        return this.sendJson(res, 200, this.api.update(type, namespace, name, input, subresource, writeOpts));
       }
       case 'PATCH': {
         if (!name) throw new KubeError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
@@ -329,6 +333,10 @@ export class FakeKube {
           throw new KubeError(415, 'UnsupportedMediaType', 'server-side apply is not supported by this fake API server');
         }
         const body = Object.values(PATCH_TYPES).includes(contentType as never) ? await this.body(req) : undefined;
+        if (grants) {
+          const next = this.api.patch(type, namespace, name, contentType, body, subresource, { ...writeOpts, dryRun: true });
+          this.checkOwnerReferences(user, grants, type, namespace, name, next, this.api.store.get(typeKeyOf(type), namespace, name));
+        }
         return this.sendJson(res, 200, this.api.patch(type, namespace, name, contentType, body, subresource, writeOpts));
       }
       case 'DELETE': {
@@ -350,6 +358,27 @@ export class FakeKube {
       }
       default:
         throw new KubeError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    }
+  }
+
+  /**
+   * OwnerReferencesPermissionEnforcement (an admission plugin OpenShift and hardened clusters run):
+   * setting `blockOwnerDeletion` on a reference needs `update` on the owner's `finalizers`
+   * subresource. Checked for RBAC-enforced users only, on references that gain the flag.
+   */
+  private checkOwnerReferences(user: string, grants: Grant[], type: ResourceType, namespace: string | undefined, name: string, next: KubeObject | undefined, old?: KubeObject): void {
+    for (const ref of next?.metadata?.ownerReferences ?? []) {
+      if (!ref.blockOwnerDeletion) continue;
+      if (old?.metadata.ownerReferences?.some((r) => r.uid === ref.uid && r.blockOwnerDeletion)) continue;
+      const [group, version] = ref.apiVersion.includes('/') ? ref.apiVersion.split('/') : ['', ref.apiVersion];
+      const owner = this.api.allTypes().find((t) => t.group === group && t.version === version && t.kind === ref.kind);
+      const resource = `${owner?.plural ?? ref.kind.toLowerCase()}/finalizers`;
+      const ns = owner && !owner.namespaced ? undefined : namespace;
+      if (owner && allows(grants, { user, verb: 'update', group, resource, name: ref.name, namespace: ns })) continue;
+      const scope = ns ? `in the namespace "${ns}"` : 'at the cluster scope';
+      throw new KubeError(403, 'Forbidden',
+        `${qualifiedName(type)} "${name}" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: User "${user}" cannot update resource "${resource}" in API group "${group}" ${scope}, <nil>`,
+        { name, group: type.group || undefined, kind: type.plural });
     }
   }
 

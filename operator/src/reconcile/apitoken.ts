@@ -1,0 +1,90 @@
+import type { V1Secret } from '@kubernetes/client-node';
+import { API_VERSION, keyOf, type ApiTokenResource } from '../kinds.js';
+import { MANAGED_LABEL, statusOf } from '../kube.js';
+import { ApiError } from '../tally-api.js';
+import {
+  apiFailure, apiTokenSecretName, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ReconcileContext,
+} from './context.js';
+
+/**
+ * ApiToken → a machine-access token of its Organization's organisation, minted into the Secret
+ * `spec.secretName` (default `<name>-api-token`, key `token`, owned by the ApiToken so it goes with
+ * it). The token's value is shown once by the service, so the Secret is the only copy: when the
+ * Secret is gone or the token was revoked elsewhere, the operator revokes what is left and mints
+ * again (a Normal Event `Rotated`). Deleting the ApiToken revokes the token.
+ */
+export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenResource): Promise<Outcome | 'gone'> {
+  const resource = keyOf(obj);
+  if (obj.metadata.deletionTimestamp) return finalizeApiToken(ctx, obj, resource);
+  const boundary = organizationFor(ctx, obj.metadata.namespace, { organizationRef: obj.spec?.organizationRef });
+  if (!('organizationId' in boundary)) return boundary;
+  const { organizationId } = boundary;
+  const secretName = apiTokenSecretName(obj);
+  const { namespace } = obj.metadata;
+
+  obj = await ensureFinalizer(ctx, obj);
+  const secret = await ctx.kube.readSecret(namespace, secretName);
+  if (secret && !(secret.metadata?.ownerReferences ?? []).some((o) => o.uid === obj.metadata.uid)) {
+    return notReady('Conflict', `Secret ${namespace}/${secretName} exists and is not owned by this ApiToken`, { fields: { organizationId, secretName } });
+  }
+  let live: number[];
+  try {
+    live = (await ctx.api.listTokens(organizationId, resource)).filter((t) => t.managed_by === resource).map((t) => t.id);
+  } catch (err) {
+    return { ...apiFailure(err, `tokens of organization ${organizationId}`), fields: { organizationId, secretName } };
+  }
+  const known = obj.status?.tokenId;
+  const secretHolds = secret?.data?.token && secret.metadata?.annotations?.[TOKEN_ID_ANNOTATION] === String(known);
+  if (known && live.includes(known) && secretHolds && live.length === 1) {
+    return ready(`token ${known} of organization ${organizationId} in Secret ${secretName}`, { organizationId, tokenId: known, secretName });
+  }
+
+  // Mint: revoke whatever this resource still has (its value is lost), then write the new one.
+  let minted: { id: number; token: string };
+  try {
+    for (const id of live) await ctx.api.deleteToken(organizationId, id, resource);
+    minted = await ctx.api.createToken(organizationId, resource, obj.spec.role, resource);
+  } catch (err) {
+    return { ...apiFailure(err, `token of organization ${organizationId}`), fields: { organizationId, secretName } };
+  }
+  const body: V1Secret = {
+    apiVersion: 'v1', kind: 'Secret', type: 'Opaque',
+    metadata: {
+      name: secretName, namespace,
+      labels: { [MANAGED_LABEL]: 'tally-operator' },
+      annotations: { [TOKEN_ID_ANNOTATION]: String(minted.id) },
+      ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiToken', name: obj.metadata.name, uid: obj.metadata.uid, controller: true, blockOwnerDeletion: true }],
+    },
+    data: { token: Buffer.from(minted.token).toString('base64') },
+  };
+  try {
+    if (secret) await ctx.kube.replaceSecret(namespace, secretName, { ...body, metadata: { ...body.metadata, resourceVersion: secret.metadata?.resourceVersion } });
+    else await ctx.kube.createSecret(namespace, body);
+  } catch (err) {
+    // The token cannot be delivered: revoke it now rather than leave a live token nobody holds.
+    await ctx.api.deleteToken(organizationId, minted.id, resource).catch(() => undefined);
+    if (statusOf(err) === 409) return { fields: { organizationId, secretName }, afterMs: 50 };
+    throw err;
+  }
+  ctx.event(obj, known || secret ? 'Rotated' : 'Created', `token ${minted.id} (${obj.spec.role}) of organization ${organizationId} written to Secret ${secretName}`);
+  return ready(`token ${minted.id} of organization ${organizationId} in Secret ${secretName}`, { organizationId, tokenId: minted.id, secretName });
+}
+
+/** Which token the Secret holds (so a Secret and a token that no longer match are noticed). */
+export const TOKEN_ID_ANNOTATION = 'analytics.tally.dev/token-id';
+
+async function finalizeApiToken(ctx: ReconcileContext, obj: ApiTokenResource, resource: string): Promise<Outcome | 'gone'> {
+  if (!hasFinalizer(obj)) return 'gone';
+  const organizationId = obj.status?.organizationId ?? ctx.organizations.get('', obj.spec?.organizationRef?.name ?? '')?.status?.organizationId;
+  if (organizationId) {
+    try {
+      const live = (await ctx.api.listTokens(organizationId, resource)).filter((t) => t.managed_by === resource);
+      for (const t of live) await ctx.api.deleteToken(organizationId, t.id, resource);
+      if (live.length > 0) ctx.event(obj, 'Revoked', `token ${live.map((t) => t.id).join(', ')} of organization ${organizationId} revoked`);
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.kind === 'not_found' || err.kind === 'conflict'))) return apiFailure(err, `revoking the token of ${resource}`);
+    }
+  }
+  await removeFinalizer(ctx, obj);
+  return 'gone';
+}

@@ -1,0 +1,140 @@
+import { ADOPT_ANNOTATION, keyOf, type OrganizationResource, type OrganizationUsage } from '../kinds.js';
+import { ApiError, type ApiOrg } from '../tally-api.js';
+import { adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+
+/** Usage in status is read again at most this often (GET /admin/usage counts a month of events). */
+export const USAGE_REFRESH_MS = 60_000;
+
+const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
+const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
+  JSON.stringify([...list].map((x) => [String((x as Record<string, unknown>)[key]).toLowerCase(), x.role]).sort());
+
+/**
+ * Organization ↔ an organisation of the service, managed by `Organization/<name>`: found again by
+ * `managed_by`, adopted (adopt-id annotation, `Conflict` when another resource manages it) or
+ * created; name and quota follow the spec; `members`, when given, is the whole invited membership
+ * list (the service then refuses hand edits); `groups` is the group→role mapping. Status shows
+ * this month's usage, read at most once a minute. Deletion: `Retain` releases, `Delete` deletes
+ * (refused by the service while the organisation still has projects: the resource waits).
+ */
+export class OrganizationReconciler {
+  /** When each Organization's usage was last read (uid → ms); kept here so status changes only with the figures. */
+  private readonly usageReadAt = new Map<string, number>();
+
+  constructor(private readonly ctx: ReconcileContext) {}
+
+  reconcile(obj: OrganizationResource): Promise<Outcome | 'gone'> {
+    if (obj.metadata.deletionTimestamp) this.usageReadAt.delete(obj.metadata.uid);
+    return reconcileOrganization(this.ctx, obj, this.usageReadAt);
+  }
+}
+
+async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationResource, usageReadAt: Map<string, number>): Promise<Outcome | 'gone'> {
+  const resource = keyOf(obj);
+  if (obj.metadata.deletionTimestamp) return finalizeOrganization(ctx, obj, resource);
+  const spec = obj.spec;
+  const adopt = adoptId(obj, ADOPT_ANNOTATION);
+  if (typeof adopt === 'object') return adopt;
+  obj = await ensureFinalizer(ctx, obj);
+  const quota = spec.monthlyEventQuota ?? null;
+  let org: ApiOrg | undefined;
+  try {
+    org = await findOrg(ctx, obj, resource);
+    if (!org && adopt !== undefined) {
+      try {
+        org = await ctx.api.adoptOrg(adopt, resource);
+      } catch (err) {
+        if (err instanceof ApiError && err.kind === 'not_found') return notReady('Invalid', `${ADOPT_ANNOTATION}: organization ${adopt} does not exist`);
+        throw err;
+      }
+      ctx.event(obj, 'Adopted', `organization ${adopt} adopted`);
+    }
+    if (!org) {
+      org = await ctx.api.createOrg(spec.displayName, quota, resource);
+      ctx.event(obj, 'Created', `organization ${org.id} created`);
+    }
+    const changes: { name?: string; monthlyEventQuota?: number | null } = {};
+    if (org.name !== spec.displayName) changes.name = spec.displayName;
+    if ((org.monthly_event_quota ?? null) !== quota) changes.monthlyEventQuota = quota;
+    if (Object.keys(changes).length > 0) org = { ...org, ...(await ctx.api.updateOrg(org.id, changes, resource)) };
+
+    if (spec.members) {
+      const invited = (await ctx.api.listMembers(org.id)).filter((m) => (m.source ?? 'invite') === 'invite');
+      if (org.members_managed_by !== resource || canonicalList(invited, 'email') !== canonicalList(spec.members, 'email')) {
+        await ctx.api.putMembers(org.id, spec.members, resource);
+      }
+    } else if (org.members_managed_by === resource) {
+      await ctx.api.releaseMembers(org.id, resource);
+    }
+    const groups = spec.groups ?? [];
+    const mapped = await ctx.api.listGroups(org.id);
+    if (canonicalList(mapped, 'name') !== canonicalList(groups, 'name')) await ctx.api.putGroups(org.id, groups, resource);
+  } catch (err) {
+    const outcome = apiFailure(err, `organization of ${resource}`);
+    return org ? { ...outcome, fields: { organizationId: org.id } } : outcome;
+  }
+
+  const usage = await readUsage(ctx, obj, org.id, quota, usageReadAt);
+  const fields: Record<string, unknown> = { organizationId: org.id };
+  if (usage) fields.usage = usage;
+  return { ...ready(`organization ${org.id}`, fields), afterMs: USAGE_REFRESH_MS };
+}
+
+/** This month's usage: the status's when read under a minute ago for the same month and quota. */
+async function readUsage(ctx: ReconcileContext, obj: OrganizationResource, orgId: number, quota: number | null, readAt: Map<string, number>): Promise<OrganizationUsage | undefined> {
+  const now = Date.now();
+  const month = monthOf(now);
+  const current = obj.status?.usage;
+  const fresh = current && now - (readAt.get(obj.metadata.uid) ?? 0) < USAGE_REFRESH_MS && current.month === month
+    && (current.monthlyEventQuota ?? null) === quota && obj.status?.organizationId === orgId;
+  if (fresh) return current;
+  try {
+    const row = (await ctx.api.usage(month)).find((u) => u.org_id === orgId);
+    const usage: OrganizationUsage = { month, events: row?.events ?? 0 };
+    readAt.set(obj.metadata.uid, now);
+    if (quota !== null) usage.monthlyEventQuota = quota;
+    return usage;
+  } catch (err) {
+    // Usage is informative: an outage of /admin/usage keeps the last figure and the Ready state.
+    ctx.log.error('usage not read', { resource: keyOf(obj), err: err instanceof Error ? err.message : String(err) });
+    return current;
+  }
+}
+
+async function findOrg(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<ApiOrg | undefined> {
+  const known = obj.status?.organizationId;
+  if (known) {
+    const o = await ctx.api.getOrg(known);
+    if (o && o.managed_by === resource) return o;
+  }
+  return ctx.api.findOrg(resource);
+}
+
+async function finalizeOrganization(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<Outcome | 'gone'> {
+  if (!hasFinalizer(obj)) return 'gone';
+  const policy = obj.spec?.deletionPolicy ?? 'Retain';
+  try {
+    const org = await findOrg(ctx, obj, resource);
+    if (org) {
+      if (policy === 'Delete') {
+        try {
+          await ctx.api.deleteOrg(org.id, resource);
+        } catch (err) {
+          // The service keeps an organisation that still has projects: wait for them to go.
+          if (err instanceof ApiError && err.kind === 'conflict' && !(err.body as { resource?: unknown } | undefined)?.resource) {
+            return notReady('Conflict', `organization ${org.id} still has projects: it is deleted once they are gone`, { afterMs: 5_000 });
+          }
+          throw err;
+        }
+      } else {
+        if (org.members_managed_by === resource) await ctx.api.releaseMembers(org.id, resource);
+        await ctx.api.releaseOrg(org.id, resource);
+      }
+      ctx.event(obj, policy === 'Delete' ? 'Deleted' : 'Released', `organization ${org.id} ${policy === 'Delete' ? 'deleted' : 'released (kept, no longer managed)'}`);
+    }
+  } catch (err) {
+    if (!(err instanceof ApiError && (err.kind === 'not_found' || err.kind === 'conflict'))) return apiFailure(err, `${policy === 'Delete' ? 'deleting' : 'releasing'} organization of ${resource}`);
+  }
+  await removeFinalizer(ctx, obj);
+  return 'gone';
+}
