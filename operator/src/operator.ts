@@ -36,7 +36,7 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
   const kc = opts.kubeConfig ?? defaultKubeConfig();
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = new OperatorMetrics(opts.defaultMetrics ?? false);
-  const api = new TallyApi(config.apiUrl, config.superadminKey, config.timing.apiTimeoutMs);
+  const api = new TallyApi(config.apiUrl, config.apiKey, config.timing.apiTimeoutMs);
   api.onRequest = (method, status) => metrics.apiRequests.inc({ method, status: String(status) });
   const deps: OperatorDeps = { config, kube: new Kube(kc), api, log, metrics };
 
