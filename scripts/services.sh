@@ -54,6 +54,11 @@ fi
 # two clickhouse-server shards on private ports (test/support/clickhouse-cluster.ts)
 ensure_apt /usr/share/zookeeper/bin/zkServer.sh zookeeper
 
+# promtool (Debian's prometheus package) for the alert rules' checks and unit tests, and Lua 5.4 for
+# the Argo CD health checks (test/packaging-observability, test/packaging-gitops)
+ensure_apt promtool prometheus
+ensure_apt lua5.4 lua5.4
+
 # Chromium for the browser-SDK tests (mixpanel-browser in a real page on another origin)
 ensure_apt chromium chromium
 
