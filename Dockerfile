@@ -3,7 +3,9 @@
 # the embedded stores). TypeScript is compiled in the build stage; the runtime runs plain `node`
 # on the output with production dependencies only, as the unprivileged `node` user (uid 1000).
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# An exact Node release (the one the suite runs on); a release build pins its digest too:
+#   --build-arg NODE_IMAGE=node:20.20.2-bookworm-slim@sha256:<digest> (docs/deploy.md "Release artefacts").
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
 # Dependencies for the compiler, and native builds (better-sqlite3 compiles when no prebuilt binary fits).
 FROM ${NODE_IMAGE} AS build
@@ -22,12 +24,15 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# The image's SBOM: its npm dependencies as installed (CycloneDX), at /app/sbom.cdx.json.
+RUN npm sbom --sbom-format cyclonedx --omit dev > /app/sbom.cdx.json
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production DATA_DIR=/var/lib/tally PORT=8080
 WORKDIR /app
 COPY --from=prod-deps --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json ./
+COPY --from=prod-deps --chown=root:root /app/sbom.cdx.json ./sbom.cdx.json
 # dist/apps -> /app/apps so relative paths (../../../package.json) resolve as in the source tree.
 COPY --from=build --chown=root:root /src/dist/apps ./apps
 COPY --from=build --chown=root:root /src/dist/operator ./operator
