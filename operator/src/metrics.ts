@@ -18,6 +18,23 @@ export class OperatorMetrics {
   readonly tenantConfigWrites = new Counter({ name: 'tally_operator_tenant_config_writes_total', help: 'Writes of the tenant config Secret', registers: [this.registry] });
   readonly tenantConfigGeneration = new Gauge({ name: 'tally_operator_tenant_config_generation', help: 'Generation of the tenant config last written or found', registers: [this.registry] });
   readonly tenantConfigBytes = new Gauge({ name: 'tally_operator_tenant_config_bytes', help: 'Size of tenants.json as last computed', registers: [this.registry] });
+  /** Where the gauge below reads: the leader's caches by kind (undefined on a standby, which reports nothing). */
+  resourcesSource: () => Record<string, { list(): Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }> }> | undefined = () => undefined;
+  readonly resources = new Gauge({
+    name: 'tally_operator_resources', help: 'Resources in the leader\'s caches by kind and status of their Ready condition (True, False, Unknown: none yet)',
+    labelNames: ['kind', 'ready'], registers: [this.registry],
+    collect: () => {
+      this.resources.reset();
+      for (const [kind, cache] of Object.entries(this.resourcesSource() ?? {})) {
+        const counts: Record<string, number> = { True: 0, False: 0, Unknown: 0 };
+        for (const o of cache.list()) {
+          const ready = o.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+          counts[ready === 'True' || ready === 'False' ? ready : 'Unknown']++;
+        }
+        for (const [status, n] of Object.entries(counts)) this.resources.set({ kind, ready: status }, n);
+      }
+    },
+  });
 
   constructor(defaults: boolean) {
     if (defaults) collectDefaultMetrics({ register: this.registry });

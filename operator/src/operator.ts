@@ -42,6 +42,7 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
 
   let controller: Controller | undefined;
   let transition: Promise<void> = Promise.resolve();
+  metrics.resourcesSource = () => controller && { Organization: controller.ctx.organizations, Project: controller.ctx.projects, FlagSecret: controller.ctx.flagSecrets, FeatureFlag: controller.ctx.featureFlags, ApiToken: controller.ctx.apiTokens };
   const lead = () => {
     transition = transition.then(async () => {
       if (controller) return;

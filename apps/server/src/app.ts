@@ -32,6 +32,8 @@ import { allRoutes } from './routes.js';
 import { consoleMiddleware } from './console/static.js';
 import { existingLinkIndex } from './identity/link-index.js';
 import { startWorkers, type Worker } from './workers.js';
+import { startMetricsServer } from './metrics/server.js';
+import { instrumentHttpServer } from './metrics/http.js';
 import { DataVersions, withDataVersions } from './results-cache/index.js';
 
 const require = createRequire(import.meta.url);
@@ -119,10 +121,12 @@ export async function startService(
   opts: { port?: number; host?: string; roles?: Array<'api' | 'worker'> } = {},
 ): Promise<RunningService> {
   const roles = opts.roles ?? ['api', 'worker'];
-  const workers = roles.includes('worker') ? await startWorkers(deps) : [];
+  // The api role alone still serves METRICS_PORT (when set): its metrics leave the API port.
+  const workers = roles.includes('worker') ? await startWorkers(deps) : await startMetricsServer(deps);
   let server: http.Server | undefined;
   if (roles.includes('api')) {
     server = http.createServer(buildKoa(deps).callback());
+    instrumentHttpServer(server);
     server.keepAliveTimeout = 65_000;
     server.on('clientError', answerClientError);
     await new Promise<void>((resolve) => server!.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host, resolve));

@@ -1,5 +1,6 @@
 import { AppError } from './errors.js';
 import { LIMITS } from '../limits.js';
+import { httpMetrics } from '../metrics/http.js';
 import type { Config } from '../config.js';
 
 export interface Window { requests: number; windowMs: number }
@@ -59,6 +60,7 @@ export class MemoryCounter implements RateCounter {
 export function refuseIfWaiting(waitMs: number, statusEnvelope?: boolean): void {
   if (waitMs <= 0) return;
   const seconds = Math.max(LIMITS.retryAfterMinSeconds, Math.ceil(waitMs / 1000));
+  httpMetrics.rateLimited.inc();
   throw new AppError(429, 'rate limited', { headers: { 'Retry-After': String(seconds) }, statusEnvelope });
 }
 

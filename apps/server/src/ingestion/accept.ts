@@ -2,6 +2,7 @@ import type { Deps } from '../deps.js';
 import { AppError } from '../http/errors.js';
 import type { TokenProject } from '../auth/credentials.js';
 import { LIMITS } from '../limits.js';
+import { ingestMetrics } from '../metrics/registry.js';
 import { monthOf, type UsageCount } from '../usage/store.js';
 import { geoCache } from './geo.js';
 import type { AliasBatch, Batch, EngageBatch, TrackBatch } from './batch.js';
@@ -75,6 +76,7 @@ export function ingestionService(deps: Deps) {
     for (const { project, n } of eventsPerProject.values()) if (n > 0) counted.push({ orgId: project.org_id, projectId: project.id, n });
     const month = monthOf(acceptedAt);
     if (counted.length > 0 && !(await deps.usage.admit(counted, month))) {
+      ingestMetrics.quotaRejected.inc(counted.reduce((s, c) => s + c.n, 0));
       throw new AppError(429, 'monthly event quota exceeded', { headers: { 'Retry-After': String(LIMITS.quotaRetryAfterSeconds) } });
     }
     for (let i = 0; i < out.length; i++) {

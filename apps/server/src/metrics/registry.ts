@@ -96,6 +96,11 @@ export const ingestMetrics = {
     help: 'Messages terminated as poison and recorded on the dead-letter subject',
     registers: [registry],
   }),
+  quotaRejected: new client.Counter({
+    name: 'ingest_quota_rejected_events_total',
+    help: 'Events refused with 429 because their organisation is over its monthly event quota',
+    registers: [registry],
+  }),
   storeFailures: new client.Counter({
     name: 'ingest_store_failures_total',
     help: 'Store writes that failed and were retried later (nak with backoff)',
