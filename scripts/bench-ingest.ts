@@ -43,6 +43,10 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const CPU_SERVER = process.env.BENCH_CPU_SERVER ?? '0';
 const CPU_CLIENT = process.env.BENCH_CPU_CLIENT ?? '1';
 const hasTaskset = spawnSync('taskset', ['-V']).status === 0;
+/** The layout a figure was measured in: it decides what shares the service's core. */
+const layoutOf = (store: string) => hasTaskset
+  ? `service on CPU ${CPU_SERVER}${store === 'duckdb' ? ' with DuckDB in its process' : ', the ClickHouse server unpinned'}, load generator on CPU ${CPU_CLIENT}`
+  : 'nothing pinned (no taskset)';
 
 function startServer(env: Record<string, string>) {
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
@@ -74,6 +78,10 @@ interface Result {
   serverCpuCores: number;
   /** Share of that time its main (JavaScript) thread was running: near 1, that thread is the limit. */
   mainThreadBusy: number;
+  /** End-to-end events/s per core the service process used (the rate it would keep per core of its own). */
+  eventsPerServerCore: number;
+  /** Where the service, its engine and the load generator ran. */
+  layout: string;
   users: number;
   uniqueUsers: number;
   linksExpected: number;
@@ -148,6 +156,8 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
       peakRssMiB: Math.round(rss),
       serverCpuCores: load.cpuCores,
       mainThreadBusy: load.mainThreadBusy,
+      eventsPerServerCore: load.cpuCores > 0 ? Math.round(endToEndPerSec / load.cpuCores) : 0,
+      layout: layoutOf(store),
       users: data.users,
       uniqueUsers: unique,
       linksExpected: data.links,
@@ -160,7 +170,7 @@ async function run(store: string, env: Record<string, string>, data: Dataset): P
     if (!JSON_ONLY) {
       console.log(`${store}: ${result.stored} events in ${result.seconds} s: accepted ${result.acceptedPerSec} ev/s, end to end ${result.endToEndPerSec} ev/s, ` +
         `raw insert ${result.rawPerSec} ev/s (${raw.rows} rows, ${raw.how}), ratio ${result.ratio}; server peak RSS ${result.peakRssMiB} MiB, ` +
-        `${result.serverCpuCores} cores, main thread busy ${result.mainThreadBusy}; ` +
+        `${result.serverCpuCores} cores (${result.eventsPerServerCore} ev/s per core), main thread busy ${result.mainThreadBusy}; layout: ${result.layout}; ` +
         `unique users ${unique}/${data.users}, links ${links}/${data.links}; load ${load1}; checks: ${result.checks}`);
     }
     return result;
@@ -316,7 +326,7 @@ async function main() {
   if (JSON_ONLY) {
     const pick = (r: Result) => ({
       events: r.stored, acceptedPerSec: r.acceptedPerSec, endToEndPerSec: r.endToEndPerSec, rawPerSec: r.rawPerSec, ratio: r.ratio,
-      peakRssMiB: r.peakRssMiB, serverCpuCores: r.serverCpuCores, mainThreadBusy: r.mainThreadBusy, linksApplied: r.linksApplied, uniqueUsers: r.uniqueUsers, users: r.users, load1: r.load1, checks: r.checks,
+      peakRssMiB: r.peakRssMiB, serverCpuCores: r.serverCpuCores, mainThreadBusy: r.mainThreadBusy, eventsPerServerCore: r.eventsPerServerCore, layout: r.layout, linksApplied: r.linksApplied, uniqueUsers: r.uniqueUsers, users: r.users, load1: r.load1, checks: r.checks,
     });
     console.log(JSON.stringify(Object.fromEntries(results.map((r) => [r.store, pick(r)]))));
   }
