@@ -112,6 +112,7 @@ forEachBackend('data browsing', (backend) => {
     assert.equal(d.sessions, 2, '100 and 90 minutes ago, then 50 and 49 minutes ago');
     assert.equal(d.events.length, 4);
     assert.ok(d.events.every((e: any) => e.distinct_id === 'alice'));
+    assert.deepEqual([d.distinct_ids[0], [...d.distinct_ids].sort()], ['alice', ['$device:a', 'alice']]);
     const bob = await get('/api/data/users/bob');
     assert.equal(bob.sessions, 2);
     const carol = await get('/api/data/users/carol');

@@ -5,6 +5,9 @@ import { HomePage } from './pages/home.js';
 import { BoardsPage } from './pages/boards.js';
 import { BoardPage } from './pages/board.js';
 import { InsightsPage } from './pages/insights.js';
+import { FlagsPage } from './pages/flags/index.js';
+import { PeoplePage, PersonPage } from './pages/people/index.js';
+import { EventsPage } from './pages/events/index.js';
 
 /**
  * Every page of the console, first match wins. To add a page: a file under pages/, one line
@@ -19,10 +22,18 @@ export const ROUTES: Route[] = [
   { pattern: '/projects/:projectId/boards/:boardId', page: (p) => <BoardPage projectId={p.projectId} boardId={p.boardId} /> },
   { pattern: '/projects/:projectId/insights', page: (p) => <InsightsPage key="new" projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/reports/:reportId', page: (p) => <InsightsPage key={p.reportId} projectId={p.projectId} reportId={p.reportId} /> },
+  { pattern: '/projects/:projectId/flags', page: (p) => <FlagsPage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/flags/:flagId', page: (p) => <FlagsPage projectId={p.projectId} flagId={p.flagId} /> },
+  { pattern: '/projects/:projectId/people', page: (p) => <PeoplePage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/people/:distinctId', page: (p) => <PersonPage key={p.distinctId} projectId={p.projectId} distinctId={p.distinctId} /> },
+  { pattern: '/projects/:projectId/events', page: (p) => <EventsPage projectId={p.projectId} /> },
 ];
 
 /** The top navigation inside a project: label and the address under /projects/{id}. */
 export const NAV: Array<{ label: string; path: string }> = [
   { label: 'Boards', path: 'boards' },
   { label: 'Insights', path: 'insights' },
+  { label: 'Flags', path: 'flags' },
+  { label: 'People', path: 'people' },
+  { label: 'Events', path: 'events' },
 ];

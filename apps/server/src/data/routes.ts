@@ -73,7 +73,7 @@ export function dataRoutes(deps: Deps, store: DataStore): RouteSpec[] {
           store.listEvents(project.id, { members, person: canonical, limit: query.limit, offset: 0 }),
         ]);
         if (!profile) throw notFound('user');
-        return { ...profile, sessions, events: events.events };
+        return { ...profile, sessions, events: events.events, distinct_ids: members };
       },
     }),
     route({

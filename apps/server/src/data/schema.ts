@@ -21,7 +21,12 @@ export const UserProfileSchema = z
   })
   .openapi('UserProfile');
 export const UsersResultSchema = z.object({ users: z.array(UserProfileSchema), total: z.number().int() }).openapi('UsersResult');
-export const UserDetailSchema = UserProfileSchema.extend({ sessions: z.number().int(), events: z.array(EventRowSchema) }).openapi('UserDetail');
+export const UserDetailSchema = UserProfileSchema.extend({
+  sessions: z.number().int(),
+  events: z.array(EventRowSchema),
+  /** The identity cluster: the canonical id first, then every id linked into it. */
+  distinct_ids: z.array(z.string()),
+}).openapi('UserDetail');
 export const StatsResultSchema = z
   .object({
     events: z.number().int(), users: z.number().int(), profiles: z.number().int(), event_names: z.number().int(),

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'puppeteer-core';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { launchBrowser, signInWithToken } from './support/browser.js';
+import { ensureConsoleBuilt } from './console.test.js';
+
+/**
+ * The console's Flags page in a real browser (chromium through puppeteer-core) against the real
+ * service: create and edit a flag (variants, payloads, rules, rollout), its audit history, an
+ * evaluation for a typed distinct id, and a flag a Kubernetes resource manages shown read-only.
+ */
+forEachBackend('web console: flags', (backend) => {
+  let t: TestService;
+  let tenant: Tenant;
+  let browser: Browser;
+  let page: Page;
+  let token: string;
+  let checkout: number;
+  let managed: number;
+
+  before(async function () {
+    this.timeout(180_000);
+    ensureConsoleBuilt();
+    t = await startTestService(backend);
+    tenant = await createTenant(t, 'Flags console');
+    token = (await tenant.owner.post('/api/org/tokens', { name: 'flags console', role: 'member' })).body.token;
+    const pid = tenant.project.id;
+    const made = await t.client(token).post('/api/flags', { projectId: pid, key: 'checkout', name: 'New checkout', rules: [{ rolloutPct: 0 }] });
+    assert.equal(made.status, 201, made.text);
+    checkout = made.body.id;
+    const gitops = await t.admin.post('/api/flags', { projectId: pid, key: 'banner', name: 'Banner', rules: [{ rolloutPct: 100 }] }, { headers: { 'x-tally-resource': 'FeatureFlag/tally/banner' } });
+    assert.equal(gitops.status, 201, gitops.text);
+    assert.equal(gitops.body.managed_by, 'FeatureFlag/tally/banner');
+    managed = gitops.body.id;
+    browser = await launchBrowser();
+    page = await browser.newPage();
+    page.on('pageerror', (e) => console.error('    page error:', e.message));
+    await page.goto(`${t.url}/projects/${pid}/flags`);
+    await signInWithToken(page, token);
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  const flagsPath = () => `/projects/${tenant.project.id}/flags`;
+  /** Types into the control the `<label>` with exactly this text names (fails when no label says so). */
+  const fill = async (label: string, value: string) => {
+    const id = await page.$$eval('label', (ls, text) => ls.find((l) => l.textContent!.trim() === text)?.htmlFor ?? '', label);
+    assert.ok(id, `a control labelled "${label}"`);
+    await page.locator(`[id="${id}"]`).fill(value);
+  };
+
+  it('lists the flags with their owner; a GitOps-managed flag says so and offers no enabled edit control', async function () {
+    this.timeout(60_000);
+    await page.waitForSelector('table a');
+    const rows = await page.$$eval('.flags-list tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim())));
+    assert.deepEqual(rows.map((r) => [r[0], r[4]]).sort(), [['banner', 'FeatureFlag/tally/banner'], ['checkout', '']]);
+    await page.locator('.flags-list a::-p-text(banner)').click();
+    await page.waitForSelector('.flag-detail form[aria-label="Edit flag"]');
+    assert.equal(new URL(page.url()).pathname, `${flagsPath()}/${managed}`);
+    const note = await page.$eval('.flag-detail [role="note"]', (e) => e.textContent!.trim());
+    assert.equal(note, 'Managed by FeatureFlag/tally/banner');
+    // Every control that could change the flag is disabled (the fieldset disables what it holds).
+    const enabled = await page.$$eval('.flag-detail form[aria-label="Edit flag"] :is(input, select, textarea, button), .flag-detail .lifecycle button',
+      (els) => els.filter((e) => !(e as HTMLInputElement).matches(':disabled')).map((e) => e.outerHTML.slice(0, 80)));
+    assert.deepEqual(enabled, []);
+    assert.ok(await page.$('.flag-detail form[aria-label="Edit flag"] button[type="submit"]'), 'the Save button is there, disabled');
+    // Reading is still open: the evaluation of a typed id answers.
+    await fill('Distinct id', 'someone');
+    await page.locator('::-p-aria([name="Evaluate"][role="button"])').click();
+    await page.waitForSelector('dl[aria-label="Evaluation result"]');
+    const answer = await page.$eval('dl[aria-label="Evaluation result"]', (e) => e.textContent!);
+    assert.match(answer, /Enabledyes/);
+    assert.match(answer, /Reasonrule:0/);
+  });
+
+  it('edits a flag: a variant with a payload, a rule at 100 % serving it; the API and the history show the change', async function () {
+    this.timeout(60_000);
+    await page.locator(`.flags-list a::-p-text(checkout)`).click();
+    await page.waitForFunction((p) => location.pathname === p, {}, `${flagsPath()}/${checkout}`);
+    await page.waitForSelector('#flag-name:not(:disabled)');
+    await fill('Name', 'Checkout v2');
+    await page.locator('::-p-aria([name="Add variant"][role="button"])').click();
+    await fill('Variant 1 key', 'blue');
+    await fill('Variant 1 payload (JSON)', '{"color":"blue"}');
+    await fill('Rule 1 rollout (%)', '100');
+    await page.select('#rule-0-variant', 'blue');
+    await page.locator('::-p-aria([name="Save"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('.flag-detail [role="status"]')?.textContent === 'Saved.');
+    const stored = (await t.client(token).get(`/api/flags/${checkout}`)).body;
+    assert.equal(stored.name, 'Checkout v2');
+    assert.deepEqual(stored.variants, [{ key: 'blue', payload: { color: 'blue' }, rolloutPct: 100 }]);
+    assert.deepEqual(stored.rules, [{ rolloutPct: 100, variant: 'blue' }]);
+    await page.waitForFunction(() => /updated/.test(document.querySelector('ol[aria-label="Flag history"]')?.textContent ?? ''));
+    const history = await page.$$eval('ol[aria-label="Flag history"] li', (lis) => lis.map((l) => l.textContent!));
+    assert.match(history[0], /^updated .*changed name, variants, rules$/);
+    assert.match(history[history.length - 1], /^created/);
+    // The evaluation of a typed id now serves the variant and its payload.
+    await fill('Distinct id', 'user-42');
+    await page.locator('::-p-aria([name="Evaluate"][role="button"])').click();
+    await page.waitForFunction(() => /Variantblue/.test(document.querySelector('dl[aria-label="Evaluation result"]')?.textContent ?? ''));
+    assert.match(await page.$eval('dl[aria-label="Evaluation result"]', (e) => e.textContent!), /Payload\{"color":"blue"\}/);
+  });
+
+  it("shows the API's words for a change it refuses, and creates a flag from the form", async function () {
+    this.timeout(60_000);
+    await fill('Variant 1 share (%)', '60');
+    await page.locator('::-p-aria([name="Save"][role="button"])').click();
+    await page.waitForSelector('.flag-detail [role="alert"]');
+    assert.match(await page.$eval('.flag-detail [role="alert"]', (e) => e.textContent!), /rolloutPct must sum to exactly 100 \(got 60\)/);
+    assert.equal((await t.client(token).get(`/api/flags/${checkout}`)).body.variants[0].rolloutPct, 100, 'nothing saved');
+    await fill('New flag key', 'dark-mode');
+    await fill('New flag name', 'Dark mode');
+    await page.locator('::-p-aria([name="Create flag"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('#flag-name') && (document.querySelector('#flag-name') as HTMLInputElement).value === 'Dark mode');
+    const list = (await t.client(token).get(`/api/flags?projectId=${tenant.project.id}`)).body;
+    const made = list.find((f: any) => f.key === 'dark-mode');
+    assert.ok(made, 'created through the API');
+    assert.equal(new URL(page.url()).pathname, `${flagsPath()}/${made.id}`);
+  });
+});
