@@ -6,6 +6,7 @@ import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, 
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
+import { checkClickHouseVersion, readClickHouseVersion } from './clickhouse-version.js';
 
 /** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
 const MUTATION_TIMEOUT_MS = 10 * 60_000;
@@ -76,6 +77,7 @@ export class ClickHouseEventStore implements EventStore {
   }
 
   async migrate(): Promise<void> {
+    await checkClickHouseVersion(() => readClickHouseVersion(this.makeClient('default')));
     if (this.opts.database !== 'default') {
       const admin = this.makeClient('default');
       try {
