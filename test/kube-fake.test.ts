@@ -193,6 +193,47 @@ describe('fake Kubernetes API', function () {
       await api.createNamespacedSecret({ namespace: 'tally', body: { metadata: { name: 's' }, stringData: { a: 'b' } } });
       await assert.rejects(api.createNamespacedSecret({ namespace: 'other', body: { metadata: { name: 's' } } }), (e) => statusOf(e) === 403);
     });
+    it('enforces OwnerReferencesPermissionEnforcement: blockOwnerDeletion needs update on the owner\'s finalizers', async () => {
+      const user = 'system:serviceaccount:tally:tally-operator';
+      const owner: any = await custom.createNamespacedCustomObject({
+        group: G, version: V, namespace: 'tally', plural: 'flagsecrets',
+        body: { apiVersion: `${G}/${V}`, kind: 'FlagSecret', metadata: { name: 'fs' }, spec: { projectRef: { name: 'p' } } },
+      });
+      const rules = [{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'get', 'update', 'patch'] }];
+      fake.enforceRbac(user, [{ namespace: 'tally', rules }]);
+      const ref = { apiVersion: `${G}/${V}`, kind: 'FlagSecret', name: 'fs', uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true };
+      const secret = (name: string, blockOwnerDeletion: boolean) =>
+        ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'tally', ownerReferences: [{ ...ref, blockOwnerDeletion }] }, stringData: { secret: 'x' } });
+      const kubectl = await kubectlFor(fake, user);
+      const refused = await kubectl.run(['apply', '-n', 'tally', '-f', '-'], stringify(secret('blocked', true)));
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, /secrets "blocked" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: User "system:serviceaccount:tally:tally-operator" cannot update resource "flagsecrets\/finalizers" in API group "analytics.tally.dev" in the namespace "tally"/);
+      // Without the flag the same reference is fine; setting it later by patch is checked too.
+      assert.equal((await kubectl.run(['apply', '-n', 'tally', '-f', '-'], stringify(secret('plain', false)))).code, 0);
+      const api = fake.kubeConfig(user).makeApiClient(CoreV1Api);
+      await assert.rejects(
+        api.patchNamespacedSecret({ namespace: 'tally', name: 'plain', body: { metadata: { ownerReferences: [ref] } } }, merge),
+        (e) => statusOf(e) === 403,
+      );
+      fake.enforceRbac(user, [{ namespace: 'tally', rules: [...rules, { apiGroups: [G], resources: ['flagsecrets/finalizers'], verbs: ['update'] }] }]);
+      assert.equal((await kubectl.run(['apply', '-n', 'tally', '-f', '-'], stringify(secret('blocked', true)))).code, 0);
+      assert.equal((await core.readNamespacedSecret({ namespace: 'tally', name: 'blocked' })).metadata?.ownerReferences?.[0].blockOwnerDeletion, true);
+    });
+
+    it('serves cluster-scoped custom resources (Organization): kubectl get torg without a namespace, printer columns', async () => {
+      await custom.createClusterCustomObject({
+        group: G, version: V, plural: 'organizations',
+        body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name: 'acme' }, spec: { displayName: 'Acme', namespaces: ['team-a'] } },
+      });
+      await custom.patchClusterCustomObjectStatus({ group: G, version: V, plural: 'organizations', name: 'acme', body: { status: { organizationId: 7, usage: { month: '2026-11', events: 12, monthlyEventQuota: 100 } } } }, merge);
+      const kubectl = await kubectlFor(fake);
+      const got = await kubectl.run(['get', 'torg']);
+      assert.equal(got.code, 0, got.stderr);
+      assert.match(got.stdout, /^NAME\s+ID\s+EVENTS\s+QUOTA\s+READY\s+AGE/m);
+      assert.match(got.stdout, /^acme\s+7\s+12\s+100\s+/m);
+      const empty = await kubectl.run(['apply', '-f', '-'], stringify({ apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name: 'none' }, spec: { displayName: 'None', namespaces: [] } }));
+      assert.match(empty.stderr, /spec.namespaces: Invalid value: 0: spec.namespaces in body should have at least 1 items/);
+    });
   });
 
   describe('driven by @kubernetes/client-node', () => {

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { forEachBackend } from './support/backends.js';
+import { OPERATOR_USER, readyOf, startWorld, waitFor, type World } from './operator.support.js';
+import type { AnyResource, KindName } from '../operator/src/kinds.js';
+
+/**
+ * Tenancy as resources on the fake Kubernetes API (the operator's RBAC enforced from
+ * permissions.ts, OwnerReferencesPermissionEnforcement on) against a real service, the operator
+ * holding OPERATOR_KEY only: Organizations, the namespace boundary attacked from another team's
+ * namespace, OrganizationNotFound until the Organization appears, adoption and Conflict, members
+ * owned by the resource, ApiTokens minted and revoked, limits in the tenant config.
+ */
+const G = 'analytics.tally.dev';
+const V = 'v1';
+const OPERATOR_KEY = 'test-operator-key-0123456789';
+const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+forEachBackend('operator tenancy', (backend) => {
+  let w: World;
+  before(async function () {
+    this.timeout(60_000);
+    w = await startWorld(backend, { serviceEnv: { OPERATOR_KEY } });
+    await w.startOperator({ apiKey: OPERATOR_KEY });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await w?.close();
+  });
+
+  const applyOrg = (name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) =>
+    w.custom.createClusterCustomObject({ group: G, version: V, plural: 'organizations', body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name, annotations }, spec } });
+  const patchOrg = (name: string, spec: Record<string, unknown>) =>
+    w.custom.patchClusterCustomObject({ group: G, version: V, plural: 'organizations', name, body: { spec } }, MERGE);
+  const getOrg = async (name: string): Promise<AnyResource | undefined> => {
+    try {
+      return await w.custom.getClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  };
+  const deleteOrg = (name: string) => w.custom.deleteClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
+  const applyIn = (namespace: string, kind: KindName, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) =>
+    w.custom.createNamespacedCustomObject({
+      group: G, version: V, namespace, plural: { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Organization: '' }[kind],
+      body: { apiVersion: `${G}/${V}`, kind, metadata: { name, namespace, annotations }, spec },
+    });
+  const waitOrg = (name: string, reason = 'Reconciled') => waitFor(`Organization ${name} ${reason}`, async () => {
+    const o = await getOrg(name);
+    return readyOf(o)?.reason === reason && o!.status?.observedGeneration === o!.metadata.generation ? o : undefined;
+  });
+  const waitIn = (namespace: string, kind: KindName, name: string, reason = 'Reconciled') => waitFor(`${kind} ${namespace}/${name} ${reason}`, async () => {
+    const o = await w.get(kind, name, namespace);
+    return readyOf(o)?.reason === reason && o!.status?.observedGeneration === o!.metadata.generation ? o : undefined;
+  });
+  const managedProjects = async (resource: string) => (await w.svc.admin.get(`/api/projects?managedBy=${encodeURIComponent(resource)}`)).body;
+
+  let acmeId: number;
+
+  it('an Organization creates its organisation (managed by it) and shows usage against the quota', async () => {
+    await applyOrg('acme', { displayName: 'Acme', namespaces: ['team-a'], monthlyEventQuota: 1000 });
+    const o = await waitOrg('acme');
+    const status = o.status as any;
+    acmeId = status.organizationId;
+    assert.ok(acmeId > 0);
+    assert.deepEqual(status.usage, { month: new Date().toISOString().slice(0, 7), events: 0, monthlyEventQuota: 1000 });
+    const org = (await w.svc.admin.get(`/admin/orgs/${acmeId}`)).body;
+    assert.deepEqual([org.name, org.monthly_event_quota, org.managed_by], ['Acme', 1000, 'Organization/acme']);
+    // A hand edit of a managed organisation is refused; the spec's change goes through.
+    const hand = await w.svc.admin.patch(`/admin/orgs/${acmeId}`, { name: 'Hijacked' });
+    assert.equal(hand.status, 409, hand.text);
+    await patchOrg('acme', { displayName: 'Acme Inc', monthlyEventQuota: 5000 });
+    await waitFor('renamed', async () => {
+      const b = (await w.svc.admin.get(`/admin/orgs/${acmeId}`)).body;
+      return b.name === 'Acme Inc' && b.monthly_event_quota === 5000;
+    });
+  });
+
+  it('a Project names its Organization (no id in the spec); its limits reach the tenant config with the organisation', async () => {
+    await applyIn('team-a', 'Project', 'web', { displayName: 'Web', organizationRef: { name: 'acme' }, retentionDays: 30, rateLimit: { requestsPer10Seconds: 50 } });
+    const p = await waitIn('team-a', 'Project', 'web');
+    const { projectId, organizationId } = p.status as any;
+    assert.equal(organizationId, acmeId);
+    const [project] = await managedProjects('Project/team-a/web');
+    assert.deepEqual([project.id, project.org_id, project.retention_days, project.rate_limit], [projectId, acmeId, 30, { requestsPer10Seconds: 50 }]);
+    const tc = await waitFor('tenant config with limits', async () => {
+      const c = await w.tenantConfig() as any;
+      return c?.projects.some((e: any) => e.resource === 'Project/team-a/web') && c.organizations?.some((o: any) => o.monthlyEventQuota === 5000) ? c : undefined;
+    });
+    const entry = tc.projects.find((e: any) => e.resource === 'Project/team-a/web');
+    assert.deepEqual([entry.organizationId, entry.retentionDays, entry.rateLimit], [acmeId, 30, { requestsPer10Seconds: 50 }]);
+    assert.deepEqual(tc.organizations, [{ organizationId: acmeId, name: 'Acme Inc', monthlyEventQuota: 5000, resource: 'Organization/acme' }]);
+  });
+
+  it("the boundary: from team B's namespace, naming team A's organisation (by reference or by id) gets nothing", async () => {
+    await applyIn('team-b', 'Project', 'steal', { displayName: 'Steal', organizationRef: { name: 'acme' } });
+    await applyIn('team-b', 'Project', 'steal-by-id', { displayName: 'Steal by id', organizationId: acmeId });
+    await applyIn('team-b', 'ApiToken', 'steal-token', { organizationRef: { name: 'acme' }, role: 'admin' });
+    for (const [kind, name] of [['Project', 'steal'], ['Project', 'steal-by-id'], ['ApiToken', 'steal-token']] as const) {
+      const o = await waitIn('team-b', kind, name, 'NamespaceNotAllowed');
+      assert.equal(readyOf(o)!.status, 'False');
+      assert.equal((o.status as any).token, undefined);
+      assert.equal((o.status as any).projectId, undefined);
+      assert.equal((o.status as any).tokenId, undefined);
+      assert.ok(!o.metadata.finalizers?.length, 'nothing done outside, so no finalizer');
+    }
+    assert.deepEqual(await managedProjects('Project/team-b/steal'), []);
+    assert.deepEqual(await managedProjects('Project/team-b/steal-by-id'), []);
+    assert.equal(w.fake.stored('', 'secrets', 'team-b', 'steal-token-api-token'), undefined);
+    const tokens = (await w.svc.admin.get(`/admin/orgs/${acmeId}/tokens?managedBy=${encodeURIComponent('ApiToken/team-b/steal-token')}`)).body;
+    assert.deepEqual(tokens, []);
+    const events = await w.core.listNamespacedEvent({ namespace: 'team-b' });
+    assert.ok(events.items.some((e) => e.involvedObject?.name === 'steal' && e.reason === 'NamespaceNotAllowed' && e.type === 'Warning'));
+  });
+
+  it('listing the namespace lets it in; removing it stops the resources there without deleting data', async () => {
+    await patchOrg('acme', { namespaces: ['team-a', 'team-b'] });
+    const p = await waitIn('team-b', 'Project', 'steal');
+    const projectId = (p.status as any).projectId;
+    await patchOrg('acme', { namespaces: ['team-a'] });
+    await waitIn('team-b', 'Project', 'steal', 'NamespaceNotAllowed');
+    await waitIn('team-a', 'Project', 'web');
+    const kept = (await w.svc.admin.get(`/api/projects/${projectId}`));
+    assert.equal(kept.status, 200, 'the project stays');
+  });
+
+  it('a Project naming a missing Organization waits with OrganizationNotFound and reconciles by itself when it appears', async () => {
+    await applyIn('team-c', 'Project', 'early', { displayName: 'Early', organizationRef: { name: 'later' } });
+    await waitIn('team-c', 'Project', 'early', 'OrganizationNotFound');
+    await applyOrg('later', { displayName: 'Later', namespaces: ['team-c'] });
+    const org = await waitOrg('later');
+    const p = await waitIn('team-c', 'Project', 'early');
+    assert.equal((p.status as any).organizationId, (org.status as any).organizationId);
+  });
+
+  it('adoption: the annotation takes over an existing organisation and project; another resource adopting them is Conflict', async () => {
+    const existing = (await w.svc.admin.post('/admin/orgs', { name: 'Legacy' })).body;
+    const legacyProject = (await w.svc.admin.post(`/admin/orgs/${existing.id}/projects`, { name: 'Legacy web' })).body;
+    await applyOrg('legacy', { displayName: 'Legacy', namespaces: ['legacy'] }, { 'analytics.tally.dev/adopt-id': String(existing.id) });
+    const o = await waitOrg('legacy');
+    assert.equal((o.status as any).organizationId, existing.id, 'adopted, not created');
+    assert.equal((await w.svc.admin.get(`/admin/orgs/${existing.id}`)).body.managed_by, 'Organization/legacy');
+    await applyOrg('legacy-twin', { displayName: 'Legacy', namespaces: ['legacy'] }, { 'analytics.tally.dev/adopt-id': String(existing.id) });
+    const twin = await waitOrg('legacy-twin', 'Conflict');
+    assert.match(readyOf(twin)!.message, /Organization\/legacy/);
+
+    await applyIn('legacy', 'Project', 'web', { displayName: 'Legacy web', organizationRef: { name: 'legacy' } }, { 'analytics.tally.dev/adopt-id': String(legacyProject.id) });
+    const p = await waitIn('legacy', 'Project', 'web');
+    assert.deepEqual([(p.status as any).projectId, (p.status as any).token], [legacyProject.id, legacyProject.token], 'same project, same token, same data');
+    await applyIn('legacy', 'Project', 'web-twin', { displayName: 'Legacy web', organizationRef: { name: 'legacy' } }, { 'analytics.tally.dev/adopt-id': String(legacyProject.id) });
+    await waitIn('legacy', 'Project', 'web-twin', 'Conflict');
+  });
+
+  it('members: the resource owns the invited list (invites, re-roles, removes); hand edits answer 409', async () => {
+    await applyOrg('crew', { displayName: 'Crew', namespaces: ['crew'], members: [{ email: 'ana@example.com', role: 'admin' }, { email: 'bo@example.com', role: 'viewer' }] });
+    const id = ((await waitOrg('crew')).status as any).organizationId;
+    const members = async () => ((await w.svc.admin.get(`/admin/orgs/${id}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
+    assert.deepEqual(await members(), [['ana@example.com', 'admin'], ['bo@example.com', 'viewer']]);
+    const hand = await w.svc.admin.post(`/admin/orgs/${id}/members`, { email: 'eve@example.com', role: 'owner' });
+    assert.equal(hand.status, 409, hand.text);
+    assert.equal(hand.body.resource, 'Organization/crew');
+    await patchOrg('crew', { members: [{ email: 'ana@example.com', role: 'member' }, { email: 'cy@example.com', role: 'viewer' }] });
+    await waitFor('members follow the spec', async () => JSON.stringify(await members()) === JSON.stringify([['ana@example.com', 'member'], ['cy@example.com', 'viewer']]));
+  });
+
+  it('an ApiToken mints a token into an owned Secret; it works on /api/*; deleting the ApiToken revokes it (401) and the Secret goes', async () => {
+    await applyIn('team-a', 'ApiToken', 'ci', { organizationRef: { name: 'acme' }, role: 'viewer' });
+    const t = await waitIn('team-a', 'ApiToken', 'ci');
+    assert.equal((t.status as any).secretName, 'ci-api-token');
+    const secret = w.fake.stored('', 'secrets', 'team-a', 'ci-api-token') as any;
+    assert.deepEqual(secret.metadata.ownerReferences.map((r: any) => [r.kind, r.name, r.blockOwnerDeletion]), [['ApiToken', 'ci', true]]);
+    const token = Buffer.from(secret.data.token, 'base64').toString('utf8');
+    const ok = await w.svc.client(token).get('/api/projects');
+    assert.equal(ok.status, 200, ok.text);
+    assert.ok((ok.body as any[]).some((p) => p.org_id === acmeId));
+    const events = await w.core.listNamespacedEvent({ namespace: 'team-a' });
+    assert.ok(events.items.some((e) => e.involvedObject?.name === 'ci' && e.reason === 'Created' && e.type === 'Normal'), 'a Normal Created event');
+
+    await w.remove('ApiToken' as KindName, 'ci', 'team-a');
+    await waitFor('ApiToken gone', async () => (await w.get('ApiToken' as KindName, 'ci', 'team-a')) === undefined);
+    assert.equal((await w.svc.client(token).get('/api/projects')).status, 401);
+    await waitFor('Secret collected with its owner', () => w.fake.stored('', 'secrets', 'team-a', 'ci-api-token') === undefined);
+  });
+
+  it('a deleted token Secret is minted again (Rotated) and the old token no longer works', async () => {
+    await applyIn('team-a', 'ApiToken', 'deploy', { organizationRef: { name: 'acme' }, role: 'member' });
+    const first = ((await waitIn('team-a', 'ApiToken', 'deploy')).status as any).tokenId;
+    const old = Buffer.from((w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
+    await w.core.deleteNamespacedSecret({ namespace: 'team-a', name: 'deploy-api-token' });
+    const t = await waitFor('re-minted', async () => {
+      const o = await w.get('ApiToken' as KindName, 'deploy', 'team-a');
+      return (o?.status as any)?.tokenId && (o!.status as any).tokenId !== first && w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') ? o : undefined;
+    });
+    assert.ok(t);
+    assert.equal((await w.svc.client(old).get('/api/projects')).status, 401);
+    const fresh = Buffer.from((w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
+    assert.equal((await w.svc.client(fresh).get('/api/projects')).status, 200);
+  });
+
+  it('deleting an Organization with deletionPolicy Retain releases the organisation (kept, no longer managed)', async () => {
+    await applyOrg('temp', { displayName: 'Temp', namespaces: ['temp'] });
+    const id = ((await waitOrg('temp')).status as any).organizationId;
+    await deleteOrg('temp');
+    await waitFor('Organization gone', async () => (await getOrg('temp')) === undefined);
+    const org = (await w.svc.admin.get(`/admin/orgs/${id}`)).body;
+    assert.equal(org.managed_by, null);
+  });
+
+  it('the operator held OPERATOR_KEY only, and Kubernetes never refused it (RBAC and owner-reference enforcement)', () => {
+    const refused = w.fake.requests.filter((r) => r.user === OPERATOR_USER && r.status === 403);
+    assert.deepEqual(refused.map((r) => `${r.method} ${r.path}`), []);
+  });
+});
