@@ -54,11 +54,14 @@ export async function request<T>(method: string, path: string, body?: unknown, o
   if (!res.ok) {
     const error = typeof data?.error === 'string' ? data.error : `HTTP ${res.status}`;
     const details = Array.isArray(data?.errors) ? data.errors : undefined;
-    const message = typeof data?.message === 'string' ? data.message : details?.length ? `${error}: ${details.map((d: any) => `${d.path || 'query'}: ${d.message}`).join('; ')}` : error;
+    const message = typeof data?.message === 'string' ? joinError(error, data.message) : details?.length ? `${error}: ${details.map((d: any) => `${d.path || 'query'}: ${d.message}`).join('; ')}` : error;
     throw new ApiError(res.status, error, message, details);
   }
   return data as T;
 }
+
+/** `query too large` + `narrow it: …` → `query too large: narrow it: …` (the message alone may lack the reason). */
+export const joinError = (error: string, message?: string) => (!message || error.includes(message) ? error : message.toLowerCase().startsWith(error.toLowerCase()) ? message : `${error}: ${message}`);
 
 const qs = (params: Record<string, string | number | undefined>) => {
   const u = new URLSearchParams();

@@ -42,7 +42,7 @@ export function SeriesChart(props: {
     const opts: uPlot.Options = {
       width: Math.max(120, el.clientWidth),
       height: props.height,
-      legend: { show: view.series.length > 1 },
+      legend: { show: view.series.length > 1, live: false },
       cursor: { points: { size: 8 }, drag: { x: false, y: false } },
       scales: { x: { time: false } },
       axes: [

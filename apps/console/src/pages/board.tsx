@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError } from '../api.js';
+import { api, ApiError, joinError } from '../api.js';
 import { useShell } from '../context.js';
 import { Link } from '../router.js';
 import { RangePicker } from '../components/range-picker.js';
@@ -16,7 +16,7 @@ const HEIGHT = { short: 150, medium: 250, tall: 400 } as const;
 export const cardTitle = (c: Card) => (c.card_type === 'report' ? c.report.name : c.text.split('\n')[0].replace(/^#+\s*/, '').slice(0, 120) || 'Text');
 
 function runState(run: CardRun): RunState {
-  if (run.status === 'error') return { state: 'error', message: run.error.message ?? run.error.error };
+  if (run.status === 'error') return { state: 'error', message: joinError(run.error.error, run.error.message) };
   try {
     return { state: 'ok', view: toView(run.type, run.result), warnings: run.warnings };
   } catch (e) {
@@ -45,6 +45,13 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const [announce, setAnnounce] = useState('');
   const [saving, setSaving] = useState<string | null>(null);
   const generation = useRef(0);
+  /** After a keyboard move, the handle to focus once the cards are drawn again (ids may change on save). */
+  const focusAfterMove = useRef<number | null>(null);
+  useEffect(() => {
+    if (focusAfterMove.current === null) return;
+    const handles = document.querySelectorAll<HTMLElement>('.grid .handle');
+    handles[focusAfterMove.current]?.focus();
+  }, [board]);
 
   const cards = board ? [...board.cards].sort((a, b) => a.position - b.position) : [];
 
@@ -117,8 +124,9 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     }
   };
 
-  const move = (from: number, to: number) => {
+  const move = (from: number, to: number, fromKeyboard = false) => {
     if (!board || to < 0 || to >= cards.length || from === to) return;
+    focusAfterMove.current = fromKeyboard ? to : null;
     const order = [...cards];
     const [c] = order.splice(from, 1);
     order.splice(to, 0, c);
@@ -149,7 +157,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
         <div class="toolbar">
           <RangePicker id="board-range" value={range} onChange={setRange} allowNone="Each report's own range" />
           <button type="button" onClick={() => runAll(board, override)}>Refresh</button>
-          {saving && <span class="muted" role="status">{saving}</span>}
+          <span id="board-save-status" class="muted" role="status">{saving ?? ''}</span>
         </div>
       </div>
       {error && <p class="error" role="alert">{error}</p>}
@@ -169,7 +177,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   );
 }
 
-function CardView(props: { card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string; onMove: (from: number, to: number) => void }) {
+function CardView(props: { card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string; onMove: (from: number, to: number, fromKeyboard?: boolean) => void }) {
   const { card, run } = props;
   const [table, setTable] = useState(false);
   const [dragOver, setDragOver] = useState(false);
@@ -177,14 +185,13 @@ function CardView(props: { card: Card; index: number; count: number; run?: RunSt
   const height = HEIGHT[card.height];
 
   const onKey = (e: KeyboardEvent) => {
+    const move = (to: number) => props.onMove(props.index, to, true);
     const delta = e.key === 'ArrowLeft' || e.key === 'ArrowUp' ? -1 : e.key === 'ArrowRight' || e.key === 'ArrowDown' ? 1 : 0;
-    if (e.key === 'Home') props.onMove(props.index, 0);
-    else if (e.key === 'End') props.onMove(props.index, props.count - 1);
-    else if (delta) props.onMove(props.index, props.index + delta);
+    if (e.key === 'Home') move(0);
+    else if (e.key === 'End') move(props.count - 1);
+    else if (delta) move(props.index + delta);
     else return;
     e.preventDefault();
-    // Keep the focus on the moved card's handle.
-    requestAnimationFrame(() => (document.querySelector(`[data-card="${card.id}"] .handle`) as HTMLElement | null)?.focus());
   };
 
   return (
@@ -200,7 +207,7 @@ function CardView(props: { card: Card; index: number; count: number; run?: RunSt
           <span class="card-actions">
             {card.card_type === 'report' && (
               <>
-                <button type="button" aria-pressed={table} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>
+                <button type="button" aria-expanded={table} aria-controls={`table-${card.id}`} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>
                 <button type="button" aria-label={`CSV of ${title}`} disabled={run?.state !== 'ok'}
                   onClick={() => run?.state === 'ok' && download(`${props.boardName}-${title}.csv`.replace(/[^\w.-]+/g, '-'), toCsv(toTable(run.view)))}>CSV</button>
               </>
@@ -220,7 +227,7 @@ function CardView(props: { card: Card; index: number; count: number; run?: RunSt
           ) : (
             <>
               <ResultChart view={run.view} title={title} height={height} seriesKind={seriesKindOf(card)} />
-              {table && <ResultTable view={run.view} title={title} />}
+              {table && <div id={`table-${card.id}`}><ResultTable view={run.view} title={title} /></div>}
               {run.warnings.length > 0 && <p class="muted small">{run.warnings.join(' ')}</p>}
             </>
           )}

@@ -1,0 +1,68 @@
+/**
+ * Screenshots of the web console's main pages for docs/console.md (docs/console/*.png):
+ * `npm run console:screenshots`. Starts the whole service on the embedded stores with a seeded
+ * project (test/support/browser.ts), drives Debian's chromium (CHROMIUM_PATH) through the pages.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { configuredBackends } from '../test/support/backends.js';
+import { createTenant, startTestService } from '../test/support/service.js';
+import { boardSettled, launchBrowser, seedConsole, signInWithToken } from '../test/support/browser.js';
+
+const OUT = path.resolve('docs/console');
+
+async function main() {
+  fs.mkdirSync(OUT, { recursive: true });
+  const t = await startTestService(configuredBackends()[0], { QUERY_MAX_CELLS: '2000' });
+  const tenant = await createTenant(t, 'Console');
+  const seed = await seedConsole(t, tenant);
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => m.type() === 'error' && console.error('page:', m.text()));
+    const shot = async (name: string) => {
+      await new Promise((r) => setTimeout(r, 300));
+      await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+      console.log(`docs/console/${name}.png`);
+    };
+    const board = `/projects/${tenant.project.id}/boards/${seed.boardId}`;
+    await page.goto(t.url + board);
+    await page.waitForSelector('#access-token');
+    await shot('sign-in');
+    await signInWithToken(page, seed.token);
+    await boardSettled(page);
+    await shot('board');
+    await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
+    await page.locator('.tabs button::-p-text(Funnel)').click();
+    await page.locator('#metric-0').fill('Signed up');
+    await page.locator('#metric-1').fill('Viewed product');
+    await page.locator('aside button::-p-text(Add step)').click();
+    await page.locator('#metric-2').fill('Purchased');
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] svg');
+    await page.click('.funnel svg > g.step:nth-of-type(3)');
+    await page.waitForSelector('section[aria-label="People"] li');
+    await shot('insights-funnel');
+    await page.goto(`${t.url}/projects/${tenant.project.id}/reports/${seed.reports.byPlan}`);
+    await page.waitForSelector('[role="figure"] canvas');
+    await page.locator('[role="figure"] ::-p-aria([name="Table"][role="button"])').click();
+    await shot('insights-trend-table');
+    await page.goto(t.url + board);
+    await boardSettled(page);
+    await page.locator('header button::-p-text(Theme)').click();
+    await boardSettled(page);
+    await shot('board-dark');
+    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    await page.goto(t.url + board);
+    await boardSettled(page);
+    await shot('board-phone');
+  } finally {
+    await browser.close();
+    await t.close();
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,252 @@
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'puppeteer-core';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { axeViolations, boardSettled, launchBrowser, seedConsole, signInWithToken, type Seeded } from './support/browser.js';
+import { ensureConsoleBuilt } from './console.test.js';
+
+/**
+ * The web console in a real browser (Debian's chromium through puppeteer-core) against the real
+ * service, driven through the fixed names of the console: the `Access token` field and `Sign in`
+ * button, cards as role=figure named by their title, a `Table` button, failing cards as
+ * role=alert. One browser and one page per backend; the steps build on each other.
+ */
+forEachBackend('web console in a browser', (backend) => {
+  let t: TestService;
+  let tenant: Tenant;
+  let seed: Seeded;
+  let browser: Browser;
+  let page: Page;
+  let boardPath: string;
+
+  before(async function () {
+    this.timeout(180_000);
+    ensureConsoleBuilt();
+    // 6 months of hours (4,380 cells) is refused; everything else the board asks for fits.
+    t = await startTestService(backend, { QUERY_MAX_CELLS: '2000' });
+    tenant = await createTenant(t, 'Console');
+    seed = await seedConsole(t, tenant);
+    boardPath = `/projects/${tenant.project.id}/boards/${seed.boardId}`;
+    browser = await launchBrowser();
+    page = await browser.newPage();
+    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  const api = () => t.client(seed.token);
+  /** Opens the card's table (unless open) and reads its body rows. */
+  const openTable = async (title: string) => {
+    const button = `[role="figure"][aria-label="${title}"] ::-p-aria([name="Table"][role="button"])`;
+    if ((await page.$eval(`[role="figure"][aria-label="${title}"] button[aria-expanded]`, (b) => b.getAttribute('aria-expanded'))) !== 'true') await page.locator(button).click();
+    await page.waitForSelector(`[role="figure"][aria-label="${title}"] table`);
+  };
+  const cardTable = (title: string) =>
+    page.$eval(`[role="figure"][aria-label="${title}"] table`, (table) =>
+      [...table.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent!.trim())));
+
+  it('sends a bookmarked board to sign-in, and back to the board after signing in with a token', async function () {
+    this.timeout(60_000);
+    await page.goto(t.url + boardPath);
+    await page.waitForFunction(() => location.pathname === '/sign-in');
+    // A wrong token stays on the form with the reason.
+    await page.locator('input#access-token').fill('not-a-token');
+    await page.locator('button[type="submit"]::-p-text(Sign in)').click();
+    await page.waitForSelector('form [role="alert"]');
+    assert.match(await page.$eval('form [role="alert"]', (e) => e.textContent!), /not accepted/);
+    await signInWithToken(page, seed.token);
+    assert.equal(new URL(page.url()).pathname, boardPath);
+  });
+
+  it('draws every card of the board on its own; the refused card shows the API message, the others draw', async function () {
+    this.timeout(60_000);
+    await boardSettled(page);
+    const figures = await page.$$eval('[role="figure"]', (els) => els.map((e) => e.getAttribute('aria-label')));
+    assert.deepEqual(figures, ['Daily signups', 'Notes', 'Hourly signups', 'Purchases by plan', 'Weekly retention', 'After sign-up']);
+    const alert = await page.$eval('[role="figure"][aria-label="Hourly signups"] [role="alert"]', (e) => e.textContent!);
+    assert.match(alert, /query too large/i);
+    for (const title of ['Daily signups', 'Purchases by plan']) {
+      assert.ok(await page.$(`[role="figure"][aria-label="${title}"] canvas`), `${title} draws on a canvas`);
+      assert.equal(await page.$(`[role="figure"][aria-label="${title}"] [role="alert"]`), null);
+    }
+    for (const title of ['Weekly retention', 'After sign-up']) {
+      assert.ok(await page.$(`[role="figure"][aria-label="${title}"] svg`), `${title} draws an svg: ${await page.$eval(`[role="figure"][aria-label="${title}"]`, (e) => e.outerHTML.slice(0, 600))}`);
+    }
+    // The cards' widths follow the API's spans (8 + 4 on the first row).
+    const widths = await page.$$eval('[role="figure"]', (els) => els.map((e) => e.getBoundingClientRect().width));
+    assert.ok(widths[0] > widths[1] * 1.8, `span 8 vs span 4: ${widths}`);
+  });
+
+  it("opens a card's table with the numbers the API answers for that card", async function () {
+    this.timeout(30_000);
+    await openTable('Daily signups');
+    const rows = await cardTable('Daily signups');
+    const run = await api().get(`/api/boards/${seed.boardId}/run?cardId=${(await boardCardId('Daily signups'))}`);
+    const result = run.body.cards[0].result;
+    assert.deepEqual(rows.map((r) => r[0]), result.buckets);
+    assert.deepEqual(rows.map((r) => Number(r[1])), result.series[0].data);
+    assert.equal(rows.reduce((a, r) => a + Number(r[1]), 0), seed.users.signedUp);
+  });
+
+  async function boardCardId(title: string): Promise<number> {
+    const b = (await api().get(`/api/boards/${seed.boardId}`)).body;
+    return b.cards.find((c: any) => c.report?.name === title).id;
+  }
+
+  it("changes the board's range: saved through the API, every card runs again over it", async function () {
+    this.timeout(30_000);
+    await page.select('#board-range', '7d');
+    await page.waitForFunction(() => document.querySelector('#board-save-status')?.textContent === 'Saved', { timeout: 15_000 });
+    await boardSettled(page);
+    const saved = (await api().get(`/api/boards/${seed.boardId}`)).body;
+    assert.deepEqual(saved.date_range, { kind: 'preset', preset: '7d' });
+    await openTable('Daily signups');
+    const rows = await cardTable('Daily signups');
+    assert.equal(rows.length, 7, JSON.stringify(rows));
+    const run = (await api().post(`/api/boards/${seed.boardId}/run`, {})).body;
+    const daily = run.cards.find((c: any) => c.label === 'Daily signups').result;
+    assert.deepEqual(rows.map((r) => Number(r[1])), daily.series[0].data);
+    assert.equal(rows.reduce((a, r) => a + Number(r[1]), 0), 28, 'users 0..39 signed up i%10 days ago: days 0-6 hold 28');
+  });
+
+  it('reorders cards from the keyboard and saves the order', async function () {
+    this.timeout(30_000);
+    await page.focus('[data-card] .handle');
+    await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(() => document.querySelector('[role="figure"]')?.getAttribute('aria-label') === 'Notes');
+    await page.waitForFunction(() => document.querySelector('#board-save-status')?.textContent === 'Saved', { timeout: 15_000 });
+    const b = (await api().get(`/api/boards/${seed.boardId}`)).body;
+    const order = [...b.cards].sort((x: any, y: any) => x.position - y.position).map((c: any) => c.report?.name ?? 'Notes');
+    assert.deepEqual(order.slice(0, 2), ['Notes', 'Daily signups']);
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Move Daily signups', 'focus stays on the moved card');
+  });
+
+  it('builds a funnel, drills into a step, saves it and adds it to the board', async function () {
+    this.timeout(60_000);
+    await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
+    await page.locator('.tabs button::-p-text(Funnel)').click();
+    await page.locator('#metric-0').fill('Signed up');
+    await page.locator('#metric-1').fill('Viewed product');
+    await page.locator('::-p-aria([name="Add step"][role="button"])').click();
+    await page.locator('#metric-2').fill('Purchased');
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] svg');
+    await page.locator('[role="figure"] ::-p-aria([name="Table"][role="button"])').click();
+    const rows = await page.$$eval('[role="figure"] table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim())));
+    assert.deepEqual(rows.map((r) => Number(r[1])), [seed.users.signedUp, seed.users.viewed, seed.users.purchased]);
+    assert.deepEqual(rows.map((r) => r[3]), ['100.0%', '62.5%', '30.0%']);
+    // Drill-down: the people who reached the last step.
+    await page.click('.funnel svg > g.step:nth-of-type(3)');
+    await page.waitForSelector('section[aria-label="People"] li');
+    const people = await page.$$eval('section[aria-label="People"] li', (lis) => lis.map((l) => l.textContent!.trim()).sort());
+    assert.deepEqual(people, Array.from({ length: 12 }, (_, i) => `user-${i}`).sort());
+    // Save, then add to the board.
+    await page.locator('#report-name').fill('Signup to purchase');
+    await page.locator('::-p-aria([name="Save report"][role="button"])').click();
+    await page.waitForFunction(() => /\/reports\/\d+$/.test(location.pathname));
+    await page.locator('::-p-aria([name="Add to board"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('.result [role="status"]')?.textContent?.includes('Added to board'));
+    const report = (await api().get(`/api/reports/${page.url().split('/').pop()}`)).body;
+    assert.equal(report.type, 'funnel');
+    assert.deepEqual(report.query.metrics.map((m: any) => m.event), ['Signed up', 'Viewed product', 'Purchased']);
+    await page.goto(t.url + boardPath);
+    await boardSettled(page);
+    assert.ok(await page.$('[role="figure"][aria-label="Signup to purchase"] svg'), 'the funnel card draws on the board');
+  });
+
+  it('has no serious or critical accessibility violation on the sign-in, board and insights pages, in both themes', async function () {
+    this.timeout(90_000);
+    const found: string[] = [];
+    const check = async (what: string) => {
+      for (const v of await axeViolations(page)) found.push(`${what}: ${v.id} (${v.impact}) ${v.nodes.join(', ')}`);
+    };
+    await check('board (light)');
+    await page.locator('header button::-p-text(Theme)').click();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
+    await check('board (dark)');
+    await openTable('Daily signups');
+    await check('board with a table (dark)');
+    await page.goto(`${t.url}/projects/${tenant.project.id}/reports/${seed.reports.daily}`);
+    await page.waitForSelector('[role="figure"] canvas');
+    await check('saved insight (dark)');
+    await page.locator('header button::-p-text(Theme)').click();
+    await check('saved insight (light)');
+    const incognito = await browser.createBrowserContext();
+    const p2 = await incognito.newPage();
+    await p2.goto(t.url + '/sign-in');
+    await p2.waitForSelector('#access-token');
+    for (const v of await axeViolations(p2)) found.push(`sign-in: ${v.id} (${v.impact}) ${v.nodes.join(', ')}`);
+    await incognito.close();
+    assert.deepEqual(found, []);
+  });
+
+  it('fits a phone: one column of cards, nothing wider than the screen', async function () {
+    this.timeout(30_000);
+    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    try {
+      await page.goto(t.url + boardPath);
+      await boardSettled(page);
+      const layout = await page.evaluate(() => ({
+        scroll: document.documentElement.scrollWidth,
+        lefts: [...document.querySelectorAll('[role="figure"]')].map((f) => Math.round(f.getBoundingClientRect().left)),
+        widths: [...document.querySelectorAll('[role="figure"]')].map((f) => Math.round(f.getBoundingClientRect().width)),
+      }));
+      assert.ok(layout.scroll <= 390, `page ${layout.scroll} px wide on a 390 px screen`);
+      assert.equal(new Set(layout.lefts).size, 1, 'one column');
+      assert.ok(layout.widths.every((w) => w > 330), `cards span the screen: ${layout.widths}`);
+      assert.ok(await page.$('[role="figure"][aria-label="Daily signups"] canvas'));
+    } finally {
+      await page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
+  it('goes back to sign-in when the session is refused, then returns to the page', async function () {
+    this.timeout(30_000);
+    const insights = `/projects/${tenant.project.id}/reports/${seed.reports.byPlan}`;
+    await page.goto(t.url + insights);
+    await page.waitForSelector('[role="figure"] canvas');
+    // The credential is revoked while the page is open.
+    const tokens = (await tenant.owner.get('/api/org/tokens')).body as Array<{ id: number; name: string }>;
+    await tenant.owner.request('DELETE', `/api/org/tokens/${tokens.find((x) => x.name === 'console test')!.id}`);
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForFunction(() => location.pathname === '/sign-in');
+    const fresh = (await tenant.owner.post('/api/org/tokens', { name: 'console test 2', role: 'member' })).body.token;
+    seed.token = fresh;
+    await signInWithToken(page, fresh);
+    assert.equal(new URL(page.url()).pathname, insights);
+    await page.waitForSelector('[role="figure"] canvas');
+  });
+
+  it('signs in with the identity provider (code + PKCE) as a viewer: reads the board, no write controls', async function () {
+    this.timeout(60_000);
+    const ctx = await browser.createBrowserContext();
+    const p = await ctx.newPage();
+    try {
+      t.idp.nextLogin = { sub: `viewer-${tenant.org.id}-Console`, email: `viewer.${tenant.org.id}.Console@example.test` };
+      await p.goto(t.url + boardPath);
+      await p.waitForFunction(() => location.pathname === '/sign-in');
+      await Promise.all([
+        p.waitForNavigation(),
+        p.locator('::-p-aria([name="Sign in with your identity provider"][role="button"])').click(),
+      ]);
+      await p.waitForFunction((path) => location.pathname === path, { timeout: 20_000 }, boardPath);
+      await boardSettled(p);
+      assert.match(await p.$eval('.who', (e) => e.textContent!), /viewer/);
+      assert.equal(await p.$('.handle'), null, 'a viewer cannot reorder');
+      assert.equal(await p.$eval('#board-filters-key', () => true).catch(() => false), false, 'a viewer cannot add filters');
+      // A viewer's range applies to this view only; the saved board keeps its own.
+      await p.select('#board-range', '30d');
+      await boardSettled(p);
+      const rows = await p.$$eval('[role="figure"][aria-label="Daily signups"] canvas', (c) => c.length);
+      assert.equal(rows, 1);
+      assert.deepEqual((await api().get(`/api/boards/${seed.boardId}`)).body.date_range, { kind: 'preset', preset: '7d' });
+      await p.goto(`${t.url}/projects/${tenant.project.id}/boards`);
+      await p.waitForSelector('.board-list');
+      assert.equal(await p.$('#new-board'), null, 'a viewer cannot create boards');
+    } finally {
+      await ctx.close();
+    }
+  });
+});
