@@ -32,7 +32,7 @@ forEachBackend('machine-access tokens', (backend) => {
         const created = await c.post('/api/org/tokens', { name: `ci ${role}`, role: 'member' });
         assert.equal(created.status, 201, created.text);
         assert.match(created.body.token, /^tly_[A-Za-z0-9_-]{43}$/);
-        assert.deepEqual(Object.keys(created.body).sort(), ['created_at', 'id', 'last_used_at', 'name', 'role', 'token']);
+        assert.deepEqual(Object.keys(created.body).sort(), ['created_at', 'id', 'last_used_at', 'managed_by', 'name', 'role', 'token']);
         assert.equal(created.body.last_used_at, null);
         const list = await c.get('/api/org/tokens');
         assert.equal(list.status, 200);

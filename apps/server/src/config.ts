@@ -18,7 +18,7 @@ export interface Config {
   metricsPort: number;
   /** OPERATOR_KEY: the operator's credential, accepted only on the routes it calls (auth/operator.ts). */
   operatorKey?: string;
-  oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number; clientId: string };
+  oidc?: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number; clientId: string; groupsClaim: string };
   /** Directory kubelet projects the tenant config Secret into (tenants.json); see docs/tenant-config.md. */
   tenantConfigPath?: string;
   /** Fallback re-read period of the tenant config, beside fs.watch. */
@@ -64,6 +64,8 @@ export function loadConfig(env: Env = process.env): Config {
         audience: env.OIDC_AUDIENCE ?? '',
         jwksUrl: env.OIDC_JWKS_URL ?? new URL('.well-known/jwks.json', oidcIssuer.endsWith('/') ? oidcIssuer : oidcIssuer + '/').toString(),
         cooldownMs: int(env, 'OIDC_JWKS_COOLDOWN_MS', 30_000),
+        /** The ID-token claim holding the user's groups (mapped to roles by organisations). */
+        groupsClaim: env.OIDC_GROUPS_CLAIM || 'groups',
         /** The web console's OAuth client (public, PKCE); most providers use the audience as client id. */
         clientId: env.OIDC_CLIENT_ID || env.OIDC_AUDIENCE || '',
       }

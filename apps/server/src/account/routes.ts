@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
-import { AppError, badRequest, conflict, forbidden, notFound } from '../http/errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { authOf, requireRole, type AuthContext, type OrgActor } from '../auth/context.js';
-import { RoleSchema, type Role } from '../auth/roles.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { RoleSchema } from '../auth/roles.js';
+import { MembershipService, orgActor } from '../orgs/members.js';
 import { publicProject } from '../projects/store.js';
 import { ProjectSchema } from '../projects/schema.js';
 import { InviteBody, MembershipSchema, MonthQuery, OrgName, OrganizationSchema, RoleBody } from '../orgs/schema.js';
@@ -13,7 +14,7 @@ const AccountSchema = z
   .object({
     superadmin: z.boolean(),
     user: z.object({ id: z.number().int(), email: z.string().nullable(), name: z.string().nullable() }).nullable(),
-    memberships: z.array(z.object({ org_id: z.number().int(), org_name: z.string(), role: RoleSchema })),
+    memberships: z.array(z.object({ org_id: z.number().int(), org_name: z.string(), role: RoleSchema, source: z.enum(['invite', 'group']) })),
     organization: OrganizationSchema.nullable(),
     role: RoleSchema.nullable(),
   })
@@ -21,26 +22,13 @@ const AccountSchema = z
 
 const UserIdParams = z.object({ userId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 
-/** Member management acts inside one organisation: the superadmin has none and uses /admin instead. */
-export function orgActor(auth: AuthContext): OrgActor {
-  if (auth.kind === 'superadmin' || auth.kind === 'operator') {
-    throw badRequest('no organization context', { resolution: 'the superadmin manages members through /admin/orgs/{id}/members' });
-  }
-  if (auth.kind === 'user' && (auth.orgId === null || auth.role === null)) throw badRequest('no organization context');
-  return auth as OrgActor;
-}
-
-/** Only an owner may grant, change or remove the owner role. */
-export function checkOwnerChange(actor: OrgActor, from: Role | null, to: Role | null) {
-  if ((from === 'owner' || to === 'owner') && actor.role !== 'owner') throw forbidden();
-}
-
 export function accountRoutes(deps: Deps): RouteSpec[] {
   const { orgs, projects, usage, db } = deps;
+  const members = new MembershipService(db, orgs);
   return [
     route({
       method: 'get', path: '/api/account', tag: 'Account', auth: 'account', response: AccountSchema,
-      summary: 'The caller: user, memberships, current organisation and role',
+      summary: 'The caller: user, memberships, current organisation (the chosen one, or X-Tally-Organization) and role',
       handler: async ({ ctx }) => {
         const auth = authOf(ctx);
         if (auth.kind === 'superadmin') return { superadmin: true, user: null, memberships: [], organization: null, role: null };
@@ -49,11 +37,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
           return { superadmin: false, user: null, memberships: [], organization: (await orgs.getOrg(auth.orgId)) ?? null, role: auth.role };
         }
         const user = await orgs.getUser(auth.userId);
-        const memberships = await db('memberships as m')
-          .join('organizations as o', 'o.id', 'm.org_id')
-          .where('m.user_id', auth.userId)
-          .orderBy('m.id')
-          .select('m.org_id', 'o.name as org_name', 'm.role');
+        const memberships = await orgs.membershipsOfUser(auth.userId);
         return {
           superadmin: false,
           user: { id: auth.userId, email: user?.email ?? null, name: user?.name ?? null },
@@ -61,6 +45,22 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
           organization: auth.orgId === null ? null : (await orgs.getOrg(auth.orgId)) ?? null,
           role: auth.role,
         };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/account/current-organization', tag: 'Account', auth: 'account', status: 200,
+      body: z.object({ organizationId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER) }).strict(),
+      response: AccountSchema.pick({ organization: true, role: true }),
+      summary: 'A user in several organisations chooses the one they work in (kept across sign-ins); 404 unknown organisation, 403 not a member',
+      handler: async ({ ctx, body }) => {
+        const auth = authOf(ctx);
+        if (auth.kind !== 'user') throw badRequest('no user', { message: 'only a signed-in user chooses an organisation' });
+        const org = await orgs.getOrg(body.organizationId);
+        if (!org) throw notFound('organization');
+        const m = await orgs.membershipOfUser(org.id, auth.userId);
+        if (!m) throw forbidden();
+        await orgs.setCurrentOrg(auth.userId, org.id);
+        return { organization: org, role: m.role };
       },
     }),
     route({
@@ -106,10 +106,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: 'Invites an email with a role, or changes the role of that email (admin; owner role: owner only)',
       handler: async ({ ctx, body }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        const existing = (await orgs.listMemberships(actor.orgId)).find((m) => m.email === body.email.toLowerCase());
-        checkOwnerChange(actor, existing?.role ?? null, body.role);
-        if (existing?.role === 'owner' && body.role !== 'owner' && (await orgs.countOwners(actor.orgId)) <= 1) throw conflict('last owner');
-        return orgs.upsertMembership(actor.orgId, body.email, body.role);
+        return members.invite(actor.orgId, body.email, body.role, actor);
       },
     }),
     route({
@@ -117,12 +114,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: "Changes a member's role (admin; owner role: owner only; the last owner stays owner)",
       handler: async ({ ctx, params, body }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        const m = await orgs.membershipOfUser(actor.orgId, params.userId);
-        if (!m) throw notFound('member');
-        checkOwnerChange(actor, m.role, body.role);
-        if (m.role === 'owner' && body.role !== 'owner' && (await orgs.countOwners(actor.orgId)) <= 1) throw conflict('last owner');
-        await orgs.setRole(m.id, body.role);
-        return { ...m, role: body.role };
+        return members.changeRole(actor.orgId, params.userId, body.role, actor);
       },
     }),
     route({
@@ -130,11 +122,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: 'Removes a member (admin; an owner: owner only; never the last owner)',
       handler: async ({ ctx, params }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        const m = await orgs.membershipOfUser(actor.orgId, params.userId);
-        if (!m) throw notFound('member');
-        checkOwnerChange(actor, m.role, null);
-        if (m.role === 'owner' && (await orgs.countOwners(actor.orgId)) <= 1) throw new AppError(409, 'last owner');
-        await orgs.deleteMembership(m.id);
+        await members.remove(actor.orgId, params.userId, actor);
         return { ok: true };
       },
     }),

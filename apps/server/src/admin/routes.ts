@@ -1,32 +1,49 @@
 import { z } from 'zod';
+import type { Context } from 'koa';
 import type { Deps } from '../deps.js';
 import { notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { publicProject } from '../projects/store.js';
-import { resourceOf } from '../auth/managed.js';
+import { assertOwnedBy, requireResource, resourceOf } from '../auth/managed.js';
 import { authOf } from '../auth/context.js';
 import { CreateProjectBody, IdParams, ProjectSchema } from '../projects/schema.js';
-import { CreateOrgBody, InviteBody, MembershipSchema, MonthQuery, OrganizationSchema, UpdateOrgBody, UsageSchema } from '../orgs/schema.js';
+import {
+  CreateOrgBody, GroupMappingSchema, GroupsBody, InviteBody, ManagedByQuery, MembersBody, MembershipSchema, MonthQuery, OrganizationSchema,
+  UpdateOrgBody, UsageSchema,
+} from '../orgs/schema.js';
+import { MembershipService } from '../orgs/members.js';
 import { monthOf } from '../usage/store.js';
 
-/** Backoffice administration: superadmin key only. */
+/**
+ * Backoffice administration: the superadmin key, and the operator key on the routes it calls
+ * (auth/operator.ts). An organisation created or adopted with `X-Tally-Resource` is managed by
+ * that resource: writes without the same header answer `409 managed by resource`.
+ */
 export function adminRoutes(deps: Deps): RouteSpec[] {
   const { orgs, projects, usage } = deps;
+  const members = new MembershipService(deps.db, orgs);
   const orgOr404 = async (id: number) => {
     const org = await orgs.getOrg(id);
     if (!org) throw notFound('organization');
     return org;
   };
+  const resource = (ctx: Context) => resourceOf(ctx, authOf(ctx));
+  /** An organisation the caller may write: unmanaged, or managed by the call's resource. */
+  const writableOrg = async (ctx: Context, id: number) => {
+    const org = await orgOr404(id);
+    assertOwnedBy(org.managed_by, resource(ctx));
+    return org;
+  };
   return [
     route({
       method: 'post', path: '/admin/orgs', tag: 'Admin', auth: 'admin', body: CreateOrgBody, response: OrganizationSchema, status: 201,
-      summary: 'Creates an organisation',
-      handler: ({ body }) => orgs.createOrg(body),
+      summary: 'Creates an organisation (managed by the resource named in X-Tally-Resource, when sent)',
+      handler: ({ ctx, body }) => orgs.createOrg({ ...body, managedBy: resource(ctx) }),
     }),
     route({
-      method: 'get', path: '/admin/orgs', tag: 'Admin', auth: 'admin', response: z.array(OrganizationSchema),
-      summary: 'Every organisation',
-      handler: () => orgs.listOrgs(),
+      method: 'get', path: '/admin/orgs', tag: 'Admin', auth: 'admin', query: ManagedByQuery, response: z.array(OrganizationSchema),
+      summary: 'Every organisation; `managedBy` keeps those a resource owns',
+      handler: ({ query }) => orgs.listOrgs({ managedBy: query.managedBy }),
     }),
     route({
       method: 'get', path: '/admin/orgs/{id}', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
@@ -35,27 +52,100 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     }),
     route({
       method: 'patch', path: '/admin/orgs/{id}', tag: 'Admin', auth: 'admin', params: IdParams, body: UpdateOrgBody, response: OrganizationSchema,
-      summary: 'Renames an organisation or changes its monthly event quota (null: unlimited)',
-      handler: async ({ params, body }) => {
-        await orgOr404(params.id);
+      summary: 'Renames an organisation or changes its monthly event quota (null: unlimited); a managed one only through its resource (else 409)',
+      handler: async ({ ctx, params, body }) => {
+        await writableOrg(ctx, params.id);
         return orgs.updateOrg(params.id, body);
       },
     }),
     route({
-      method: 'post', path: '/admin/orgs/{id}/members', tag: 'Admin', auth: 'admin', params: IdParams, body: InviteBody, response: MembershipSchema, status: 201,
-      summary: 'Invites an email with a role (bound by the first ID token with that email)',
-      handler: async ({ params, body }) => {
+      method: 'delete', path: '/admin/orgs/{id}', tag: 'Admin', auth: 'admin', params: IdParams,
+      summary: 'Deletes an organisation with its memberships, group mappings and machine tokens; 409 while it has projects',
+      handler: async ({ ctx, params }) => {
+        await writableOrg(ctx, params.id);
+        if (!(await orgs.deleteOrg(params.id))) throw notFound('organization');
+        return { ok: true };
+      },
+    }),
+    route({
+      method: 'post', path: '/admin/orgs/{id}/adopt', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
+      summary: 'The resource in X-Tally-Resource takes over an existing organisation; 409 when another resource manages it',
+      handler: async ({ ctx, params }) => {
+        const by = requireResource(ctx);
+        const org = await writableOrg(ctx, params.id);
+        if (org.managed_by !== by) await orgs.setManagedBy(org.id, by);
+        return { ...org, managed_by: by };
+      },
+    }),
+    route({
+      method: 'post', path: '/admin/orgs/{id}/release', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
+      summary: 'The owning resource lets go of its organisation (and of its membership list); idempotent',
+      handler: async ({ ctx, params }) => {
+        const by = requireResource(ctx);
+        const org = await writableOrg(ctx, params.id);
+        if (org.managed_by !== null) await orgs.setManagedBy(org.id, null);
+        if (org.members_managed_by === by) await orgs.setMembersManagedBy(org.id, null);
+        return { ...org, managed_by: null, members_managed_by: org.members_managed_by === by ? null : org.members_managed_by };
+      },
+    }),
+    route({
+      method: 'get', path: '/admin/orgs/{id}/members', tag: 'Admin', auth: 'admin', params: IdParams, response: z.array(MembershipSchema),
+      summary: "An organisation's memberships (invited and group-derived)",
+      handler: async ({ params }) => {
         await orgOr404(params.id);
-        return orgs.upsertMembership(params.id, body.email, body.role);
+        return orgs.listMemberships(params.id);
+      },
+    }),
+    route({
+      method: 'post', path: '/admin/orgs/{id}/members', tag: 'Admin', auth: 'admin', params: IdParams, body: InviteBody, response: MembershipSchema, status: 201,
+      summary: 'Invites an email with a role (bound by the first ID token with that email); 409 while a resource owns the list',
+      handler: async ({ ctx, params, body }) => members.invite(params.id, body.email, body.role, null, resource(ctx)),
+    }),
+    route({
+      method: 'put', path: '/admin/orgs/{id}/members', tag: 'Admin', auth: 'admin', params: IdParams, body: MembersBody, response: z.array(MembershipSchema),
+      summary: 'The resource in X-Tally-Resource replaces the invited membership list (group-derived ones stay) and owns it from then on',
+      handler: async ({ ctx, params, body }) => {
+        const by = requireResource(ctx);
+        const org = await orgOr404(params.id);
+        assertOwnedBy(org.members_managed_by, by);
+        await orgs.replaceInvited(org.id, body.members, by);
+        return orgs.listMemberships(org.id);
+      },
+    }),
+    route({
+      method: 'delete', path: '/admin/orgs/{id}/members-management', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
+      summary: 'The resource that owns the membership list gives it back to people; idempotent',
+      handler: async ({ ctx, params }) => {
+        const by = requireResource(ctx);
+        const org = await orgOr404(params.id);
+        assertOwnedBy(org.members_managed_by, by);
+        if (org.members_managed_by !== null) await orgs.setMembersManagedBy(org.id, null);
+        return { ...org, members_managed_by: null };
+      },
+    }),
+    route({
+      method: 'get', path: '/admin/orgs/{id}/groups', tag: 'Admin', auth: 'admin', params: IdParams, response: z.array(GroupMappingSchema),
+      summary: "An organisation's group mapping (groups claim value → role at sign-in)",
+      handler: async ({ params }) => {
+        await orgOr404(params.id);
+        return orgs.groups(params.id);
+      },
+    }),
+    route({
+      method: 'put', path: '/admin/orgs/{id}/groups', tag: 'Admin', auth: 'admin', params: IdParams, body: GroupsBody, response: z.array(GroupMappingSchema),
+      summary: 'Replaces the group mapping; members whose last-seen groups no longer match lose their group-derived membership at once',
+      handler: async ({ ctx, params, body }) => {
+        await writableOrg(ctx, params.id);
+        await orgs.replaceGroups(params.id, body.groups);
+        return orgs.groups(params.id);
       },
     }),
     route({
       method: 'post', path: '/admin/orgs/{id}/projects', tag: 'Admin', auth: 'admin', params: IdParams, body: CreateProjectBody, response: ProjectSchema, status: 201,
-      summary: 'Creates a project in an organisation (managed by the resource named in X-Tally-Resource, when sent)',
+      summary: 'Creates a project in an organisation, with retentionDays and rateLimit (managed by the resource named in X-Tally-Resource, when sent)',
       handler: async ({ ctx, params, body }) => {
         await orgOr404(params.id);
-        const managedBy = resourceOf(ctx, authOf(ctx));
-        return publicProject(await projects.create({ orgId: params.id, name: body.name, managedBy }));
+        return publicProject(await projects.create({ orgId: params.id, managedBy: resource(ctx), ...body }));
       },
     }),
     route({
@@ -65,3 +155,4 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     }),
   ];
 }
+

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { forbidden, noOrganization, unauthorized } from '../http/errors.js';
+import { badRequest, forbidden, noOrganization, unauthorized } from '../http/errors.js';
 import { operatorMayCall } from './operator.js';
 import { invalidFlagSecret, type ProjectCredentials, type TokenProject } from './credentials.js';
 import type { AuthKind } from '../http/route.js';
@@ -20,7 +20,8 @@ export function bearerToken(ctx: Context): string | undefined {
 
 /**
  * Resolves `/api/*` and `/admin/*` credentials: the superadmin key (compared in constant time)
- * or an identity-provider ID token (mapped to a user and their first membership).
+ * or OPERATOR_KEY (on the operator's routes), a machine-access token, or an identity-provider ID
+ * token (mapped to a user and the organisation they act in).
  */
 export class Authenticator {
   private superadminDigest: Buffer;
@@ -52,7 +53,7 @@ export class Authenticator {
    * The auth context of a bearer credential, or undefined when it is neither the key, a live
    * machine-access token nor a valid ID token.
    */
-  async resolve(token: string | undefined): Promise<AuthContext | undefined> {
+  async resolve(token: string | undefined, organizationHeader?: string): Promise<AuthContext | undefined> {
     if (!token) return undefined;
     if (this.isSuperadminKey(token)) return { kind: 'superadmin' };
     if (this.isOperatorKey(token)) return { kind: 'operator' };
@@ -63,9 +64,16 @@ export class Authenticator {
     if (!this.verifier) return undefined;
     const claims = await this.verifier.verify(token);
     if (!claims) return undefined;
-    const { user, memberships } = await this.orgs.userFromToken(claims);
-    const first = memberships[0];
-    return { kind: 'user', userId: user.id, email: user.email, orgId: first?.org_id ?? null, role: first?.role ?? null };
+    const { user, memberships, currentOrgId } = await this.orgs.userFromToken(claims);
+    // The organisation a request acts in: the X-Tally-Organization header (the console's tab), else
+    // the one the user chose (POST /api/account/current-organization), else the oldest membership.
+    let current: (typeof memberships)[number] | undefined = memberships.find((m) => m.org_id === currentOrgId) ?? memberships[0];
+    if (organizationHeader) {
+      if (!/^\d{1,15}$/.test(organizationHeader)) throw badRequest('X-Tally-Organization: must be an organisation id');
+      current = memberships.find((m) => m.org_id === Number(organizationHeader));
+      if (!current) throw forbidden();
+    }
+    return { kind: 'user', userId: user.id, email: user.email, orgId: current?.org_id ?? null, role: current?.role ?? null };
   }
 
   /**
@@ -116,7 +124,7 @@ export class Authenticator {
       ctx.state.auth = { kind: 'superadmin' };
       return;
     }
-    const auth = await this.resolve(token);
+    const auth = await this.resolve(token, ctx.get('x-tally-organization') || undefined);
     if (!auth) throw unauthorized();
     if (kind === 'api' && auth.kind === 'user' && auth.orgId === null) throw noOrganization();
     ctx.state.auth = auth;

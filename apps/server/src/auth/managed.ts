@@ -28,3 +28,11 @@ export function resourceOf(ctx: Context, auth: AuthContext): string | null {
 export function assertOwnedBy(managedBy: string | null, resource: string | null): void {
   if (managedBy !== null && managedBy !== resource) throw conflict('managed by resource', { body: { resource: managedBy } });
 }
+
+/** The X-Tally-Resource of a call that only makes sense for a resource (adopt, release, a managed list): 400 without it. */
+export function requireResource(ctx: Context): string {
+  const auth = ctx.state.auth;
+  const resource = auth ? resourceOf(ctx, auth) : null;
+  if (!resource) throw badRequest('X-Tally-Resource required', { message: 'send the managing resource as X-Tally-Resource' });
+  return resource;
+}

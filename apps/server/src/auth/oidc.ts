@@ -6,6 +6,8 @@ export interface VerifiedIdToken {
   email?: string;
   emailVerified: boolean;
   name?: string;
+  /** The groups claim (OIDC_GROUPS_CLAIM) when the token carries it as a list of strings; undefined otherwise. */
+  groups?: string[];
 }
 
 /**
@@ -17,7 +19,7 @@ export interface VerifiedIdToken {
 export class IdTokenVerifier {
   private jwks: ReturnType<typeof createRemoteJWKSet>;
 
-  constructor(private opts: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number }) {
+  constructor(private opts: { issuer: string; audience: string; jwksUrl: string; cooldownMs: number; groupsClaim?: string }) {
     this.jwks = createRemoteJWKSet(new URL(opts.jwksUrl), {
       cooldownDuration: opts.cooldownMs,
       cacheMaxAge: 10 * 60_000,
@@ -47,6 +49,14 @@ export class IdTokenVerifier {
       // Providers that omit email_verified are trusted to send verified emails only.
       emailVerified: payload.email_verified !== false,
       name: typeof payload.name === 'string' ? payload.name : undefined,
+      groups: groupsOf(payload[this.opts.groupsClaim ?? 'groups']),
     };
   }
+}
+
+/** Most providers send a list of strings; a lone string is one group; anything else: no claim. Bounded (a token is a request header). */
+function groupsOf(v: unknown): string[] | undefined {
+  if (typeof v === 'string') return [v];
+  if (!Array.isArray(v)) return undefined;
+  return v.filter((g): g is string => typeof g === 'string' && g.length > 0 && g.length <= 400).slice(0, 1000);
 }

@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
-import { notFound } from '../http/errors.js';
+import { conflict, notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, requireRole } from '../auth/context.js';
+import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { RoleSchema } from '../auth/roles.js';
-import { checkOwnerChange, orgActor } from '../account/routes.js';
+import { resourceOf } from '../auth/managed.js';
+import { IdParams } from '../projects/schema.js';
+import { checkOwnerChange, orgActor } from './members.js';
+import { ManagedByQuery } from './schema.js';
 import { MachineTokenStore, type MachineToken } from './tokens.js';
 
 export const MachineTokenSchema = z
@@ -15,15 +18,26 @@ export const MachineTokenSchema = z
     token: z.string().nullable().openapi({ description: 'the token value: on creation only, null in lists' }),
     created_at: z.number().int(),
     last_used_at: z.number().int().nullable(),
+    managed_by: z.string().nullable().openapi({ description: 'the ApiToken resource that minted it (revoked only through it), or null' }),
   })
   .openapi('MachineToken');
 
 const CreateTokenBody = z.object({ name: z.string().trim().min(1).max(200), role: RoleSchema }).strict();
 const TokenIdParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+const OrgTokenParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER), tokenId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+/** A resource mints tokens acting up to admin: an owner token stays a person's decision. */
+const CreateManagedTokenBody = z.object({ name: z.string().trim().min(1).max(200), role: z.enum(['viewer', 'member', 'admin']) }).strict();
 
 const publicToken = (t: MachineToken, token: string | null = null) => ({
-  id: t.id, name: t.name, role: t.role, token, created_at: t.createdAt, last_used_at: t.lastUsedAt,
+  id: t.id, name: t.name, role: t.role, token, created_at: t.createdAt, last_used_at: t.lastUsedAt, managed_by: t.managedBy,
 });
+
+/** The outcome of a revoke as HTTP: 404 absent, 409 managed by another resource. */
+function revoked(result: Awaited<ReturnType<MachineTokenStore['revoke']>>) {
+  if (result.outcome === 'absent') throw notFound('token');
+  if (result.outcome === 'managed') throw conflict('managed by resource', { body: { resource: result.by } });
+  return { ok: true };
+}
 
 /**
  * Machine-access tokens (service accounts) of the caller's organisation: admin or owner only; only
@@ -31,6 +45,9 @@ const publicToken = (t: MachineToken, token: string | null = null) => ({
  */
 export function machineTokenRoutes(deps: Deps): RouteSpec[] {
   const tokens = new MachineTokenStore(deps.db);
+  const orgOr404 = async (id: number) => {
+    if (!(await deps.orgs.getOrg(id))) throw notFound('organization');
+  };
   return [
     route({
       method: 'get', path: '/api/org/tokens', tag: 'Account', auth: 'api', response: z.array(MachineTokenSchema),
@@ -56,9 +73,30 @@ export function machineTokenRoutes(deps: Deps): RouteSpec[] {
       summary: 'Revokes a machine-access token at once (admin); another organisation’s id is 404',
       handler: async ({ ctx, params }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        if (!(await tokens.revoke(actor.orgId, params.id))) throw notFound('token');
-        return { ok: true };
+        return revoked(await tokens.revoke(actor.orgId, params.id));
       },
+    }),
+    route({
+      method: 'get', path: '/admin/orgs/{id}/tokens', tag: 'Admin', auth: 'admin', params: IdParams, query: ManagedByQuery, response: z.array(MachineTokenSchema),
+      summary: "An organisation's live machine-access tokens (no values); `managedBy` keeps those a resource minted",
+      handler: async ({ params, query }) => {
+        await orgOr404(params.id);
+        return (await tokens.list(params.id, { managedBy: query.managedBy })).map((t) => publicToken(t));
+      },
+    }),
+    route({
+      method: 'post', path: '/admin/orgs/{id}/tokens', tag: 'Admin', auth: 'admin', params: IdParams, body: CreateManagedTokenBody, response: MachineTokenSchema, status: 201,
+      summary: 'Mints a machine-access token of an organisation (viewer, member or admin), managed by X-Tally-Resource when sent; the value is shown once',
+      handler: async ({ ctx, params, body }) => {
+        await orgOr404(params.id);
+        const created = await tokens.create({ orgId: params.id, name: body.name, role: body.role, createdBy: null, managedBy: resourceOf(ctx, authOf(ctx)) });
+        return publicToken(created, created.token);
+      },
+    }),
+    route({
+      method: 'delete', path: '/admin/orgs/{id}/tokens/{tokenId}', tag: 'Admin', auth: 'admin', params: OrgTokenParams,
+      summary: 'Revokes a machine-access token; one a resource manages only with that X-Tally-Resource (else 409)',
+      handler: async ({ ctx, params }) => revoked(await tokens.revoke(params.id, params.tokenId, resourceOf(ctx, authOf(ctx)))),
     }),
   ];
 }

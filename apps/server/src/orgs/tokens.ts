@@ -12,6 +12,8 @@ export interface MachineToken {
   createdBy: number | null;
   createdAt: number;
   lastUsedAt: number | null;
+  /** The ApiToken resource (`ApiToken/<namespace>/<name>`) that minted it, or null. */
+  managedBy: string | null;
 }
 
 /** Prefix of every machine-access token: tells it apart from the superadmin key and ID tokens (JWTs). */
@@ -30,6 +32,7 @@ interface MachineTokenRow {
   created_by: number | string | null;
   created_at: number | string;
   last_used_at: number | string | null;
+  managed_by: string | null;
 }
 
 function toMachineToken(r: MachineTokenRow): MachineToken {
@@ -42,32 +45,44 @@ function toMachineToken(r: MachineTokenRow): MachineToken {
     createdBy: r.created_by === null ? null : Number(r.created_by),
     createdAt: Number(r.created_at),
     lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
+    managedBy: r.managed_by ?? null,
   };
 }
 
-const COLUMNS = ['id', 'org_id', 'name', 'role', 'created_by', 'created_at', 'last_used_at'];
+const COLUMNS = ['id', 'org_id', 'name', 'role', 'created_by', 'created_at', 'last_used_at', 'managed_by'];
 
 export class MachineTokenStore {
   constructor(private db: Db) {}
 
   /** Mints a token; the returned `token` is the only time its value exists outside the caller. */
-  async create(input: { orgId: number; name: string; role: Role; createdBy: number | null }): Promise<MachineToken & { token: string }> {
+  async create(input: { orgId: number; name: string; role: Role; createdBy: number | null; managedBy?: string | null }): Promise<MachineToken & { token: string }> {
     const token = MACHINE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
-    const row = { org_id: input.orgId, name: input.name, role: input.role, token_hash: hashOf(token), created_by: input.createdBy, created_at: nowMs() };
+    const row = {
+      org_id: input.orgId, name: input.name, role: input.role, token_hash: hashOf(token), created_by: input.createdBy, created_at: nowMs(), managed_by: input.managedBy ?? null,
+    };
     const [{ id }] = await this.db('machine_tokens').insert(row).returning('id');
     return { ...toMachineToken({ id, ...row, last_used_at: null }), token };
   }
 
-  /** Live (not revoked) tokens of an organisation, oldest first. */
-  async list(orgId: number): Promise<MachineToken[]> {
-    const rows: MachineTokenRow[] = await this.db('machine_tokens').where({ org_id: orgId }).whereNull('revoked_at').orderBy('id').select(COLUMNS);
-    return rows.map(toMachineToken);
+  /** Live (not revoked) tokens of an organisation, oldest first; with `managedBy`, those that resource minted. */
+  async list(orgId: number, opts: { managedBy?: string } = {}): Promise<MachineToken[]> {
+    const q = this.db('machine_tokens').where({ org_id: orgId }).whereNull('revoked_at').orderBy('id').select(COLUMNS);
+    if (opts.managedBy !== undefined) q.where({ managed_by: opts.managedBy });
+    return ((await q) as MachineTokenRow[]).map(toMachineToken);
   }
 
-  /** Revokes a live token of the organisation; false when there is none by that id. */
-  async revoke(orgId: number, id: number): Promise<boolean> {
-    const n = await this.db('machine_tokens').where({ id, org_id: orgId }).whereNull('revoked_at').update({ revoked_at: nowMs() });
-    return n > 0;
+  /**
+   * Revokes a live token of the organisation unless a resource other than `resource` manages it
+   * (one conditional update): `revoked`, `absent` (no live token by that id) or `managed` (with its owner).
+   */
+  async revoke(orgId: number, id: number, resource: string | null = null): Promise<{ outcome: 'revoked' | 'absent' } | { outcome: 'managed'; by: string }> {
+    const live = () => this.db('machine_tokens').where({ id, org_id: orgId }).whereNull('revoked_at');
+    const q = live();
+    if (resource === null) q.whereNull('managed_by');
+    else q.where((w) => w.whereNull('managed_by').orWhere({ managed_by: resource }));
+    if ((await q.update({ revoked_at: nowMs() })) > 0) return { outcome: 'revoked' };
+    const row: { managed_by: string | null } | undefined = await live().first('managed_by');
+    return row?.managed_by ? { outcome: 'managed', by: row.managed_by } : { outcome: 'absent' };
   }
 
   /** The live token with this value (and marks it used), or undefined. */

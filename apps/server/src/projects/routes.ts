@@ -4,7 +4,8 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf, isInstallation, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { publicProject, type Project } from './store.js';
-import { assertOwnedBy, resourceOf } from '../auth/managed.js';
+import { assertOwnedBy, requireResource, resourceOf } from '../auth/managed.js';
+import { notFound } from '../http/errors.js';
 import { CreateProjectBody, IdParams, ListProjectsQuery, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
 /** Events stored per project (each dedup key once), counted in the event store in one grouped query. */
@@ -36,7 +37,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'admin');
         const managedBy = resourceOf(ctx, auth);
-        return publicProject(await projects.create({ orgId: isInstallation(auth) ? null : auth.orgId, name: body.name, managedBy }));
+        return publicProject(await projects.create({ orgId: isInstallation(auth) ? null : auth.orgId, managedBy, ...body }));
       },
     }),
     route({
@@ -46,12 +47,13 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
     }),
     route({
       method: 'patch', path: '/api/projects/{id}', tag: 'Projects', auth: 'api', params: IdParams, body: UpdateProjectBody, response: ProjectSchema,
-      summary: 'Renames a project (admin); a managed project only through its resource (else 409)',
+      summary: 'Renames a project or sets its retentionDays and rateLimit (admin); a managed project only through its resource (else 409)',
       handler: async ({ ctx, params, body }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
         assertOwnedBy(project.managed_by, resourceOf(ctx, requireRole(ctx, 'admin')));
-        await projects.rename(project.id, body.name);
-        return publicProject({ ...project, name: body.name });
+        const updated = await projects.update(project.id, body);
+        if (!updated) throw notFound('project');
+        return publicProject(updated);
       },
     }),
     route({
@@ -65,6 +67,17 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
         deps.events.deleteProject(project.id)
           .catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
         return { ok: true };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/projects/{id}/adopt', tag: 'Projects', auth: 'admin', params: IdParams, response: ProjectSchema,
+      summary: 'A resource takes over an existing project (superadmin or operator key with X-Tally-Resource); 409 when another resource manages it',
+      handler: async ({ ctx, params }) => {
+        const project = await loadProjectInScope(projects, authOf(ctx), params.id);
+        const resource = requireResource(ctx);
+        assertOwnedBy(project.managed_by, resource);
+        if (project.managed_by !== resource) await projects.setManagedBy(project.id, resource);
+        return publicProject({ ...project, managed_by: resource });
       },
     }),
     route({

@@ -12,10 +12,31 @@ export interface Project {
   flag_secret_hash: string | null;
   /** The Kubernetes resource (`<Kind>/<namespace>/<name>`) that owns the project, or null. */
   managed_by: string | null;
+  /** Days of events kept (the retention job deletes older ones), or null: forever. */
+  retention_days: number | null;
+  /** Ingestion requests per 10 s of this project, or null: RATE_LIMIT_PER_PROJECT. */
+  rate_limit: number | null;
 }
 
-/** The spec's Project shape plus its owner (no org, no secret). */
-export const publicProject = (p: Project) => ({ id: p.id, name: p.name, token: p.token, created_at: p.created_at, managed_by: p.managed_by });
+/** What a create or patch may set besides the name. */
+export interface ProjectLimits {
+  retentionDays?: number | null;
+  rateLimit?: { requestsPer10Seconds: number } | null;
+}
+
+/** The spec's Project shape plus its owner and limits (no org, no secret). */
+export const publicProject = (p: Project) => ({
+  id: p.id, name: p.name, token: p.token, created_at: p.created_at, managed_by: p.managed_by,
+  retention_days: p.retention_days, rate_limit: p.rate_limit === null ? null : { requestsPer10Seconds: p.rate_limit },
+});
+
+/** The columns a ProjectLimits sets (absent members: unchanged). */
+function limitColumns(l: ProjectLimits): Record<string, number | null> {
+  const out: Record<string, number | null> = {};
+  if (l.retentionDays !== undefined) out.retention_days = l.retentionDays;
+  if (l.rateLimit !== undefined) out.rate_limit = l.rateLimit === null ? null : l.rateLimit.requestsPer10Seconds;
+  return out;
+}
 
 interface ProjectRow {
   id: number | string;
@@ -25,9 +46,11 @@ interface ProjectRow {
   created_at: number | string;
   flag_secret_hash: string | null;
   managed_by: string | null;
+  retention_days: number | string | null;
+  rate_limit: number | string | null;
 }
 
-const COLUMNS = ['id', 'org_id', 'name', 'token', 'created_at', 'flag_secret_hash', 'managed_by'];
+const COLUMNS = ['id', 'org_id', 'name', 'token', 'created_at', 'flag_secret_hash', 'managed_by', 'retention_days', 'rate_limit'];
 
 function toProject(r: ProjectRow): Project {
   return {
@@ -38,6 +61,8 @@ function toProject(r: ProjectRow): Project {
     created_at: Number(r.created_at),
     flag_secret_hash: r.flag_secret_hash ?? null,
     managed_by: r.managed_by ?? null,
+    retention_days: r.retention_days === null || r.retention_days === undefined ? null : Number(r.retention_days),
+    rate_limit: r.rate_limit === null || r.rate_limit === undefined ? null : Number(r.rate_limit),
   };
 }
 
@@ -47,10 +72,28 @@ const TOKEN_CACHE_MS = 1000;
 export class ProjectStore {
   constructor(private db: Db) {}
 
-  async create(input: { orgId: number | null; name: string; managedBy?: string | null }, trx: Db = this.db): Promise<Project> {
-    const row = { org_id: input.orgId, name: input.name, token: randomUUID(), flag_secret_hash: null, created_at: nowMs(), managed_by: input.managedBy ?? null };
+  async create(input: { orgId: number | null; name: string; managedBy?: string | null } & ProjectLimits, trx: Db = this.db): Promise<Project> {
+    const row = {
+      org_id: input.orgId, name: input.name, token: randomUUID(), flag_secret_hash: null, created_at: nowMs(), managed_by: input.managedBy ?? null,
+      retention_days: null, rate_limit: null, ...limitColumns(input),
+    };
     const [{ id }] = await trx('projects').insert(row).returning('id');
     return toProject({ id, ...row });
+  }
+
+  /** Renames and/or sets the limits (absent members unchanged); the token cache forgets, so ingestion sees a new limit at once here. */
+  async update(id: number, patch: { name?: string } & ProjectLimits): Promise<Project | undefined> {
+    const update: Record<string, unknown> = limitColumns(patch);
+    if (patch.name !== undefined) update.name = patch.name;
+    if (Object.keys(update).length) await this.db('projects').where({ id }).update(update);
+    this.forgetTokens();
+    return this.get(id);
+  }
+
+  /** Projects with a retention, for the retention job. */
+  async withRetention(): Promise<Array<{ id: number; retentionDays: number }>> {
+    const rows: ProjectRow[] = await this.db('projects').whereNotNull('retention_days').orderBy('id').select(COLUMNS);
+    return rows.map(toProject).map((p) => ({ id: p.id, retentionDays: p.retention_days! }));
   }
 
   private async one(where: Record<string, unknown>): Promise<Project | undefined> {
