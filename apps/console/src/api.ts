@@ -60,8 +60,10 @@ export async function request<T>(method: string, path: string, body?: unknown, o
   return data as T;
 }
 
-/** `query too large` + `narrow it: …` → `query too large: narrow it: …` (the message alone may lack the reason). */
-export const joinError = (error: string, message?: string) => (!message || error.includes(message) ? error : message.toLowerCase().startsWith(error.toLowerCase()) ? message : `${error}: ${message}`);
+/** `not found` + `report not found` → `report not found`; `invalid report query` + `from: …` → both (the message alone may lack the reason). */
+export const joinError = (error: string, message?: string) =>
+  // An error that already carries its detail (`query too large: 1 series × …`) is shown alone.
+  !message || error.includes(message) || error.includes(': ') ? error : message.toLowerCase().startsWith(error.toLowerCase()) ? message : `${error}: ${message}`;
 
 const qs = (params: Record<string, string | number | undefined>) => {
   const u = new URLSearchParams();

@@ -14,16 +14,19 @@ export function FunnelChart(props: {
   const { steps } = props.view;
   const n = steps.length;
   const first = Math.max(1, steps[0]?.count ?? 1);
-  const W = 100 * n;
   const H = props.height;
   const top = 34;
   const barH = H - top - 6;
+  // Percent positions instead of a stretched viewBox: bars fill the width, text keeps its shape.
+  const col = 100 / Math.max(1, n);
   return (
     <div class="chart funnel">
-      <svg viewBox={`0 0 ${W} ${H}`} width="100%" height={H} preserveAspectRatio="none" role="img" aria-label={props.label}>
+      <svg width="100%" height={H} role="img" aria-label={props.label}>
         {steps.map((s, i) => {
           const h = (s.count / first) * barH;
-          const x = i * 100 + 12;
+          const x = `${i * col + col * 0.1}%`;
+          const w = `${col * 0.8}%`;
+          const mid = `${i * col + col / 2}%`;
           return (
             <g
               class="step"
@@ -33,10 +36,10 @@ export function FunnelChart(props: {
               onClick={() => props.onStep?.(i, 'reached')}
               onKeyDown={(e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), props.onStep?.(i, 'reached'))}
             >
-              <rect x={x} y={top} width={76} height={barH} class="track" />
-              <rect x={x} y={top + barH - h} width={76} height={Math.max(h, 1)} class="bar" />
-              <text x={x + 38} y={14} text-anchor="middle" class="big">{(s.conversionFromStart * 100).toFixed(1)}%</text>
-              <text x={x + 38} y={28} text-anchor="middle" class="small">{s.count.toLocaleString()}</text>
+              <rect x={x} y={top} width={w} height={barH} class="track" />
+              <rect x={x} y={top + barH - h} width={w} height={Math.max(h, 1)} class="bar" />
+              <text x={mid} y={14} text-anchor="middle" class="big">{(s.conversionFromStart * 100).toFixed(1)}%</text>
+              <text x={mid} y={28} text-anchor="middle" class="small">{s.count.toLocaleString()}</text>
             </g>
           );
         })}
