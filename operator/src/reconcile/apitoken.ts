@@ -33,10 +33,17 @@ export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenReso
   } catch (err) {
     return { ...apiFailure(err, `tokens of organization ${organizationId}`), fields: { organizationId, secretName } };
   }
+  // The Secret says which token it holds: when that token is live, all is well (whatever a
+  // status not yet written says), and any other token of this resource is a leftover to revoke.
   const known = obj.status?.tokenId;
-  const secretHolds = secret?.data?.token && secret.metadata?.annotations?.[TOKEN_ID_ANNOTATION] === String(known);
-  if (known && live.includes(known) && secretHolds && live.length === 1) {
-    return ready(`token ${known} of organization ${organizationId} in Secret ${secretName}`, { organizationId, tokenId: known, secretName });
+  const held = secret?.data?.token ? Number(secret.metadata?.annotations?.[TOKEN_ID_ANNOTATION]) : NaN;
+  if (Number.isSafeInteger(held) && live.includes(held)) {
+    try {
+      for (const id of live) if (id !== held) await ctx.api.deleteToken(organizationId, id, resource);
+    } catch (err) {
+      return { ...apiFailure(err, `tokens of organization ${organizationId}`), fields: { organizationId, tokenId: held, secretName } };
+    }
+    return ready(`token ${held} of organization ${organizationId} in Secret ${secretName}`, { organizationId, tokenId: held, secretName });
   }
 
   // Mint: revoke whatever this resource still has (its value is lost), then write the new one.
