@@ -165,7 +165,7 @@ forEachBackend('results cache', (backend) => {
     assert.equal((await t.anon.post(`/api/boards/${board}/run`, {})).status, 401);
   });
 
-  it('a derived event or annotation change invalidates the entries (they are part of the answer)', async function () {
+  it('a new annotation invalidates the entries (annotations, derived events and calculated metrics are hashed into the signature)', async function () {
     this.timeout(30_000);
     await runBoard();
     assert.equal(typeof (await runBoard()).cards[0].cached_at, 'number');
