@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { launchBrowser, signInWithToken } from './support/browser.js';
+import { axeViolations, launchBrowser, signInWithToken } from './support/browser.js';
 import { ensureConsoleBuilt } from './console.test.js';
 
 /**
@@ -74,6 +74,7 @@ forEachBackend('web console: flags', (backend) => {
     const answer = await page.$eval('dl[aria-label="Evaluation result"]', (e) => e.textContent!);
     assert.match(answer, /Enabledyes/);
     assert.match(answer, /Reasonrule:0/);
+    assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation on the Flags page');
   });
 
   it('edits a flag: a variant with a payload, a rule at 100 % serving it; the API and the history show the change', async function () {

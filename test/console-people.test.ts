@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, SUPERADMIN_KEY, type Tenant, type TestService } from './support/service.js';
-import { launchBrowser, signInWithToken } from './support/browser.js';
+import { axeViolations, launchBrowser, signInWithToken } from './support/browser.js';
 import { drained, ingest } from './ingestion.support.js';
 import { ensureConsoleBuilt } from './console.test.js';
 
@@ -69,6 +69,7 @@ forEachBackend('web console: events and people', (backend) => {
     assert.deepEqual(now[0].slice(1, 3), ['Live event', 'user-2']);
     assert.match(now[0][3], /plan: pro/);
     assert.match(await page.$eval('.events-page [aria-live="polite"]', (e) => e.textContent!), /^1 new event$/);
+    assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation on the Events page');
   });
 
   it("opens a person from the list: profile, identity cluster and timeline (a device id leads to its person)", async function () {
@@ -84,6 +85,7 @@ forEachBackend('web console: events and people', (backend) => {
     const cluster = await page.$$eval('ul[aria-label="Identity cluster"] code', (els) => els.map((e) => e.textContent));
     assert.deepEqual([cluster[0], [...cluster].sort()], ['user-1', ['$device:phone-1', 'user-1']]);
     assert.match(await page.$eval('table[aria-label="Profile properties"]', (e) => e.textContent!), /nameAda Lovelace/);
+    assert.deepEqual(await axeViolations(page), [], "no serious or critical accessibility violation on a person's page");
     const timeline = await page.$$eval('.timeline li strong', (els) => els.map((e) => e.textContent));
     assert.deepEqual(timeline, ['Purchased', 'Signed up']);
     // The device id, linked retroactively, leads to the same person.
@@ -107,5 +109,6 @@ forEachBackend('web console: events and people', (backend) => {
     const [row] = await rowsOf('Privacy requests');
     assert.deepEqual(row.slice(1, 3), ['access', 'completed']);
     assert.ok(await page.$('table[aria-label="Privacy requests"] button'), 'a completed access request has its download');
+    assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation on the privacy tab');
   });
 });
