@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { forEachBackend } from './support/backends.js';
-import { OPERATOR_USER, readyOf, startWorld, waitFor, type World } from './operator.support.js';
+import { OPERATOR_USER, POD_NS, grantsFromPermissions, readyOf, startWorld, waitFor, type World } from './operator.support.js';
 import type { AnyResource, KindName } from '../operator/src/kinds.js';
 
 /**
@@ -210,5 +210,41 @@ forEachBackend('operator tenancy', (backend) => {
   it('the operator held OPERATOR_KEY only, and Kubernetes never refused it (RBAC and owner-reference enforcement)', () => {
     const refused = w.fake.requests.filter((r) => r.user === OPERATOR_USER && r.status === 403);
     assert.deepEqual(refused.map((r) => `${r.method} ${r.path}`), []);
+  });
+
+  it('a Kubernetes refusal of a write (403: no update on flagsecrets/finalizers) becomes the Ready condition and a Warning Event', async () => {
+    const without = grantsFromPermissions(POD_NS).map((g) => ({ ...g, rules: g.rules.filter((r) => !r.resources?.includes('flagsecrets/finalizers')) }));
+    w.fake.enforceRbac(OPERATOR_USER, without);
+    try {
+      await applyIn('team-a', 'FlagSecret', 'web-flags', { projectRef: { name: 'web' } });
+      const fs = await waitIn('team-a', 'FlagSecret', 'web-flags', 'KubernetesError');
+      assert.match(readyOf(fs)!.message, /403.*cannot set blockOwnerDeletion.*flagsecrets\/finalizers/);
+      const events = await w.core.listNamespacedEvent({ namespace: 'team-a' });
+      assert.ok(events.items.some((e) => e.involvedObject?.name === 'web-flags' && e.type === 'Warning' && e.reason === 'KubernetesError' && /flagsecrets\/finalizers/.test(e.message ?? '')));
+    } finally {
+      w.fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS));
+    }
+    // With the chart's rule back, the next try mints the Secret and the FlagSecret is Ready.
+    await waitFor('FlagSecret Ready', async () => readyOf(await w.get('FlagSecret', 'web-flags', 'team-a'))?.reason === 'Reconciled', 20_000);
+    assert.ok(w.fake.stored('', 'secrets', 'team-a', 'web-flags-flag-secret'));
+  });
+
+  it('WATCH_NAMESPACE as a list: an operator with a Role in each listed namespace acts there and nowhere else', async () => {
+    await Promise.all(w.operators.splice(0).map((o) => o.close()));
+    const from = w.fake.requests.length;
+    w.fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS, ['team-x', 'team-y']));
+    await w.startOperator({ apiKey: OPERATOR_KEY, watchNamespaces: ['team-x', 'team-y'] });
+    await applyOrg('wide', { displayName: 'Wide', namespaces: ['team-x', 'team-y', 'team-z'] });
+    await waitOrg('wide');
+    await applyIn('team-x', 'Project', 'p', { displayName: 'X', organizationRef: { name: 'wide' } });
+    await applyIn('team-y', 'Project', 'p', { displayName: 'Y', organizationRef: { name: 'wide' } });
+    await applyIn('team-z', 'Project', 'p', { displayName: 'Z', organizationRef: { name: 'wide' } });
+    await waitIn('team-x', 'Project', 'p');
+    await waitIn('team-y', 'Project', 'p');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal((await w.get('Project', 'p', 'team-z'))?.status, undefined, 'team-z is not watched');
+    const refused = w.fake.requests.slice(from).filter((r) => r.user === OPERATOR_USER && r.status === 403);
+    assert.deepEqual(refused.map((r) => `${r.method} ${r.path}`), [], 'no cluster-wide list of namespaced kinds');
+    assert.ok(w.fake.requests.slice(from).some((r) => r.user === OPERATOR_USER && r.path === '/apis/analytics.tally.dev/v1/namespaces/team-y/projects'));
   });
 });
