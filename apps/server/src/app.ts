@@ -68,9 +68,12 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   const credentials = new ProjectCredentials(projects);
   const tenants = config.tenantConfigPath ? await new TenantConfigWatcher(config.tenantConfigPath, log, config.tenantConfigPollMs).start() : undefined;
   credentials.use(tenants);
+  // A listed organisation's quota comes from the tenant config's memory, not a read per request.
+  const usage = new UsageStore(db);
+  usage.useQuotas(tenants && ((orgId) => tenants.quotaOf(orgId)));
   return {
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
-    usage: new UsageStore(db),
+    usage,
     rateLimits: new RateLimits(config.rateLimits, rateCounter(config, db)),
     auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db), config.operatorKey),
   };

@@ -9,6 +9,8 @@ export interface TokenProject {
   org_id: number | null;
   name: string;
   token: string;
+  /** The project's own ingestion requests per 10 s (tenant config or database), or null/absent: the default. */
+  rate_limit?: number | null;
 }
 
 /**

@@ -4,6 +4,9 @@ import { httpMetrics } from '../metrics/http.js';
 import type { Config } from '../config.js';
 
 export interface Window { requests: number; windowMs: number }
+
+/** A project's own limit (`rateLimit.requestsPer10Seconds`) counts in windows of 10 s. */
+export const PROJECT_LIMIT_WINDOW_MS = 10_000;
 export interface Bound { perSecond: number; burst: number }
 
 /**
@@ -77,11 +80,23 @@ export class RateLimits {
     this.flagsEvaluateBuckets = new TokenBuckets(config.flagsEvaluate);
   }
 
-  /** Ingestion (`/track`, `/engage`, `/alias`, `/import`): per client IP (when given) and per project. */
-  async ingestion(ip: string | undefined, projectIds: Iterable<number>): Promise<void> {
+  /**
+   * Ingestion (`/track`, `/engage`, `/alias`, `/import`): per client IP (when given) and per project.
+   * A project with its own `rate_limit` (requests per 10 s, from the tenant config or the database
+   * through the token cache: no read here) has that window instead of RATE_LIMIT_PER_PROJECT; the
+   * key names the limit, so a changed limit starts a fresh window rather than inheriting a count.
+   */
+  async ingestion(ip: string | undefined, projects: Iterable<number | { id: number; rate_limit?: number | null }>): Promise<void> {
     const checks: Array<{ key: string; limit: Window }> = [];
     if (ip !== undefined) checks.push({ key: 'ip:' + ip, limit: this.config.perIp });
-    for (const id of new Set(projectIds)) checks.push({ key: 'project:' + id, limit: this.config.perProject });
+    const seen = new Set<number>();
+    for (const p of projects) {
+      const { id, rate_limit: own } = typeof p === 'number' ? { id: p, rate_limit: null } : p;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      if (own) checks.push({ key: `project:${id}:${own}`, limit: { requests: own, windowMs: PROJECT_LIMIT_WINDOW_MS } });
+      else checks.push({ key: 'project:' + id, limit: this.config.perProject });
+    }
     refuseIfWaiting(await this.counter.windows(checks));
   }
 

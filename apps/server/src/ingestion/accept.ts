@@ -49,7 +49,7 @@ interface Routed<R> {
 export function ingestionService(deps: Deps) {
   /** Ingestion's windows only: /flags/* has its own buckets (docs/hardening.md). */
   const limit = (arrival: Arrival, projects: TokenProject[], perIp: boolean) =>
-    deps.rateLimits.ingestion(perIp ? arrival.clientIp() : undefined, projects.map((p) => p.id));
+    deps.rateLimits.ingestion(perIp ? arrival.clientIp() : undefined, projects);
 
   /** Groups records per project (keeping their order) into one batch each. */
   function batches<K extends Kind>(kind: K, arrival: Arrival, routed: Routed<RecordOf<K>>[]): Extract<Batch, { kind: K }>[] {

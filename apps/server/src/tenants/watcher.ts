@@ -70,6 +70,11 @@ export class TenantConfigWatcher implements CredentialSource {
     return this.current.projectByFlagSecretSha256(sha256Hex);
   }
 
+  /** A listed organisation's quota from memory (undefined: not listed). */
+  quotaOf(orgId: number): number | null | undefined {
+    return this.current.quotaOf(orgId);
+  }
+
   /** Re-reads the file now (serialised: overlapping triggers run one after the other). */
   reload(): Promise<void> {
     this.reading = this.reading.then(() => this.readOnce());

@@ -1,5 +1,6 @@
 import { isPostgres, type Db } from '../ports/metadata/knex.js';
 import { groupCommit } from '../ports/metadata/group-commit.js';
+import { sqlInt } from '../ports/events/port.js';
 
 /** `YYYY-MM` of a Unix-ms instant, in UTC. */
 export const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
@@ -44,7 +45,15 @@ function sumByProject(counts: UsageCount[]): UsageCount[] {
  * against and what the usage routes report) and per project (`usage_monthly`, the breakdown).
  */
 export class UsageStore {
+  /** Quotas known in memory (the tenant config's organisations); undefined: read in the statement. */
+  private quotas: ((orgId: number) => number | null | undefined) | undefined;
+
   constructor(private db: Db) {}
+
+  /** Plugs in an in-memory quota source (TENANT_CONFIG_PATH): a listed organisation's quota costs no read. */
+  useQuotas(source: ((orgId: number) => number | null | undefined) | undefined): void {
+    this.quotas = source;
+  }
 
   /**
    * Checks the monthly quota and counts, atomically, without a lock held across the caller's
@@ -117,12 +126,17 @@ export class UsageStore {
       for (const c of list) await this.addProject(db, null, c.projectId, month, c.n);
       return true;
     }
+    const known = this.quotas?.(orgId);
+    const quota = known === undefined ? undefined : known === null ? null : sqlInt(known);
+    // A quota from memory goes in as a literal; otherwise it is read in the same statement.
     const orgUpsert = `INSERT INTO usage_org_monthly AS u (org_id, month, events)
       SELECT CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS BIGINT)
-      WHERE NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = ? AND o.monthly_event_quota < ?)
+      WHERE ${quota === undefined ? 'NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = ? AND o.monthly_event_quota < ?)' : quota === null ? '1 = 1' : `${quota} >= ?`}
       ON CONFLICT (org_id, month) DO UPDATE SET events = u.events + excluded.events
-      WHERE u.events + excluded.events <= coalesce((SELECT q.monthly_event_quota FROM organizations q WHERE q.id = u.org_id), u.events + excluded.events)`;
-    const orgBindings = [orgId, month, n, orgId, n];
+      WHERE ${quota === undefined
+        ? 'u.events + excluded.events <= coalesce((SELECT q.monthly_event_quota FROM organizations q WHERE q.id = u.org_id), u.events + excluded.events)'
+        : quota === null ? '1 = 1' : `u.events + excluded.events <= ${quota}`}`;
+    const orgBindings = quota === undefined ? [orgId, month, n, orgId, n] : quota === null ? [orgId, month, n] : [orgId, month, n, n];
     if (isPostgres(db)) {
       const values = list.map(() => '(?::integer, ?::bigint)').join(', ');
       const res = await db.raw(
