@@ -70,6 +70,7 @@ forEachBackend('web console in a browser', (backend) => {
     for (const title of ['Daily signups', 'Purchases by plan']) {
       assert.ok(await page.$(`[role="figure"][aria-label="${title}"] canvas`), `${title} draws on a canvas`);
       assert.equal(await page.$(`[role="figure"][aria-label="${title}"] [role="alert"]`), null);
+      assert.equal(await page.$(`[role="figure"][aria-label="${title}"] table`), null, 'the only table of a card is its Table view');
     }
     for (const title of ['Weekly retention', 'After sign-up']) {
       assert.ok(await page.$(`[role="figure"][aria-label="${title}"] svg`), `${title} draws an svg: ${await page.$eval(`[role="figure"][aria-label="${title}"]`, (e) => e.outerHTML.slice(0, 600))}`);
@@ -154,6 +155,48 @@ forEachBackend('web console in a browser', (backend) => {
     await page.goto(t.url + boardPath);
     await boardSettled(page);
     assert.ok(await page.$('[role="figure"][aria-label="Signup to purchase"] svg'), 'the funnel card draws on the board');
+  });
+
+  it('builds a trend with two metrics, a formula and the previous period; its table is the API answer for the same query', async function () {
+    this.timeout(60_000);
+    await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
+    await page.waitForSelector('#metric-0');
+    await page.locator('#metric-0').fill('Purchased');
+    await page.locator('aside button::-p-text(Add metric)').click();
+    await page.locator('#metric-1').fill('Signed up');
+    await page.select('#agg-1', 'unique');
+    await page.locator('#formula').fill('A / B * 100');
+    await page.click('aside input[type="checkbox"]');
+    await page.select('#insight-range', '7d');
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] canvas');
+    await page.locator('[role="figure"] ::-p-aria([name="Table"][role="button"])').click();
+    const table = await page.$eval('[role="figure"] table', (tb) => ({
+      head: [...tb.querySelectorAll('thead th')].map((th) => th.textContent!.trim()),
+      rows: [...tb.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((c) => c.textContent!.trim())),
+    }));
+    const query = {
+      v: 2, dateRange: { kind: 'preset', preset: '7d' },
+      metrics: [{ id: 'A', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }, { id: 'B', kind: 'event', event: 'Signed up', aggregation: { op: 'unique' } }],
+      analysis: { kind: 'trend', unit: 'day', chart: 'line', formula: 'A / B * 100', compare: { kind: 'previous_period' } },
+    };
+    const answer = (await api().post('/api/query', { projectId: String(tenant.project.id), query })).body;
+    assert.deepEqual(table.rows.map((r) => r[0]), answer.buckets, JSON.stringify({ head: table.head, rows: table.rows }));
+    assert.equal(table.rows.length, 7);
+    assert.equal(table.head.length - 1, answer.series.length, table.head.join(' | '));
+    assert.ok(table.head.some((h) => /previous period/.test(h)), table.head.join(' | '));
+    answer.series.forEach((s: { data: number[] }, i: number) => {
+      assert.deepEqual(table.rows.map((r) => Number(r[i + 1])), s.data.map((v) => Number(v.toFixed(4))), table.head[i + 1]);
+    });
+  });
+
+  it('marks annotations on the time axis of a trend', async function () {
+    this.timeout(30_000);
+    await page.goto(`${t.url}/projects/${tenant.project.id}/reports/${seed.reports.daily}`);
+    await page.waitForSelector('[role="figure"] canvas');
+    const notes = await page.$$eval('ul[aria-label="Annotations"] li', (lis) => lis.map((l) => l.textContent!.trim()));
+    assert.equal(notes.length, 1);
+    assert.match(notes[0], /Pricing page launched/);
   });
 
   it('has no serious or critical accessibility violation on the sign-in, board and insights pages, in both themes', async function () {

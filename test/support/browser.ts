@@ -80,6 +80,8 @@ export async function seedConsole(t: TestService, tenant: Tenant): Promise<Seede
     retention: await report('Weekly retention', 'retention', { bornEvent: 'Signed up', returnEvent: 'Purchased', from: daysAgo(29), to: today(), unit: 'day', buckets: 7 }),
     flows: await report('After sign-up', 'flows', { event: 'Signed up', direction: 'after', steps: 2, from: daysAgo(29), to: today(), limit: 10 }),
   };
+  const note = await owner.post(`/api/annotations?projectId=${pid}`, { date: daysAgo(3), description: 'Pricing page launched' });
+  if (note.status !== 201) throw new Error(`seed annotation: ${note.status} ${JSON.stringify(note.body)}`);
   const board = await owner.post(`/api/boards?projectId=${pid}`, {
     name: 'Growth',
     cards: [

@@ -42,7 +42,8 @@ export function SeriesChart(props: {
     const opts: uPlot.Options = {
       width: Math.max(120, el.clientWidth),
       height: props.height,
-      legend: { show: view.series.length > 1, live: false },
+      // uPlot's legend is an HTML table: a card's only table must be its Table view, so the legend is a list below.
+      legend: { show: false },
       cursor: { points: { size: 8 }, drag: { x: false, y: false } },
       scales: { x: { time: false } },
       axes: [
@@ -119,6 +120,13 @@ export function SeriesChart(props: {
   return (
     <div class="chart" role="img" aria-label={props.label}>
       <div ref={box} class="chart-canvas" />
+      {props.view.series.length > 1 && (
+        <ul class="legend" aria-label="Series">
+          {props.view.series.map((s, k) => (
+            <li><span class={`swatch${s.range === 'comparison' ? ' dashed' : ''}`} style={{ background: `var(--series-${(k % 8) + 1})` }} aria-hidden="true" />{s.name}</li>
+          ))}
+        </ul>
+      )}
       {props.view.annotations.length > 0 && (
         <ul class="annotations" aria-label="Annotations">
           {props.view.annotations.map((a) => <li><time dateTime={a.date}>{a.date.slice(0, 10)}</time> {a.description}</li>)}
