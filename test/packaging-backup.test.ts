@@ -125,17 +125,25 @@ describe('backups on the test servers (restore drill)', function () {
       const events = Array.from({ length: 20 }, (_, i) => ({ event: i % 2 ? 'Signed up' : 'Viewed', properties: { token: project.token, distinct_id: `u${i % 5}`, time: 1_760_000_000_000 + i * 1000, $insert_id: `drill-${i}`, n: i } }));
       const tracked = await fetch(`${a.url}/track`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(events) });
       assert.equal(tracked.status, 200, await tracked.text());
+      const ok = async (t: TestService, path: string) => {
+        const r = await t.admin.get(path);
+        assert.equal(r.status, 200, `${path}: ${r.text.slice(0, 300)}`);
+        return r.body;
+      };
       const answers = async (t: TestService) => ({
-        orgs: (await t.admin.get('/admin/orgs')).body,
-        flags: (await t.admin.get('/api/flags', { projectId: project.id })).body,
-        events: (await t.admin.get('/api/data/events', { projectId: project.id, from: '2025-01-01', to: '2026-12-31', limit: 100 })).body,
+        orgs: await ok(t, '/admin/orgs'),
+        flags: await ok(t, `/api/flags?projectId=${project.id}`),
+        events: await ok(t, `/api/data/events?projectId=${project.id}&from=2025-01-01&to=2026-12-31&limit=100`),
       });
+      const stored = (x: any): unknown[] => (Array.isArray(x) ? x : x?.events ?? x?.results ?? []);
       let before = await answers(a);
-      for (let i = 0; i < 100 && (before.events?.events ?? before.events)?.length !== 20; i++) {
-        await new Promise((ok) => setTimeout(ok, 200));
+      for (let i = 0; i < 100 && stored(before.events).length !== 20; i++) {
+        await new Promise((r) => setTimeout(r, 200));
         before = await answers(a);
       }
-      assert.equal((before.events?.events ?? before.events)?.length, 20, JSON.stringify(before.events).slice(0, 300));
+      assert.equal(stored(before.events).length, 20, JSON.stringify(before.events).slice(0, 300));
+      assert.ok(JSON.stringify(before.flags).includes('drill-flag'), JSON.stringify(before.flags).slice(0, 300));
+      assert.ok(JSON.stringify(before.orgs).includes('Backup drill'));
       const source = new URL(a.svc.deps.config.databaseUrl!).pathname.slice(1);
       const chSource = a.svc.deps.config.clickhouse!.database;
 
