@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
-import { QueryV2Schema } from '../apps/server/src/query/ir/schema.js';
+import { QueryV2Schema } from '../apps/server/src/query/ir/document.js';
 
 /** The upgrader alone (pure): every version's valid documents upgrade; repairs are warnings. */
 describe('query IR: versions and upgrader', () => {

@@ -22,19 +22,17 @@ export function checkCells(guard: QueryGuard, series: number, buckets: number, n
   });
 }
 
-/** What a v0 analysis body produces before it runs (funnel and flows have no buckets: their rows are bounded by `maxRows`). */
-export function checkV0Estimate(guard: QueryGuard, kind: string, body: Record<string, unknown>, range: DateRange): void {
-  const unit = body.unit as Unit | undefined;
-  if (!unit) return;
-  const buckets = bucketCount(unit, range);
-  const coarser = unit === 'month' ? [] : [`the unit (${unit} → a coarser one)`];
-  if (kind === 'retention') {
-    // One row of `buckets` counts per cohort, and a cohort per unit of the range.
-    checkCells(guard, buckets, Number(body.buckets), [...coarser, 'the date range (from/to)', 'buckets']);
-    return;
-  }
-  // A breakdown adds series whose number is only known after running (checked then).
-  checkCells(guard, 1, buckets, [...coarser, 'the date range (from/to)']);
+/** What to narrow when buckets of `unit` are too many (nothing coarser than a month). */
+export const coarserUnit = (unit: Unit) => (unit === 'month' ? [] : [`the unit (${unit} → a coarser one)`]);
+
+/**
+ * A v0 analysis with a unit, before it runs: one series of its buckets (a breakdown adds series
+ * whose number is only known after running: checkBreakdownCells). Funnels and flows have no
+ * buckets: their rows are bounded by `maxRows`. Each analysis's estimate (kinds/) calls this or
+ * checkCells.
+ */
+export function checkBuckets(guard: QueryGuard, unit: Unit, range: DateRange): void {
+  checkCells(guard, 1, bucketCount(unit, range), [...coarserUnit(unit), 'the date range (from/to)']);
 }
 
 /** 400 when a segmentation's series, known after running, times its buckets pass the limit. */

@@ -1,7 +1,7 @@
 import { badRequest } from '../http/errors.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
 import type { IrIssue } from '../query/ir/schema.js';
-import { IR_KIND, isIrDocument } from './query.js';
+import { irKindOfReport, isIrDocument } from './query.js';
 import type { ReportType } from './schema.js';
 import type { SavedReport } from './store.js';
 
@@ -23,9 +23,8 @@ export function checkIrQuery(type: ReportType, doc: Record<string, unknown>): vo
       body: { errors: up.errors.map((e) => ({ ...e, path: at(e) })) },
     });
   }
-  const want = IR_KIND[type];
+  const want = irKindOfReport(type);
   const kind = up.query.analysis.kind;
-  if (!want) throw invalid('query', `a ${type} report holds a v0 body; IR documents fit segmentation, funnel, retention, flows and metric reports`);
   if (kind !== want) throw invalid('query.analysis.kind', `a report of type ${type} holds a ${want} analysis (got ${kind})`);
 }
 

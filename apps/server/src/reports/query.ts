@@ -1,19 +1,13 @@
-import type { ZodType } from 'zod';
 import { badRequest } from '../http/errors.js';
 import { isRowId } from '../http/columns.js';
 import { dateRange } from '../query/range.js';
-import {
-  FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema,
-} from '../query/schema.js';
-import { REPORT_TYPES, type ReportType } from './schema.js';
+import { analysisNamed, REPORT_TYPES, type ReportType } from '../query/registry.js';
 
-/** The v0 endpoint body each report type holds. */
-export const V0_SCHEMAS: Record<ReportType, ZodType<any>> = {
-  segmentation: SegmentationQuerySchema, funnel: FunnelQuerySchema, retention: RetentionQuerySchema, flows: FlowsQuerySchema, metric: MetricQuerySchema,
-};
+/** The v0 endpoint body a report type holds: its analysis's declaration (query/registry.ts) says. */
+const v0Schema = (type: ReportType) => analysisNamed(type).body;
 
 /** The IR analysis kind a report type holds (a metric report's trend charts calculated metrics). */
-export const IR_KIND: Partial<Record<ReportType, string>> = { segmentation: 'trend', metric: 'trend', funnel: 'funnel', retention: 'retention', flows: 'flows' };
+export const irKindOfReport = (type: ReportType): string => analysisNamed(type).ir.kind;
 
 export const isIrDocument = (query: Record<string, unknown>) => Object.prototype.hasOwnProperty.call(query, 'v');
 
@@ -36,9 +30,9 @@ export async function checkReportQuery(
     checkIr(type, stored);
     return stored;
   }
-  const parsed = V0_SCHEMAS[type].safeParse(stored);
+  const parsed = v0Schema(type).safeParse(stored);
   if (!parsed.success) {
-    const fits = REPORT_TYPES.filter((t) => t !== type && V0_SCHEMAS[t].safeParse(stored).success);
+    const fits = REPORT_TYPES.filter((t) => t !== type && v0Schema(t).safeParse(stored).success);
     if (fits.length) throw invalid('query', `a ${fits[0]} query does not fit a report of type ${type}`);
     const issue = parsed.error.issues[0];
     throw invalid(['query', ...issue.path].join('.'), issue.message);

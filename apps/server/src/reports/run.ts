@@ -1,19 +1,15 @@
 import type { Deps } from '../deps.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { badRequest } from '../http/errors.js';
 import { analysesOf } from '../query/analyses.js';
 import { dateRange } from '../query/range.js';
-import { runSegmentation } from '../query/segmentation.js';
-import { boundedEvents, checkV0Estimate } from '../query/guard.js';
-import { runFunnel } from '../query/funnel.js';
-import { runRetention } from '../query/retention.js';
-import { runFlows } from '../query/flows.js';
-import { runMetric } from '../query/metric.js';
+import { boundedEvents } from '../query/guard.js';
+import { analysisNamed, runAnalysis } from '../query/registry.js';
 import type { PropertyFilter } from '../query/schema.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
 import { runQuery } from '../query/ir/run.js';
 import type { QueryV2 } from '../query/ir/schema.js';
 import { LIMITS } from '../limits.js';
-import { isIrDocument, V0_SCHEMAS } from './query.js';
+import { isIrDocument } from './query.js';
 import { resolveDateRange } from './date-range.js';
 import type { DateRangeSpec } from '../query/ir/schema.js';
 import type { SavedReport } from './store.js';
@@ -29,8 +25,6 @@ export interface ReportRunResult {
   result: unknown;
   warnings: string[];
 }
-
-const FILTERABLE = new Set(['segmentation', 'funnel']);
 
 /**
  * Runs a saved report through the same compilers as the query endpoints, with the same checks
@@ -64,41 +58,27 @@ async function runIr(deps: Deps, report: SavedReport, override: RunOverride): Pr
   return { result: await runQuery(deps, report.project_id, query), warnings: up.warnings };
 }
 
+/** A v0 report: its body (with the override laid over it) through its analysis's declaration, as the endpoint runs it. */
 async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now: number): Promise<ReportRunResult> {
+  const def = analysisNamed(report.type);
   const warnings: string[] = [];
   const body: Record<string, unknown> = { ...report.query };
   if (override.dateRange) Object.assign(body, resolveDateRange(override.dateRange, now));
   if (override.filters?.length) {
-    if (FILTERABLE.has(report.type)) {
+    if (def.report?.filterable) {
       body.filters = withFilters(body.filters as PropertyFilter[] | undefined, override.filters);
     } else {
       warnings.push(`board filters do not apply to ${report.type} reports`);
     }
   }
-  const parsed = V0_SCHEMAS[report.type].safeParse(body);
+  const parsed = def.body.safeParse(body);
   if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
-  const spec = parsed.data;
+  const spec = parsed.data as { from: unknown; to: unknown };
   const range = dateRange(spec.from, spec.to, deps.config.maxQueryRangeDays);
   const guard = deps.config.queryGuard;
-  checkV0Estimate(guard, report.type, spec as Record<string, unknown>, range);
-  const events = boundedEvents(deps.events, guard);
-  const { contexts, definitions, annotations: notes } = analysesOf(deps);
+  def.estimate(guard, spec, range);
+  const { contexts, definitions, annotations } = analysesOf(deps);
   const q = await contexts.forProject(report.project_id);
-  switch (report.type) {
-    case 'segmentation': {
-      const [result, annotations] = await Promise.all([runSegmentation(events, q, spec, range, guard), notes.inRange(report.project_id, range)]);
-      return { result: { ...result, annotations }, warnings };
-    }
-    case 'funnel': return { result: await runFunnel(events, q, spec, range), warnings };
-    case 'retention': return { result: await runRetention(events, q, spec, range), warnings };
-    case 'flows': return { result: await runFlows(events, q, spec, range), warnings };
-    case 'metric': {
-      const metric = await definitions.metrics.get(spec.definitionId);
-      if (!metric || metric.project_id !== report.project_id) throw notFound('metric');
-      const [result, annotations] = await Promise.all([
-        runMetric(events, q, metric.name, metric.definition, spec.unit, range), notes.inRange(report.project_id, range),
-      ]);
-      return { result: { ...result, annotations }, warnings };
-    }
-  }
+  const env = { events: boundedEvents(deps.events, guard), guard, annotations, metrics: definitions.metrics };
+  return { result: await runAnalysis(def, env, q, spec, range, 'report'), warnings };
 }

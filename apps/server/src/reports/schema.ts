@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { text } from '../http/columns.js';
+import { REPORT_TYPES } from '../query/registry.js';
 
-export const REPORT_TYPES = ['segmentation', 'funnel', 'retention', 'flows', 'metric'] as const;
+/** The analyses declared as report types (query/registry.ts). */
+export { REPORT_TYPES };
 export const ReportTypeSchema = z.enum(REPORT_TYPES).openapi('ReportType');
 export type ReportType = z.infer<typeof ReportTypeSchema>;
 

@@ -11,7 +11,8 @@ import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSche
 import { IrResultSchema } from './results.js';
 import { notImplemented, runQuery, unexecutedKind } from './run.js';
 import { limitQueries } from '../rate.js';
-import { QueryV2Schema, type IrIssue } from './schema.js';
+import type { IrIssue } from './schema.js';
+import { QueryV2Schema } from './document.js';
 import { upgradeQuery, zodIssues } from './upgrade.js';
 
 const ProjectId = z.union([z.string(), z.number()]).optional();

@@ -1,29 +1,25 @@
-import type { Deps } from '../../deps.js';
 import { AppError } from '../../http/errors.js';
-import { boundedEvents, checkCells } from '../guard.js';
+import { boundedEvents } from '../guard.js';
 import type { DateRange } from '../range.js';
+import { IR_KINDS, irKindOf, type IrDeps, type IrDocument, type IrResult } from '../registry.js';
 import { irContext } from './context.js';
-import { runIrFunnel, type IrFunnelResult } from './funnel.js';
-import { bucketCount, comparisonRange, resolveRange } from './range.js';
+import { comparisonRange, resolveRange } from './range.js';
 import type { QueryV2 } from './schema.js';
-import { runTrend, type TrendResult } from './trend.js';
 
-export type IrResult = TrendResult | IrFunnelResult;
-export type IrDeps = Pick<Deps, 'db' | 'events' | 'config'>;
+export type { IrResult, IrDeps } from '../registry.js';
 
 /** The ranges a document runs over (400 `invalid date range` when they do not resolve). */
 export function irRanges(deps: IrDeps, query: QueryV2, now = Date.now()): { range: DateRange; cmp?: DateRange } {
   const range = resolveRange(query.dateRange, deps.config.maxQueryRangeDays, now);
-  const a = query.analysis;
-  const cmp = (a.kind === 'trend' || a.kind === 'funnel') && a.compare ? comparisonRange(range, a.compare) : undefined;
-  return { range, cmp };
+  const compare = irKindOf(query.analysis.kind).compare?.(query.analysis);
+  return { range, cmp: compare ? comparisonRange(range, compare) : undefined };
 }
 
 export const notImplemented = (kind: string) =>
   new AppError(501, 'not implemented', { message: `analysis kind ${kind} is not executed by POST /api/query yet; use POST /api/query/${kind}` });
 
-/** Kinds the IR knows but does not execute. */
-const NOT_EXECUTED = new Set(['retention', 'flows', 'sessions']);
+/** Kinds the IR knows but does not execute: their declarations have no `run` (registry.ts). */
+const NOT_EXECUTED = new Set(IR_KINDS.filter((k) => !k.run).map((k) => k.kind));
 
 /**
  * The kind of a document's `analysis` when POST /api/query knows it but does not execute it:
@@ -36,24 +32,19 @@ export function unexecutedKind(doc: unknown): string | undefined {
 }
 
 /**
- * Runs an upgraded (v2) document in a project. Throws 400 `invalid date range`, 400 `query too
- * large: …` (before the engine runs), 400 `invalid query` for references only the project can
- * resolve, and 501 for retention, flows and sessions analyses.
+ * Runs an upgraded (v2) document in a project by its kind's declaration. Throws 400 `invalid date
+ * range`, 400 `query too large: …` (the kind's estimate, before the engine runs), 400 `invalid
+ * query` for references only the project can resolve, and 501 for kinds without a runner
+ * (retention, flows, sessions).
  */
 export async function runQuery(deps: IrDeps, projectId: number, query: QueryV2): Promise<IrResult> {
-  const a = query.analysis;
-  if (a.kind !== 'trend' && a.kind !== 'funnel') throw notImplemented(a.kind);
+  const kind = irKindOf(query.analysis.kind);
+  if (!kind.run) throw notImplemented(kind.kind);
   const { range, cmp } = irRanges(deps, query);
-  if (a.kind === 'trend') {
-    const buckets = Math.max(bucketCount(a.unit, range), cmp ? bucketCount(a.unit, cmp) : 0);
-    const series = (query.metrics.length + (a.formula ? 1 : 0)) * (query.breakdown ? query.breakdown.limit : 1) * (cmp ? 2 : 1);
-    checkCells(deps.config.queryGuard, series, buckets, [
-      ...(a.unit === 'month' ? [] : ['analysis.unit']), 'dateRange', ...(query.breakdown ? ['breakdown.limit'] : []), 'metrics', ...(cmp ? ['analysis.compare'] : []),
-    ]);
-  }
+  const doc = query as IrDocument<never>;
+  kind.estimate?.(deps.config.queryGuard, doc, range, cmp);
   const q = await irContext(deps, projectId, query);
   // Breakdown segments are unknown before running: every engine answer is capped (guard.ts).
   const bounded = { ...deps, events: boundedEvents(deps.events, deps.config.queryGuard) };
-  if (a.kind === 'trend') return runTrend(bounded, q, query, a, range, cmp);
-  return runIrFunnel(bounded.events, q, query, a, range, cmp);
+  return kind.run(bounded, q, doc, range, cmp);
 }

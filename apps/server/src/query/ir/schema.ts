@@ -8,7 +8,9 @@ import { PropertyFilterSchema, UnitSchema } from '../schema.js';
  * Insights: lettered metrics (series) with their own filters and aggregation, global filters, one
  * breakdown, and an analysis that references metrics by letter (a trend's formula, a funnel's
  * steps). Every object is strict: an unknown member is refused with its path. docs/query-ir.md
- * is the prose version; versions.ts holds v0 and v1 and upgrade.ts turns them into this.
+ * is the prose version; versions.ts holds v0 and v1 and upgrade.ts turns them into this. The
+ * document itself (QueryV2Schema) is assembled in document.ts from the analyses the registry
+ * declares (../registry.ts); an analysis's schema here is referenced by its declaration.
  */
 export const IR_VERSION = 2 as const;
 export const METRIC_IDS = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'] as const;
@@ -132,24 +134,12 @@ export const FlowsAnalysisSchema = z
 
 export const SessionsAnalysisSchema = z.object({ kind: z.literal('sessions'), unit: UnitSchema.default('day') }).strict().openapi('IrSessionsAnalysis');
 
-export const AnalysisSchema = z.discriminatedUnion('kind', [TrendAnalysisSchema, FunnelAnalysisSchema, RetentionAnalysisSchema, FlowsAnalysisSchema, SessionsAnalysisSchema]);
-
-export const QueryV2Schema = z
-  .object({
-    v: z.literal(IR_VERSION),
-    dateRange: DateRangeSpecSchema,
-    /** Applied to every metric. */
-    filters: IrFilters.optional(),
-    /** At least one for trends and funnels (checked when the document is resolved). */
-    metrics: z.array(MetricSchema).max(METRIC_IDS.length),
-    breakdown: BreakdownSchema.optional(),
-    analysis: AnalysisSchema,
-  })
-  .strict()
-  .openapi('QueryV2');
-export type QueryV2 = z.infer<typeof QueryV2Schema>;
+/** The document built from these parts and the registry's analyses: document.ts. */
+export type { QueryV2 } from './document.js';
 export type TrendAnalysis = z.infer<typeof TrendAnalysisSchema>;
 export type FunnelAnalysis = z.infer<typeof FunnelAnalysisSchema>;
+export type RetentionAnalysis = z.infer<typeof RetentionAnalysisSchema>;
+export type FlowsAnalysis = z.infer<typeof FlowsAnalysisSchema>;
 
 export interface IrIssue {
   /** Dotted path into the document (`metrics.1.aggregation.op`); '' for the document itself. */

@@ -1,11 +1,10 @@
 import '../../http/route.js'; // registers `.openapi()` before ../schema.js declares its schemas
 import type { z } from 'zod';
-import {
-  FlowsQuerySchema, FunnelQuerySchema, MetricQuerySchema, RetentionQuerySchema, SegmentationQuerySchema, SessionsQuerySchema,
-} from '../schema.js';
-import { parseFormula, formulaRefs } from '../formula.js';
-import { AnalysisSchema, IR_VERSION, METRIC_IDS, QueryV2Schema, TREND_CHARTS, FUNNEL_CHARTS, type IrIssue, type Metric, type QueryV2 } from './schema.js';
-import { QueryV1Schema, V1AnalysisSchema, V1CalculatedMetricSchema, V1MetricSchema, guessV0Type, type QueryV1, type V0Type } from './versions.js';
+import { analysisNamed, guessAnalysis, irKindOf, IR_KINDS } from '../registry.js';
+import type { IrDocument } from '../kinds/define.js';
+import { IR_VERSION, METRIC_IDS, type IrIssue, type Metric } from './schema.js';
+import { QueryV2Schema, type QueryV2 } from './document.js';
+import { QueryV1Schema, V1AnalysisSchema, V1CalculatedMetricSchema, V1MetricSchema, type QueryV1, type V0Type } from './versions.js';
 
 export type UpgradeResult = { ok: true; query: QueryV2; warnings: string[] } | { ok: false; errors: IrIssue[] };
 
@@ -22,7 +21,7 @@ export function upgradeQuery(doc: unknown, opts: { type?: V0Type } = {}): Upgrad
   const warnings: string[] = [];
   let v2: unknown;
   if (!('v' in d) || d.v === undefined) {
-    const r = fromV0(d, opts.type ?? guessV0Type(d));
+    const r = fromV0(d, opts.type ?? guessAnalysis(d));
     if (!r.ok) return r;
     v2 = r.doc;
   } else if (d.v === 1) {
@@ -103,6 +102,9 @@ function readV1(d: Record<string, unknown>, warnings: string[]): { ok: true; que
   }
   const p = QueryV1Schema.safeParse({ ...doc, ...(analysis === undefined ? {} : { analysis }) });
   if (!p.success) errors.push(...zodIssues(p.error));
+  else if (!IR_KINDS.some((k) => k.kind === p.data.analysis.kind)) {
+    errors.push({ path: 'analysis.kind', message: `unknown analysis kind: one of ${IR_KINDS.map((k) => k.kind).join(', ')}` });
+  }
   if (errors.length || !p.success) return { ok: false, errors: errors.length ? errors : [{ path: '', message: 'invalid version 1 document' }] };
   return { ok: true, query: { ...p.data, metrics: metrics as QueryV1['metrics'] }, extras };
 }
@@ -123,7 +125,7 @@ export function zodIssues(error: z.ZodError, prefix: Array<string | number> = []
   return out;
 }
 
-/** Checks a schema-valid v2 document's references: what zod alone cannot see. */
+/** Checks a schema-valid v2 document's references: what zod alone cannot see (the kind's own checks in its declaration). */
 export function resolveIssues(q: QueryV2): IrIssue[] {
   const out: IrIssue[] = [];
   const ids = new Map<string, Metric>();
@@ -136,100 +138,20 @@ export function resolveIssues(q: QueryV2): IrIssue[] {
     if (!m) out.push({ path, message: `no metric with id ${id}`, code: 'unknown_reference' });
     else if (needEvent && m.kind !== 'event') out.push({ path, message: `metric ${id} is a ${m.kind} metric; only event metrics can be used here`, code: 'illegal_position' });
   };
-  const a = q.analysis;
-  if ((a.kind === 'trend' || a.kind === 'funnel') && q.metrics.length === 0) {
-    out.push({ path: 'metrics', message: `a ${a.kind} needs at least one metric`, code: 'missing_metric' });
-  }
-  if (a.kind === 'trend' && a.formula !== undefined) {
-    try {
-      for (const id of formulaRefs(parseFormula(a.formula))) {
-        if (!ids.has(id)) out.push({ path: 'analysis.formula', message: `formula letter ${id} is not a metric id`, code: 'unknown_reference' });
-      }
-    } catch (e) {
-      out.push({ path: 'analysis.formula', message: (e as Error).message, code: 'invalid_formula' });
-    }
-  }
-  if (a.kind === 'funnel') {
-    a.steps.forEach((id, i) => ref(id, `analysis.steps.${i}`, true));
-    if (a.window.unit === 'week' && a.window.value * 7 > 366) out.push({ path: 'analysis.window.value', message: 'the window is at most 366 days (52 weeks)' });
-  }
-  if (a.kind === 'retention') { ref(a.born, 'analysis.born', true); ref(a.returning, 'analysis.returning', true); }
-  if (a.kind === 'flows') {
-    ref(a.anchor, 'analysis.anchor', true);
-    const m = ids.get(a.anchor);
-    if (m?.kind === 'event' && m.event === '$all_events') out.push({ path: 'analysis.anchor', message: '$all_events cannot anchor flows', code: 'illegal_position' });
-  }
+  irKindOf(q.analysis.kind).resolve(q as IrDocument<never>, ref, out);
   return out;
 }
 
 const absolute = (from: unknown, to: unknown) => ({ kind: 'absolute' as const, from: typeof from === 'string' ? from : JSON.stringify(from ?? null), to: typeof to === 'string' ? to : JSON.stringify(to ?? null) });
 
-/** v0 bodies → v2. Invalid v0 bodies fail with their own schema's paths. Dates are kept as sent. */
+/** v0 bodies → v2, by the analysis's declaration. Invalid v0 bodies fail with their own schema's paths. Dates are kept as sent. */
 function fromV0(body: Record<string, unknown>, type: V0Type): { ok: true; doc: unknown } | { ok: false; errors: IrIssue[] } {
   const { projectId: _projectId, ...doc } = body;
-  const bad = (e: z.ZodError) => ({ ok: false as const, errors: zodIssues(e) });
-  switch (type) {
-    case 'segmentation': {
-      const p = SegmentationQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      const s = p.data;
-      return { ok: true, doc: {
-        v: IR_VERSION, dateRange: absolute(s.from, s.to), ...(s.filters?.length ? { filters: s.filters } : {}),
-        metrics: [{ id: 'A', kind: 'event', event: s.event, aggregation: { op: s.type === 'total' ? 'count' : 'unique' } }],
-        ...(s.breakdown ? { breakdown: { property: s.breakdown } } : {}),
-        analysis: { kind: 'trend', unit: s.unit },
-      } };
-    }
-    case 'funnel': {
-      const p = FunnelQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      const f = p.data;
-      return { ok: true, doc: {
-        v: IR_VERSION, dateRange: absolute(f.from, f.to), ...(f.filters?.length ? { filters: f.filters } : {}),
-        metrics: f.steps.map((event, i) => ({ id: METRIC_IDS[i], kind: 'event', event, aggregation: { op: 'unique' } })),
-        ...(f.breakdown ? { breakdown: { property: f.breakdown } } : {}),
-        analysis: { kind: 'funnel', steps: f.steps.map((_, i) => METRIC_IDS[i]), window: { value: f.windowDays, unit: 'day' } },
-      } };
-    }
-    case 'retention': {
-      const p = RetentionQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      const r = p.data;
-      return { ok: true, doc: {
-        v: IR_VERSION, dateRange: absolute(r.from, r.to),
-        metrics: [
-          { id: 'A', kind: 'event', event: r.bornEvent, aggregation: { op: 'unique' } },
-          { id: 'B', kind: 'event', event: r.returnEvent, aggregation: { op: 'unique' } },
-        ],
-        analysis: { kind: 'retention', born: 'A', returning: 'B', unit: r.unit, buckets: r.buckets },
-      } };
-    }
-    case 'flows': {
-      const p = FlowsQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      const f = p.data;
-      return { ok: true, doc: {
-        v: IR_VERSION, dateRange: absolute(f.from, f.to),
-        metrics: [{ id: 'A', kind: 'event', event: f.event, aggregation: { op: 'unique' } }],
-        analysis: { kind: 'flows', anchor: 'A', direction: f.direction, steps: f.steps, limit: f.limit },
-      } };
-    }
-    case 'sessions': {
-      const p = SessionsQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      return { ok: true, doc: { v: IR_VERSION, dateRange: absolute(p.data.from, p.data.to), metrics: [], analysis: { kind: 'sessions', unit: p.data.unit } } };
-    }
-    case 'metric': {
-      const p = MetricQuerySchema.safeParse(doc);
-      if (!p.success) return bad(p.error);
-      const m = p.data;
-      return { ok: true, doc: {
-        v: IR_VERSION, dateRange: absolute(m.from, m.to),
-        metrics: [{ id: 'A', kind: 'calculated', definitionId: m.definitionId }],
-        analysis: { kind: 'trend', unit: m.unit },
-      } };
-    }
-  }
+  const def = analysisNamed(type);
+  const p = def.body.safeParse(doc);
+  if (!p.success) return { ok: false, errors: zodIssues(p.error) };
+  const { from, to } = p.data as { from: unknown; to: unknown };
+  return { ok: true, doc: { v: IR_VERSION, dateRange: absolute(from, to), ...def.toIr(p.data) } };
 }
 
 const V1_OPS: Record<string, string> = { total: 'count', unique: 'unique', median: 'p50' };
@@ -269,46 +191,21 @@ function fromV1(q: QueryV1, extras: Record<string, unknown>, warnings: string[])
     };
   });
   const dateRange = typeof q.dateRange === 'string' ? { kind: 'preset', preset: q.dateRange } : 'kind' in q.dateRange ? q.dateRange : { kind: 'absolute', ...q.dateRange };
-  const compare = a.compare ? { compare: { kind: 'previous_period' } } : {};
-  const chart = (allowed: readonly string[]) => {
-    if (a.chart === undefined) return {};
-    if (allowed.includes(a.chart)) return { chart: a.chart };
-    warnings.push(`analysis.chart: ${JSON.stringify(a.chart)} is not a ${a.kind} chart; the default is used`);
-    return {};
-  };
   const dropped = (member: string, why: string) => warnings.push(`analysis.${member}: ${why}; dropped`);
-  let analysis: Record<string, unknown>;
-  if (a.kind === 'trend') {
-    let formula = a.formula;
-    if (formula !== undefined) {
-      // v1 evaluated letters it did not know as 0 and any parse failure as "no formula".
-      try {
-        const unknown = [...formulaRefs(parseFormula(formula))].filter((id) => !(ids as string[]).includes(id));
-        if (unknown.length) { dropped('formula', `letters ${unknown.join(', ')} name no metric (v1 read them as 0)`); formula = undefined; }
-      } catch {
-        dropped('formula', 'it does not parse (v1 ignored it)'); formula = undefined;
-      }
-    }
-    if (a.steps) dropped('steps', 'a trend has no steps');
-    if (a.windowDays !== undefined) dropped('windowDays', 'a trend has no conversion window');
-    analysis = { kind: 'trend', unit: a.unit ?? 'day', ...chart(TREND_CHARTS), ...(formula ? { formula } : {}), ...compare };
-  } else if (a.kind === 'funnel') {
-    if (a.formula !== undefined) dropped('formula', 'funnels have no formula');
-    const steps = (a.steps ?? ids).map((s) => (typeof s === 'number' ? (ids[s] ?? METRIC_IDS[s]) : s));
-    let windowDays = a.windowDays ?? 30;
-    if (windowDays === 0 && !('window' in extras)) { warnings.push('analysis.windowDays: 0 meant no window in v1; now the longest window, 366 days'); windowDays = 366; }
-    analysis = { kind: 'funnel', steps, window: { value: windowDays, unit: 'day' }, ...chart(FUNNEL_CHARTS), ...compare };
-  } else if (a.kind === 'retention') {
-    analysis = { kind: 'retention', born: ids[0], returning: ids[1] ?? ids[0], unit: a.unit === 'day' ? 'day' : 'week', ...(a.buckets ? { buckets: a.buckets } : {}) };
-    if (a.unit && a.unit !== 'day' && a.unit !== 'week') warnings.push(`analysis.unit: retention runs by day or week; ${a.unit} became week`);
-  } else if (a.kind === 'flows') {
-    analysis = { kind: 'flows', anchor: ids[0], direction: a.direction ?? 'after', ...(a.depth ? { steps: a.depth } : {}) };
-  } else {
-    analysis = { kind: 'sessions', ...(a.unit ? { unit: a.unit } : {}) };
-  }
+  const kind = irKindOf(a.kind);
+  const analysis = kind.fromV1(a, {
+    ids, warnings, dropped, extras,
+    compare: a.compare ? { compare: { kind: 'previous_period' } } : {},
+    chart: (allowed) => {
+      if (a.chart === undefined) return {};
+      if (allowed.includes(a.chart)) return { chart: a.chart };
+      warnings.push(`analysis.chart: ${JSON.stringify(a.chart)} is not a ${a.kind} chart; the default is used`);
+      return {};
+    },
+  });
   const base = { ...analysis };
   const carried: string[] = [];
-  const shape = (AnalysisSchema.options.find((o) => o.shape.kind.value === a.kind)!).shape as Record<string, z.ZodType>;
+  const shape = kind.analysis.shape as Record<string, z.ZodType>;
   for (const [k, v] of Object.entries(extras)) {
     const member = k === 'kind' ? undefined : shape[k];
     if (!member) { dropped(k, `a ${a.kind} analysis has no such member`); continue; }

@@ -40,7 +40,8 @@ export const V1CalculatedMetricSchema = CalculatedMetricSchema.extend({ id: z.en
 
 export const V1AnalysisSchema = z
   .object({
-    kind: z.enum(['trend', 'funnel', 'retention', 'flows', 'sessions']),
+    /** One of the registry's IR kinds (checked by upgrade.ts). */
+    kind: z.string().min(1).max(50),
     unit: UnitSchema.optional(),
     chart: z.string().max(50).optional(),
     formula: z.string().min(1).max(500).optional(),
@@ -70,15 +71,8 @@ export const QueryV1Schema = z
   .strict();
 export type QueryV1 = Omit<z.infer<typeof QueryV1Schema>, 'metrics'> & { metrics: Array<z.infer<typeof V1MetricSchema> | z.infer<typeof V1CalculatedMetricSchema>> };
 
-export const V0_TYPES = ['segmentation', 'funnel', 'retention', 'flows', 'sessions', 'metric'] as const;
-export type V0Type = (typeof V0_TYPES)[number];
+/** A v1 analysis as v1's own members make it (upgrade.ts sets aside the members only v2 has). */
+export type V1Analysis = z.infer<typeof V1AnalysisSchema>;
 
-/** The v0 type a body without a hint most likely is (by its distinguishing members). */
-export function guessV0Type(doc: Record<string, unknown>): V0Type {
-  if ('steps' in doc && Array.isArray(doc.steps)) return 'funnel';
-  if ('bornEvent' in doc || 'returnEvent' in doc) return 'retention';
-  if ('direction' in doc) return 'flows';
-  if ('definitionId' in doc) return 'metric';
-  if ('event' in doc || 'type' in doc) return 'segmentation';
-  return 'sessions';
-}
+/** The v0 types: the analyses of the registry (../registry.ts), named by their endpoints. */
+export type { AnalysisName as V0Type } from '../registry.js';

@@ -1,0 +1,102 @@
+import type { z } from 'zod';
+import type { Deps } from '../../deps.js';
+import type { EventStore } from '../../ports/events/index.js';
+import type { DefinitionStore } from '../../definitions/store.js';
+import type { CalculatedMetricDefinition } from '../../definitions/schema.js';
+import type { AnnotationStore } from '../../annotations/store.js';
+import type { QueryContext } from '../context.js';
+import type { QueryGuard } from '../guard.js';
+import type { DateRange } from '../range.js';
+import type { PropertyFilter } from '../schema.js';
+import type { Compare, DateRangeSpec, IrIssue, Metric } from '../ir/schema.js';
+import type { V1Analysis } from '../ir/versions.js';
+import type { TrendResult } from '../ir/trend.js';
+import type { IrFunnelResult } from '../ir/funnel.js';
+
+/** What a v0 runner is given besides the project's context, body and range. */
+export interface RunEnv {
+  /** The event store, every read capped at the guard's `maxRows` (guard.ts's boundedEvents). */
+  events: EventStore;
+  guard: QueryGuard;
+  annotations: AnnotationStore;
+  metrics: DefinitionStore<CalculatedMetricDefinition>;
+}
+
+/** A v2 document whose analysis is `A` (the IR's runners see only documents of their kind). */
+export interface IrDocument<A> {
+  v: 2;
+  dateRange: DateRangeSpec;
+  filters?: PropertyFilter[];
+  metrics: Metric[];
+  breakdown?: { property: string; limit: number };
+  analysis: A;
+}
+
+export type IrResult = TrendResult | IrFunnelResult;
+export type IrDeps = Pick<Deps, 'db' | 'events' | 'config'>;
+
+/** What the upgrader hands a kind's `fromV1`: the metric letters and how to report repairs. */
+export interface V1Context {
+  ids: string[];
+  warnings: string[];
+  /** `{chart}` when v1's chart is one of `allowed`, else `{}` with a warning. */
+  chart(allowed: readonly string[]): { chart?: string };
+  /** A warning that `analysis.<member>` was dropped, and why. */
+  dropped(member: string, why: string): void;
+  /** `{compare: previous_period}` when v1 had `compare: true`. */
+  compare: { compare?: Compare };
+  /** The analysis's members only v2 has (upgrade.ts carries those v2 takes after fromV1). */
+  extras: Record<string, unknown>;
+}
+
+/** Checks one metric reference (`needEvent`: only event metrics fit there). */
+export type RefCheck = (id: string, path: string, needEvent: boolean) => void;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyObject = z.ZodObject<any, any>;
+
+/** One IR analysis kind. */
+export interface IrKindDef<S extends AnyObject = AnyObject> {
+  kind: string;
+  /** The `analysis` member of a v2 document of this kind (strict, with its OpenAPI name). */
+  analysis: S;
+  /** v1's analysis of this kind → the v2 analysis (members v2 also has are carried by upgrade.ts). */
+  fromV1(a: V1Analysis, v1: V1Context): Record<string, unknown>;
+  /** Checks that zod cannot make: references to metric letters, pairings. */
+  resolve(query: IrDocument<z.output<S>>, ref: RefCheck, out: IrIssue[]): void;
+  /** The comparison the analysis asks for, if it can have one. */
+  compare?(a: z.output<S>): Compare | undefined;
+  /** The query guard's estimate before running (400 `query too large` naming what to narrow). */
+  estimate?(guard: QueryGuard, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): void;
+  /** How POST /api/query runs it; absent: the kind answers 501 there. */
+  run?(deps: IrDeps, q: QueryContext, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): Promise<IrResult>;
+}
+
+/** One analysis of the stable v0 contract (`POST /api/query/<name>`). */
+export interface AnalysisDef<N extends string = string, B extends z.ZodType = z.ZodType, S extends AnyObject = AnyObject> {
+  /** Its path under /api/query/, its v0 type and, with `report`, its saved-report type. */
+  name: N;
+  summary: string;
+  body: B;
+  response: z.ZodType;
+  /** The guard's estimate before running (400 `query too large: …`). */
+  estimate(guard: QueryGuard, body: z.output<B>, range: DateRange): void;
+  run(env: RunEnv, q: QueryContext, body: z.output<B>, range: DateRange): Promise<unknown>;
+  /** The project's annotations inside the range join the result (`annotations`) on every run, or on report runs only. */
+  annotate?: 'always' | 'reports';
+  /** A saved-report type; `filterable`: a board's filters join the body's own. */
+  report?: { filterable: boolean };
+  /** Recognises a body sent without its type (tried in ascending `order`). */
+  guess: { order: number; when(doc: Record<string, unknown>): boolean };
+  /** The IR kind its bodies upgrade to, and the v2 document's members other than `v` and `dateRange`. */
+  ir: IrKindDef<S>;
+  toIr(body: z.output<B>): Record<string, unknown>;
+}
+
+/** Keeps the literal name and the presence of `report` in the declaration's type. */
+export function defineAnalysis<const N extends string, B extends z.ZodType, S extends AnyObject, const R extends { filterable: boolean } | undefined = undefined>(
+  def: AnalysisDef<N, B, S> & { report?: R },
+): AnalysisDef<N, B, S> & { report: R } {
+  return def as AnalysisDef<N, B, S> & { report: R };
+}
+

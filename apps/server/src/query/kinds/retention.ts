@@ -1,0 +1,41 @@
+import { checkCells, coarserUnit } from '../guard.js';
+import { bucketCount } from '../range.js';
+import { runRetention } from '../retention.js';
+import { RetentionQuerySchema, RetentionResultSchema } from '../schema.js';
+import { RetentionAnalysisSchema } from '../ir/schema.js';
+import { defineAnalysis, type IrKindDef } from './define.js';
+
+/** A valid IR document of this kind answers 501 on POST /api/query (no `run`): the v0 endpoint serves it. */
+const RETENTION: IrKindDef<typeof RetentionAnalysisSchema> = {
+  kind: 'retention',
+  analysis: RetentionAnalysisSchema,
+  fromV1(a, { ids, warnings }) {
+    if (a.unit && a.unit !== 'day' && a.unit !== 'week') warnings.push(`analysis.unit: retention runs by day or week; ${a.unit} became week`);
+    return { kind: 'retention', born: ids[0], returning: ids[1] ?? ids[0], unit: a.unit === 'day' ? 'day' : 'week', ...(a.buckets ? { buckets: a.buckets } : {}) };
+  },
+  resolve(query, ref) {
+    ref(query.analysis.born, 'analysis.born', true);
+    ref(query.analysis.returning, 'analysis.returning', true);
+  },
+};
+
+/** Cohorts by birth bucket and their returns per following bucket. */
+export const retention = defineAnalysis({
+  name: 'retention',
+  summary: 'Cohorts by birth bucket and how many return in each following bucket',
+  body: RetentionQuerySchema,
+  response: RetentionResultSchema,
+  // One row of `buckets` counts per cohort, and a cohort per unit of the range.
+  estimate: (guard, body, range) => checkCells(guard, bucketCount(body.unit, range), body.buckets, [...coarserUnit(body.unit), 'the date range (from/to)', 'buckets']),
+  run: (env, q, body, range) => runRetention(env.events, q, body, range),
+  report: { filterable: false },
+  guess: { order: 1, when: (doc) => 'bornEvent' in doc || 'returnEvent' in doc },
+  ir: RETENTION,
+  toIr: (r) => ({
+    metrics: [
+      { id: 'A', kind: 'event', event: r.bornEvent, aggregation: { op: 'unique' } },
+      { id: 'B', kind: 'event', event: r.returnEvent, aggregation: { op: 'unique' } },
+    ],
+    analysis: { kind: 'retention', born: 'A', returning: 'B', unit: r.unit, buckets: r.buckets },
+  }),
+});

@@ -1,0 +1,25 @@
+import { checkBuckets } from '../guard.js';
+import { runSegmentation } from '../segmentation.js';
+import { SegmentationQuerySchema, SegmentationResultSchema } from '../schema.js';
+import { defineAnalysis } from './define.js';
+import { TREND } from './trend.js';
+
+/** Event totals or unique identities per bucket; upgrades to an IR trend of one metric. */
+export const segmentation = defineAnalysis({
+  name: 'segmentation',
+  summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property',
+  body: SegmentationQuerySchema,
+  response: SegmentationResultSchema,
+  estimate: (guard, body, range) => checkBuckets(guard, body.unit, range),
+  run: (env, q, body, range) => runSegmentation(env.events, q, body, range, env.guard),
+  annotate: 'always',
+  report: { filterable: true },
+  guess: { order: 5, when: (doc) => 'event' in doc || 'type' in doc },
+  ir: TREND,
+  toIr: (s) => ({
+    ...(s.filters?.length ? { filters: s.filters } : {}),
+    metrics: [{ id: 'A', kind: 'event', event: s.event, aggregation: { op: s.type === 'total' ? 'count' : 'unique' } }],
+    ...(s.breakdown ? { breakdown: { property: s.breakdown } } : {}),
+    analysis: { kind: 'trend', unit: s.unit },
+  }),
+});
