@@ -3,44 +3,75 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { forEachBackend } from './support/backends.js';
 import { startWorld, waitFor, type World } from './operator.support.js';
-import type { KindName } from '../operator/src/kinds.js';
+import { KINDS, type KindName } from '../operator/src/kinds.js';
 
-/** k8s/examples/tenant as a team applies it: admitted by the CRDs, then all Ready through the operator. */
+/**
+ * k8s/examples/tenant as a platform team applies it from Git, unchanged (no id filled in): admitted
+ * by the CRDs, then all Ready through the operator holding OPERATOR_KEY; the flags answer, the
+ * CI token works, the limits reach the tenant config.
+ */
 const docs = (file: string) => parseAllDocuments(readFileSync(new URL(`../k8s/examples/${file}`, import.meta.url), 'utf8')).map((d) => d.toJS());
+const G = 'analytics.tally.dev';
+const OPERATOR_KEY = 'examples-operator-key-0123456789';
 
 forEachBackend('operator examples', (backend) => {
   let w: World;
   before(async function () {
     this.timeout(60_000);
-    w = await startWorld(backend);
-    await w.startOperator();
+    w = await startWorld(backend, { serviceEnv: { OPERATOR_KEY } });
+    await w.startOperator({ apiKey: OPERATOR_KEY });
   });
   after(async function () {
     this.timeout(30_000);
     await w?.close();
   });
 
-  it('k8s/examples/tenant: Project, FlagSecret and FeatureFlags become Ready, and the flags answer', async function () {
-    this.timeout(30_000);
+  const getAny = async (kind: KindName, name: string, namespace?: string) => {
+    if (!KINDS[kind].cluster) return w.get(kind, name, namespace);
+    return w.custom.getClusterCustomObject({ group: G, version: 'v1', plural: KINDS[kind].plural, name }).catch(() => undefined);
+  };
+
+  it('k8s/examples/tenant: Organization, Project, FlagSecret, FeatureFlags and ApiToken become Ready with no number in Git', async function () {
+    this.timeout(40_000);
     const kustomization = docs('tenant/kustomization.yaml')[0];
     const objects = (kustomization.resources as string[]).flatMap((f) => docs(`tenant/${f}`)).filter((o) => o.kind !== 'Namespace');
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ['FeatureFlag', 'FeatureFlag', 'FlagSecret', 'Project']);
-    for (const o of objects) {
-      if (o.kind === 'Project') o.spec.organizationId = w.orgId;
-      await w.apply(o.kind as KindName, o.metadata.name, o.spec, o.metadata.namespace);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ['ApiToken', 'FeatureFlag', 'FeatureFlag', 'FlagSecret', 'Organization', 'Project']);
+    assert.ok(!objects.some((o) => 'organizationId' in o.spec || o.metadata.annotations), 'no database id in the manifests');
+    // Applied in the order a GitOps tool might pick (Organization last): the others wait for it.
+    for (const o of [...objects.filter((x) => x.kind !== 'Organization'), ...objects.filter((x) => x.kind === 'Organization')]) {
+      if (o.kind === 'Organization') await w.custom.createClusterCustomObject({ group: G, version: 'v1', plural: 'organizations', body: o });
+      else await w.apply(o.kind as KindName, o.metadata.name, o.spec, o.metadata.namespace);
     }
     for (const o of objects) {
       await waitFor(`${o.kind} ${o.metadata.name} Ready`, async () => {
-        const got = await w.get(o.kind as KindName, o.metadata.name, o.metadata.namespace);
-        return got?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-      });
+        const got = await getAny(o.kind as KindName, o.metadata.name, o.metadata.namespace);
+        return got?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+      }, 20_000);
     }
+    const org = (await getAny('Organization', 'shop'))!.status as any;
+    const members = ((await w.svc.admin.get(`/admin/orgs/${org.organizationId}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
+    assert.deepEqual(members, [['analyst@shop.example', 'member'], ['lead@shop.example', 'owner']]);
+
     const project = await w.get('Project', 'shop', 'team-shop');
     const token = (project!.status as any).token;
     const res = await w.svc.anon.post('/flags/evaluate', { token, distinct_id: 'qa-1' });
     assert.equal(res.body.flags['new-checkout'].enabled, true);
     assert.equal(res.body.flags['new-checkout'].reason, 'rule:0');
     assert.ok(['control', 'green'].includes(res.body.flags['checkout-button'].variant));
+
+    const ci = w.fake.stored('', 'secrets', 'team-shop', 'ci-api-token') as any;
+    const ciToken = Buffer.from(ci.data.token, 'base64').toString('utf8');
+    const flags = await w.svc.client(ciToken).get(`/api/flags?projectId=${(project!.status as any).projectId}`);
+    assert.equal(flags.status, 200, flags.text);
+    assert.deepEqual((flags.body as any[]).map((f) => f.key).sort(), ['checkout-button', 'new-checkout']);
+
+    const tc = await waitFor('tenant config with the limits', async () => {
+      const c = await w.tenantConfig() as any;
+      return c?.projects.find((p: any) => p.resource === 'Project/team-shop/shop' && p.rateLimit) ? c : undefined;
+    });
+    const entry = tc.projects.find((p: any) => p.resource === 'Project/team-shop/shop');
+    assert.deepEqual([entry.organizationId, entry.retentionDays, entry.rateLimit], [org.organizationId, 395, { requestsPer10Seconds: 2000 }]);
+    assert.deepEqual(tc.organizations.map((o: any) => [o.resource, o.monthlyEventQuota]), [['Organization/shop', 5000000]]);
   });
 
   it('k8s/examples/flagsecret-from-secret.yaml: a FlagSecret reading a Secret you provide', async function () {
