@@ -245,6 +245,36 @@ forEachBackend('web console in a browser', (backend) => {
     }
   });
 
+  it('runs retention and sessions on their endpoints: a heat map and a line', async function () {
+    this.timeout(30_000);
+    await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
+    await page.locator('.tabs button::-p-text(Retention)').click();
+    await page.locator('#metric-0').fill('Signed up');
+    await page.locator('#metric-1').fill('Purchased');
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] svg.heat');
+    await page.locator('[role="figure"] ::-p-aria([name="Table"][role="button"])').click();
+    const sizes = await page.$$eval('[role="figure"] table tbody tr', (trs) => trs.map((tr) => Number(tr.children[1].textContent)));
+    assert.equal(sizes.reduce((a, b) => a + b, 0), seed.users.signedUp, 'every user is born once');
+    await page.locator('.tabs button::-p-text(Sessions)').click();
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] canvas');
+    assert.equal(await page.$('#report-name'), null, 'sessions have no report type to save as');
+  });
+
+  it("shows a card whose report was deleted meanwhile as the API's answer in place, the others still draw", async function () {
+    this.timeout(30_000);
+    await page.goto(t.url + boardPath);
+    await boardSettled(page);
+    assert.equal((await tenant.owner.request('DELETE', `/api/reports/${seed.reports.flows}`)).status, 200);
+    await page.locator('button::-p-text(Refresh)').click();
+    await boardSettled(page);
+    const alert = await page.$eval('[role="figure"][aria-label="After sign-up"] [role="alert"]', (e) => e.textContent!);
+    assert.match(alert, /card not found.*deleted/);
+    assert.ok(await page.$('[role="figure"][aria-label="Daily signups"] canvas'));
+    assert.ok(await page.$('[role="figure"][aria-label="Weekly retention"] svg'));
+  });
+
   it('goes back to sign-in when the session is refused, then returns to the page', async function () {
     this.timeout(30_000);
     const insights = `/projects/${tenant.project.id}/reports/${seed.reports.byPlan}`;

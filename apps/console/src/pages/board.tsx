@@ -60,7 +60,11 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     const reportCards = b.cards.filter((c) => c.card_type === 'report');
     setRuns(Object.fromEntries(reportCards.map((c) => [c.id, { state: 'loading' } as RunState])));
     const put = (id: number, s: RunState) => gen === generation.current && setRuns((r) => ({ ...r, [id]: s }));
-    const failed = (e: unknown): RunState => ({ state: 'error', message: e instanceof Error ? e.message : String(e) });
+    const failed = (e: unknown): RunState => ({
+      state: 'error',
+      // A card removed since the board loaded (its report deleted): say so next to the API's words.
+      message: e instanceof ApiError && e.status === 404 ? `${e.message}: its report may have been deleted; reload the board.` : e instanceof Error ? e.message : String(e),
+    });
     if (ov) {
       try {
         const out = await api.runBoard(b.id, { date_range: ov.date_range });
