@@ -50,6 +50,8 @@ export interface Config {
   };
   /** Report and board-card answers kept per API process (results-cache/): RESULTS_CACHE_FRESH_MS, RESULTS_CACHE_MAX_MB (0: off). */
   resultsCache: { freshMs: number; maxBytes: number };
+  /** RETENTION_INTERVAL_MS: how often the worker deletes events past each project's retentionDays (0: never). */
+  retentionIntervalMs: number;
   logLevel: 'silent' | 'error' | 'info';
   /** How long start-up retries NATS, PostgreSQL and ClickHouse set-up before giving up (exit). */
   startupTimeoutMs: number;
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'QUERY_TIMEOUT_MS', LIMITS.queryTimeoutMs),
       maxMemoryBytes: int(env, 'QUERY_MAX_MEMORY_MB', LIMITS.queryMaxMemoryMb) * 1024 * 1024,
     },
+    retentionIntervalMs: int(env, 'RETENTION_INTERVAL_MS', 86_400_000),
     logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',
     startupTimeoutMs: Math.max(1000, int(env, 'STARTUP_TIMEOUT_MS', 120_000)),
   };

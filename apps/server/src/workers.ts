@@ -4,6 +4,7 @@ import { ingestionWorker } from './ingestion/worker.js';
 import { privacyWorker } from './privacy/runner.js';
 import { identityFoldWorker } from './identity/fold.js';
 import { eventsCompactionWorker } from './data/compaction.js';
+import { retentionWorker } from './retention/worker.js';
 import type { Worker } from './worker.js';
 
 export type { Worker } from './worker.js';
@@ -16,5 +17,6 @@ export async function startWorkers(deps: Deps): Promise<Worker[]> {
     privacyWorker(deps),
     identityFoldWorker(deps),
     eventsCompactionWorker(deps),
+    ...retentionWorker(deps),
   ];
 }

@@ -11,7 +11,7 @@ import { DataVersions, dayOf, daysOf, LAST_DAY, type Touched } from './versions.
  * - events (ingestion, fixtures): the days of their times;
  * - identity links: the days from the link's `from_time` on (reads map the distinct_id's events
  *   from then to the canonical id);
- * - privacy deletes of identities and a project's deletion: the whole project;
+ * - privacy deletes of identities, a project's deletion and its retention deletes: the whole project;
  * - the identity fold: every project (it reports no projects; answers are meant to stay the same,
  *   but a cache must not bet on it);
  * - raw statements and rows of unknown tables (tests, fixtures, operators' repairs): everything.
@@ -38,6 +38,8 @@ export function withDataVersions(store: EventStore, versions: DataVersions): Eve
     },
     deleteIdentities: (projectId, ids) => after(store.deleteIdentities(projectId, ids), () => project(projectId)),
     deleteProject: (projectId) => after(store.deleteProject(projectId), () => project(projectId)),
+    // Retention: the days before the cut-off change; the whole project is bumped (a day a year).
+    deleteEventsBefore: (projectId, beforeMs) => after(store.deleteEventsBefore(projectId, beforeMs), () => project(projectId)),
     insertRows: (table, rows) => after(store.insertRows(table, rows), () => 'all'),
     command: (sql) => after(store.command(sql), () => (/^\s*(CREATE|ATTACH|SET|OPTIMIZE|CHECKPOINT|SYSTEM)\b/i.test(sql) ? [] : 'all')),
   };

@@ -357,6 +357,17 @@ export class ClickHouseEventStore implements EventStore {
     await this.waitForMutations(DATA_TABLES);
   }
 
+  /**
+   * One `ALTER TABLE events DELETE WHERE project_id = … AND time < …` mutation (cluster mode: on
+   * every shard's local table), waited for. Partitions are months of every project together, so
+   * dropping one would take other projects' events: the mutation is the cheaper correct way
+   * (docs/ingestion.md, "Retention", has the measurement).
+   */
+  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
+    await this.command(this.deleteSql('events', `project_id = ${sqlInt(projectId)} AND time < ${sqlInt(beforeMs)}`));
+    await this.waitForMutations(['events']);
+  }
+
   /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */
   private async waitForMutations(tables: readonly string[]): Promise<void> {
     const deadline = Date.now() + MUTATION_TIMEOUT_MS;

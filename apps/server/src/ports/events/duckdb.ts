@@ -309,6 +309,12 @@ export class DuckDbEventStore implements EventStore {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
   }
 
+  /** A plain delete, then a checkpoint with vacuuming, so the file reuses the freed blocks instead of growing. */
+  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
+    await this.command(`DELETE FROM events WHERE project_id = ${sqlInt(projectId)} AND time < ${sqlInt(beforeMs)}`);
+    await this.vacuumAfterDelete();
+  }
+
   /** Plain deletes (events are deduplicated at write, so their dedup keys go with them). */
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
     if (distinctIds.length === 0) return;

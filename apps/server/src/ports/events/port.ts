@@ -146,6 +146,12 @@ export interface EventStore {
    */
   deleteProject(projectId: number): Promise<void>;
   /**
+   * Retention: removes the project's events whose event time is before `beforeMs` (Unix ms), with
+   * their materialised columns. Resolves once readers no longer see them (ClickHouse: after the
+   * mutation is done). Profiles and identity links are not events and stay.
+   */
+  deleteEventsBefore(projectId: number, beforeMs: number): Promise<void>;
+  /**
    * Removes every event, profile version and identity link of the given distinct_ids (one person's
    * whole identity cluster), dedup keys included. Resolves once readers no longer see them
    * (ClickHouse: after the mutations are done).
