@@ -114,10 +114,10 @@ export class TestIdp {
   /** An ID token for `sub` (email defaults to `<sub>@example.test`). */
   async token(
     sub: string,
-    opts: { email?: string | null; issuer?: string; audience?: string; expiresIn?: string | number; emailVerified?: boolean; name?: string; nonce?: string } = {},
+    opts: { email?: string | null; issuer?: string; audience?: string; expiresIn?: string | number; emailVerified?: boolean; name?: string; nonce?: string; claims?: Record<string, unknown> } = {},
   ): Promise<string> {
     const key = this.keys[this.keys.length - 1];
-    const claims: Record<string, unknown> = {};
+    const claims: Record<string, unknown> = { ...(opts.claims ?? {}) };
     const email = opts.email === undefined ? `${sub}@example.test` : opts.email;
     if (email) claims.email = email;
     if (opts.emailVerified !== undefined) claims.email_verified = opts.emailVerified;
