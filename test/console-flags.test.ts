@@ -35,7 +35,7 @@ forEachBackend('web console: flags', (backend) => {
     managed = gitops.body.id;
     browser = await launchBrowser();
     page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', e.message));
+    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
     await page.goto(`${t.url}/projects/${pid}/flags`);
     await signInWithToken(page, token);
   });

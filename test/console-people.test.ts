@@ -45,7 +45,7 @@ forEachBackend('web console: events and people', (backend) => {
     assert.equal(cohort.status, 201, cohort.text);
     browser = await launchBrowser();
     page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', e.message));
+    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
     await page.goto(`${t.url}/projects/${pid}/events`);
     await signInWithToken(page, SUPERADMIN_KEY);
   });
