@@ -9,8 +9,8 @@ import { badRequest, conflict } from '../http/errors.js';
  * header with the superadmin key.
  */
 export const RESOURCE_HEADER = 'x-tally-resource';
-/** `<Kind>/<namespace>/<name>` (namespaced kinds) or `<Kind>/<name>` (cluster-scoped: Organization). */
-const RESOURCE_PATTERN = /^[A-Za-z][A-Za-z0-9]*\/(?:[a-z0-9][-a-z0-9]*\/)?[a-z0-9][-.a-z0-9]*$/;
+/** `<Kind>/<namespace>/<name>` (namespaced kinds) or `Organization/<name>` (the cluster-scoped kind). */
+const RESOURCE_PATTERN = /^(?:Organization\/[a-z0-9][-.a-z0-9]*|[A-Za-z][A-Za-z0-9]*\/[a-z0-9][-a-z0-9]*\/[a-z0-9][-.a-z0-9]*)$/;
 const RESOURCE_MAX = 400;
 
 /** The resource a request acts for: the header counts only with the superadmin or operator key (else null). */
@@ -19,7 +19,7 @@ export function resourceOf(ctx: Context, auth: AuthContext): string | null {
   const value = ctx.get(RESOURCE_HEADER);
   if (!value) return null;
   if (value.length > RESOURCE_MAX || !RESOURCE_PATTERN.test(value)) {
-    throw badRequest(`X-Tally-Resource: must be <Kind>/<namespace>/<name> or <Kind>/<name> (at most ${RESOURCE_MAX} characters)`);
+    throw badRequest(`X-Tally-Resource: must be <Kind>/<namespace>/<name> or Organization/<name> (at most ${RESOURCE_MAX} characters)`);
   }
   return value;
 }
