@@ -7,7 +7,7 @@ import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { AppError, badRequest, notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { resultToCsv } from '../reports/csv.js';
-import { sendCsv } from '../reports/routes.js';
+import { sendCsv } from '../http/download.js';
 import { BoardStore, type Board } from './store.js';
 import { cardsToWrite, cardViews, checkCardReports, listItem } from './cards.js';
 import { runBoard } from './run.js';

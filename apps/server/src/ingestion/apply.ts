@@ -2,6 +2,7 @@ import type { Deps } from '../deps.js';
 import { PoisonError, type IngestionBatch } from '../ports/buffer/port.js';
 import type { StoredEvent } from '../ports/events/index.js';
 import { linkIdentities, linksOf, mirrorLinks, type IdentityLink, type LinkRequest } from '../identity/links.js';
+import { LinkRequests } from '../identity/requests.js';
 import { applyOp, loadProfiles, nextVersion, writeProfiles, type ProfileRow } from './profiles.js';
 import { eventPropLists, type Props, type TrackEventRecord } from './records.js';
 import { asBatch, type Batch } from './batch.js';
@@ -71,55 +72,31 @@ export async function applyUnit(deps: Deps, envelopes: IngestionBatch[]): Promis
   const batches = await withoutTombstonedUnit(deps, envelopes.map(asBatch));
   const processedAt = Date.now();
   const steps: Step[] = [];
-  const requests: LinkRequest[] = [];
   const ids = new Set<string>();
-  // distinct_ids of the events sent before the current record, in the unit: the unit is applied
-  // as if its records had arrived one per request, in the order the clients sent them.
-  const earlier = new Set<string>();
-  // SDKs send $device_id/$user_id on every identified event (bench:ingest's traffic: 186,000
-  // requests for 36,000 links). A retroactive request seen before in the unit is a no-op (the
-  // first one made the link, found it, or was refused for a reason that still holds), so only
-  // the first of each is kept.
-  const askedAlways = new Set<string>();
-  const askAlways = (alias: string, distinctId: string, at: number) => {
-    const key = `${alias}\u0000${distinctId}`;
-    if (askedAlways.has(key)) return;
-    askedAlways.add(key);
-    requests.push({ alias, distinctId, retroactive: 'always', at });
-  };
+  // The unit is applied as if its records had arrived one per request, in the order the clients
+  // sent them: the identity rules (identity/requests.ts) see them so.
+  const links = new LinkRequests();
   for (const batch of batches) {
-    const step: Step = { batch, records: [], rows: [], linksFrom: requests.length, linksTo: requests.length };
+    const step: Step = { batch, records: [], rows: [], linksFrom: links.length, linksTo: links.length };
     steps.push(step);
     if (batch.kind === 'track') {
       for (const r of batch.records) {
         if (r.t === 'a') {
-          requests.push({ alias: r.alias, distinctId: r.distinct_id, retroactive: 'auto', at: r.time ?? batch.acceptedAt, aliasHasPendingEvents: earlier.has(r.alias) });
+          links.alias(r.alias, r.distinct_id, r.time ?? batch.acceptedAt);
           continue;
         }
         step.records.push(r);
-        earlier.add(r.distinct_id);
         ids.add(r.distinct_id);
-        // The $device_id/$user_id rule: the device's history joins the user's identity.
-        const device = r.properties.$device_id;
-        const user = r.properties.$user_id;
-        if (typeof device === 'string' && typeof user === 'string' && device && device !== user && r.distinct_id === user) {
-          askAlways(device, user, batch.acceptedAt);
-        }
-        // mixpanel-browser's `$identify` (original ID merge): the anonymous id's history joins the user.
-        const anon = r.properties.$anon_distinct_id;
-        if (r.event === '$identify' && typeof anon === 'string' && anon && anon !== r.distinct_id) {
-          askAlways(anon, r.distinct_id, batch.acceptedAt);
-        }
+        links.event(r, batch.acceptedAt);
       }
     } else if (batch.kind === 'alias') {
-      for (const r of batch.records) {
-        requests.push({ alias: r.alias, distinctId: r.distinct_id, retroactive: 'auto', at: batch.acceptedAt, aliasHasPendingEvents: earlier.has(r.alias) });
-      }
+      for (const r of batch.records) links.alias(r.alias, r.distinct_id, batch.acceptedAt);
     } else {
       for (const op of batch.records) ids.add(op.distinct_id);
     }
-    step.linksTo = requests.length;
+    step.linksTo = links.length;
   }
+  const requests = links.requests;
   for (const r of requests) ids.add(r.alias).add(r.distinctId);
 
   // Links first: whether a `$create_alias` is retroactive depends on the events stored before it

@@ -11,14 +11,8 @@ import { checkReportQuery } from './query.js';
 import { checkIrQuery, withQueryV1 } from './ir.js';
 import { runReport } from './run.js';
 import { resultToCsv } from './csv.js';
+import { sendCsv } from '../http/download.js';
 import { CreateReportBody, ProjectQuery, ReportRunSchema, RunFormatQuery, SavedReportSchema, UpdateReportBody } from './schema.js';
-
-/** Sends `csv` as a download named after what it holds. */
-export function sendCsv(ctx: Context, name: string, csv: string): string {
-  ctx.type = 'text/csv; charset=utf-8';
-  ctx.set('Content-Disposition', `attachment; filename="${name.replace(/[^\w.-]+/g, '_')}.csv"`);
-  return csv;
-}
 
 /** Saved reports: every role reads and runs, member and above write; another organisation's id is 404. */
 export function reportRoutes(deps: Deps): RouteSpec[] {
