@@ -46,7 +46,7 @@ import { runFunnel } from '../apps/server/src/query/funnel.js';
 import { runRetention } from '../apps/server/src/query/retention.js';
 import { runFlows } from '../apps/server/src/query/flows.js';
 import { runSessions } from '../apps/server/src/query/sessions.js';
-import { runMetric } from '../apps/server/src/query/metric.js';
+import { runCalculatedMetric } from '../apps/server/src/query/calculated-metric.js';
 import { membershipSql } from '../apps/server/src/cohorts/membership.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
 import { irMetricContext } from '../apps/server/src/query/ir/context.js';
@@ -224,7 +224,7 @@ async function bench(store: EventStore) {
     ['retention weekly, 8 buckets', () => runRetention(store, q, { bornEvent: 'e3', returnEvent: 'e0', unit: 'week', buckets: 8 }, range)],
     ['flows after, 3 steps', () => runFlows(store, q, { event: 'e5', direction: 'after', steps: 3, limit: 20 }, range)],
     ['sessions/day', () => runSessions(store, q, 'day', range)],
-    ['metric (A-B)/A', () => runMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v0' }] }] }, 'day', range)],
+    ['metric (A-B)/A', () => runCalculatedMetric(store, q, 'm', { formula: '(A - B) / A', metrics: [{ id: 'A', event: 'e0', type: 'unique' }, { id: 'B', event: 'e1', type: 'total', filters: [{ key: 'p2', op: 'eq', value: 'v0' }] }] }, 'day', range)],
     ['cohort size (behaviour)', () => store.query(`SELECT count(*) AS n FROM (${membershipSql(q, { op: 'and', criteria: [{ kind: 'behavior', event: 'e2', op: 'gte', count: 3, windowDays: 0 }] }, { now: range.toEndMs })}) m`)],
   ];
   // The IR on the same questions as the v0 cases above (same range), and drilldown pages of 50.

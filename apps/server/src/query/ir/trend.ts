@@ -3,7 +3,7 @@ import { analysesOf } from '../analyses.js';
 import { badRequest } from '../../http/errors.js';
 import type { QueryContext } from '../context.js';
 import { evalFormula, parseFormula } from '../formula.js';
-import { runMetric } from '../metric.js';
+import { runCalculatedMetric } from '../calculated-metric.js';
 import { bucketLabel, bucketStarts, type DateRange } from '../range.js';
 import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
 import { metricEventName } from './context.js';
@@ -112,7 +112,7 @@ async function metricValues(
     if (!def || def.project_id !== q.projectId) {
       throw badRequest('invalid query', { body: { errors: [{ path: `metrics.${index}.definitionId`, message: `no calculated metric ${m.definitionId} in this project`, code: 'unknown_reference' }] } });
     }
-    const r = await runMetric(deps.events, q, def.name, def.definition, a.unit, range);
+    const r = await runCalculatedMetric(deps.events, q, def.name, def.definition, a.unit, range);
     const starts = bucketStarts(a.unit, range);
     const e = at('*');
     starts.forEach((b, i) => e.values.set(b, r.series[0].data[i].value));

@@ -1,6 +1,6 @@
 import { notFound } from '../../http/errors.js';
 import { checkBuckets } from '../guard.js';
-import { runMetric } from '../metric.js';
+import { runCalculatedMetric } from '../calculated-metric.js';
 import { MetricQuerySchema, SegmentationResultSchema } from '../schema.js';
 import { defineAnalysis } from './define.js';
 import { TREND } from './trend.js';
@@ -15,7 +15,7 @@ export const calculatedMetric = defineAnalysis({
   run: async (env, q, body, range) => {
     const metric = await env.metrics.get(body.definitionId);
     if (!metric || metric.project_id !== q.projectId) throw notFound('metric');
-    return runMetric(env.events, q, metric.name, metric.definition, body.unit, range);
+    return runCalculatedMetric(env.events, q, metric.name, metric.definition, body.unit, range);
   },
   // The v0 endpoint never listed annotations for calculated metrics; report runs always did.
   annotate: 'reports',

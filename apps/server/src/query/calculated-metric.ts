@@ -9,11 +9,13 @@ import { bucketLabel, bucketStarts, type DateRange } from './range.js';
 import type { SegmentationResult } from './schema.js';
 
 /**
- * Every lettered metric per bucket; the formula is applied per bucket in Node. Two scans at most,
- * UNION ALL'ed and summed per bucket: `total` letters count events (deduplicated: ClickHouse FINAL)
- * without the identity join; `unique` letters count canonical identities (no FINAL needed).
+ * Calculated metrics (saved in definitions/: lettered event counts and a formula), not the
+ * service's Prometheus metrics (metrics/). Every lettered metric per bucket; the formula is
+ * applied per bucket in Node. Two scans at most, UNION ALL'ed and summed per bucket: `total`
+ * letters count events (deduplicated: ClickHouse FINAL) without the identity join; `unique`
+ * letters count canonical identities (no FINAL needed).
  */
-export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): string {
+export function calculatedMetricSql(q: QueryContext, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): string {
   const { d } = q;
   const conds = def.metrics.map((m) => `(${q.events.condition(m.event)}) AND (${filtersSql(d, m.filters)})`);
   const part = (type: 'total' | 'unique') => {
@@ -33,9 +35,9 @@ export function metricSql(q: QueryContext, def: CalculatedMetricDefinition, unit
   return `SELECT b, ${sums} FROM (${parts.join(' UNION ALL ')}) mp GROUP BY b`;
 }
 
-export async function runMetric(events: EventStore, q: QueryContext, name: string, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): Promise<SegmentationResult> {
+export async function runCalculatedMetric(events: EventStore, q: QueryContext, name: string, def: CalculatedMetricDefinition, unit: Unit, range: DateRange): Promise<SegmentationResult> {
   const formula = parseFormula(def.formula);
-  const rows = await events.query<Record<string, number>>(metricSql(q, def, unit, range));
+  const rows = await events.query<Record<string, number>>(calculatedMetricSql(q, def, unit, range));
   const byBucket = new Map(rows.map((r) => [Number(r.b), r]));
   const starts = bucketStarts(unit, range);
   const labels = starts.map((b) => bucketLabel(unit, b));
