@@ -70,6 +70,30 @@ forEachBackend('tenancy: retention', (backend) => {
   });
 });
 
+const row = (projectId: number, distinctId: string, time: number, n: number): StoredEvent => ({
+  project_id: projectId, id: n, event: 'view', distinct_id: distinctId, time, insert_id: `i${n}`,
+  prop_keys: ['plan'], prop_values: ['pro'], prop_types: 's', received_at: time,
+});
+
+/** The port: derived rows follow (event_ids), the cut-off is exact, other projects stay. */
+forEachBackend('tenancy: retention in the event store', (backend) => {
+  const fixture = useEventStore(backend);
+  it('deleteEventsBefore: events before the cut-off go, ids left without events leave event_ids', async function () {
+    this.timeout(60_000);
+    const store = fixture.store;
+    const cut = Date.UTC(2024, 5, 1);
+    await store.writeEvents(1, [row(1, 'old-only', cut - DAY, 1), row(1, 'both', cut - 40 * DAY, 2), row(1, 'both', cut, 3), row(1, 'new', cut + DAY, 4)]);
+    await store.writeEvents(2, [row(2, 'old-only', cut - DAY, 5)]);
+    assert.deepEqual([...await store.idsWithEvents(1, ['old-only', 'both', 'new'])].sort(), ['both', 'new', 'old-only']);
+    await store.deleteEventsBefore(1, cut);
+    const left = await store.query<{ distinct_id: string; time: number }>('SELECT distinct_id, time FROM events WHERE project_id = 1 ORDER BY time');
+    assert.deepEqual(left.map((r) => [r.distinct_id, Number(r.time)]), [['both', cut], ['new', cut + DAY]], 'the event at the cut-off stays');
+    assert.deepEqual([...await store.idsWithEvents(1, ['old-only', 'both', 'new'])].sort(), ['both', 'new']);
+    assert.deepEqual([...await store.idsWithEvents(2, ['old-only'])], ['old-only'], 'another project keeps its ids');
+    assert.deepEqual([...(await store.countEvents([1, 2])).entries()].sort(), [[1, 2], [2, 1]]);
+  });
+});
+
 /** DuckDB's file does not keep growing under insert/delete cycles (the retention delete checkpoints with vacuuming). */
 forEachBackend('tenancy: retention keeps the embedded file bounded', (backend) => {
   if (backend.name !== 'embedded') return;
@@ -92,6 +116,7 @@ forEachBackend('tenancy: retention keeps the embedded file bounded', (backend) =
       assert.equal(Number(n[0].n), 0);
       sizes.push(fs.statSync(file ?? path.join('.', 'missing')).size);
     }
+    if (process.env.RETENTION_SIZES) console.log(`    file sizes after each cycle: ${sizes.join(', ')} bytes`);
     assert.ok(sizes[4] <= sizes[0] * 1.5, `file sizes per cycle: ${sizes.join(', ')}`);
   });
 });

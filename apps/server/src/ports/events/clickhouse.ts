@@ -360,12 +360,18 @@ export class ClickHouseEventStore implements EventStore {
   /**
    * One `ALTER TABLE events DELETE WHERE project_id = … AND time < …` mutation (cluster mode: on
    * every shard's local table), waited for. Partitions are months of every project together, so
-   * dropping one would take other projects' events: the mutation is the cheaper correct way
+   * dropping one would take other projects' events and rewriting one costs more than the mutation
    * (docs/ingestion.md, "Retention", has the measurement).
    */
   async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
-    await this.command(this.deleteSql('events', `project_id = ${sqlInt(projectId)} AND time < ${sqlInt(beforeMs)}`));
+    const project = `project_id = ${sqlInt(projectId)}`;
+    await this.command(this.deleteSql('events', `${project} AND time < ${sqlInt(beforeMs)}`));
     await this.waitForMutations(['events']);
+    // event_ids keeps only ids that still have events (the worker's "any history?" question). Each
+    // shard's ids and events share a shard (both by distinct_id): its local events answer for it.
+    const events = `${quoteIdent(this.opts.database)}.${this.storedTable('events')}`;
+    await this.command(this.deleteSql('event_ids', `${project} AND distinct_id NOT IN (SELECT distinct_id FROM ${events} WHERE ${project})`));
+    await this.waitForMutations(['event_ids']);
   }
 
   /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */

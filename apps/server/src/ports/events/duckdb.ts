@@ -309,9 +309,12 @@ export class DuckDbEventStore implements EventStore {
     return this.deleteWhere(`project_id = ${sqlInt(projectId)}`);
   }
 
-  /** A plain delete, then a checkpoint with vacuuming, so the file reuses the freed blocks instead of growing. */
+  /** Plain deletes, then a checkpoint with vacuuming, so the file reuses the freed blocks instead of growing. */
   async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
-    await this.command(`DELETE FROM events WHERE project_id = ${sqlInt(projectId)} AND time < ${sqlInt(beforeMs)}`);
+    const project = `project_id = ${sqlInt(projectId)}`;
+    await this.command(`DELETE FROM events WHERE ${project} AND time < ${sqlInt(beforeMs)}`);
+    // event_ids keeps only ids that still have events (the worker's "any history?" question).
+    await this.command(`DELETE FROM event_ids WHERE ${project} AND NOT EXISTS (SELECT 1 FROM events e WHERE e.${project} AND e.distinct_id = event_ids.distinct_id)`);
     await this.vacuumAfterDelete();
   }
 

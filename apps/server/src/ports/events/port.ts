@@ -147,8 +147,9 @@ export interface EventStore {
   deleteProject(projectId: number): Promise<void>;
   /**
    * Retention: removes the project's events whose event time is before `beforeMs` (Unix ms), with
-   * their materialised columns. Resolves once readers no longer see them (ClickHouse: after the
-   * mutation is done). Profiles and identity links are not events and stay.
+   * their materialised columns, and the `event_ids` of ids left without events. Resolves once
+   * readers no longer see them (ClickHouse: after the mutations are done). Profiles and identity
+   * links are not events and stay.
    */
   deleteEventsBefore(projectId: number, beforeMs: number): Promise<void>;
   /**
