@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { axeViolations, boardSettled, launchBrowser, seedConsole, signInWithToken, type Seeded } from './support/browser.js';
-import { ensureConsoleBuilt } from './console.test.js';
+import { axeViolations, boardSettled, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from './support/browser.js';
 
 /**
  * The web console in a real browser (Debian's chromium through puppeteer-core) against the real

@@ -3,13 +3,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import Koa from 'koa';
 import type { AddressInfo } from 'node:net';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
 import { CONSOLE_DIST, consoleMiddleware } from '../apps/server/src/console/static.js';
+import { ensureConsoleBuilt, initialLoadBytes } from './support/browser.js';
+
+/** Kept for suites that imported it from here; new code imports test/support/browser.js (importing a test file registers its suites too). */
+export { ensureConsoleBuilt };
 
 /** The web console's build and how the API serves it (the browser tests are in console-browser). */
 
@@ -21,37 +24,6 @@ function get(url: string, headers: Record<string, string> = {}) {
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
     }).on('error', reject);
   });
-}
-
-/** Builds the console once for this run when `npm install` has not (a fresh checkout without prepare). */
-export function ensureConsoleBuilt(): void {
-  if (fs.existsSync(path.join(CONSOLE_DIST, 'index.html'))) return;
-  execFileSync('npx', ['vite', 'build', '--config', 'apps/console/vite.config.mjs'], { stdio: 'inherit' });
-}
-
-/** Every JS and CSS file the index page loads (and what those import), gzip-compressed. */
-export function initialLoadBytes(): { files: string[]; gzip: number; raw: number } {
-  const index = fs.readFileSync(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
-  const seen = new Set<string>();
-  const queue = [...index.matchAll(/(?:src|href)="\/(assets\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]);
-  while (queue.length) {
-    const f = queue.shift()!;
-    if (seen.has(f)) continue;
-    seen.add(f);
-    if (f.endsWith('.js')) {
-      const text = fs.readFileSync(path.join(CONSOLE_DIST, f), 'utf8');
-      // Static imports of other chunks are part of the first load; dynamic import() ones are not.
-      for (const m of text.matchAll(/(?:^|[;\s])import\s*(?:[\w{}*\s,$]+from\s*)?["']\.\/([^"']+\.js)["']/g)) queue.push(`assets/${m[1]}`);
-    }
-  }
-  let gzip = 0;
-  let raw = 0;
-  for (const f of seen) {
-    const body = fs.readFileSync(path.join(CONSOLE_DIST, f));
-    raw += body.length;
-    gzip += zlib.gzipSync(body, { level: 9 }).length;
-  }
-  return { files: [...seen], gzip, raw };
 }
 
 describe('web console build', function () {

@@ -1,4 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { CONSOLE_DIST } from '../../apps/server/src/console/static.js';
 import type { Browser, Page } from 'puppeteer-core';
 import type { Tenant, TestService } from './service.js';
 import { drained, ingest } from '../ingestion.support.js';
@@ -111,3 +116,35 @@ export async function signInWithToken(page: Page, token: string): Promise<void> 
     page.locator('button[type="submit"]::-p-text(Sign in)').click(),
   ]);
 }
+
+/** Builds the console once for this run when `npm install` has not (a fresh checkout without prepare). */
+export function ensureConsoleBuilt(): void {
+  if (fs.existsSync(path.join(CONSOLE_DIST, 'index.html'))) return;
+  execFileSync('npx', ['vite', 'build', '--config', 'apps/console/vite.config.mjs'], { stdio: 'inherit' });
+}
+
+/** Every JS and CSS file the index page loads (and what those import), gzip-compressed. */
+export function initialLoadBytes(): { files: string[]; gzip: number; raw: number } {
+  const index = fs.readFileSync(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
+  const seen = new Set<string>();
+  const queue = [...index.matchAll(/(?:src|href)="\/(assets\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]);
+  while (queue.length) {
+    const f = queue.shift()!;
+    if (seen.has(f)) continue;
+    seen.add(f);
+    if (f.endsWith('.js')) {
+      const text = fs.readFileSync(path.join(CONSOLE_DIST, f), 'utf8');
+      // Static imports of other chunks are part of the first load; dynamic import() ones are not.
+      for (const m of text.matchAll(/(?:^|[;\s])import\s*(?:[\w{}*\s,$]+from\s*)?["']\.\/([^"']+\.js)["']/g)) queue.push(`assets/${m[1]}`);
+    }
+  }
+  let gzip = 0;
+  let raw = 0;
+  for (const f of seen) {
+    const body = fs.readFileSync(path.join(CONSOLE_DIST, f));
+    raw += body.length;
+    gzip += zlib.gzipSync(body, { level: 9 }).length;
+  }
+  return { files: [...seen], gzip, raw };
+}
+
