@@ -16,6 +16,8 @@ import { SUPERADMIN_KEY, startTestService, type TestService } from './support/se
 const G = 'analytics.tally.dev';
 const V = 'v1';
 const SA = 'system:serviceaccount:tally:tally-operator';
+/** The chart generates OPERATOR_KEY for the API pods and the operator; the test service gets the same. */
+const OPERATOR_KEY = 'chart-operator-key-0123456789';
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -34,6 +36,7 @@ function operatorEnv(objects: K8sObject[], apiUrl: string): Record<string, strin
   for (const [name, e] of envOf(container)) {
     if (e.value !== undefined) env[name] = e.value;
     else if (e.valueFrom?.secretKeyRef?.key === 'SUPERADMIN_KEY') env[name] = SUPERADMIN_KEY;
+    else if (e.valueFrom?.secretKeyRef?.key === 'OPERATOR_KEY') env[name] = OPERATOR_KEY;
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') env[name] = 'tally';
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[name] = 'tally-operator-0';
     else throw new Error(`unexpected env source for ${name}`);
@@ -48,18 +51,19 @@ forEachBackend('chart RBAC with the real operator', (backend) => {
   let fake: FakeKube;
   let op: RunningOperator;
   let custom: CustomObjectsApi;
+  let config: ReturnType<typeof loadOperatorConfig>;
   let core: CoreV1Api;
 
   before(async function () {
     this.timeout(60_000);
     const rendered = await helmTemplate('tally', { namespace: 'tally' });
     assert.ok(rendered.ok, rendered.stderr);
-    t = await startTestService(backend);
+    t = await startTestService(backend, { OPERATOR_KEY });
     fake = await FakeKube.start();
     fake.enforceRbac(SA, grantsFromManifests(rendered.objects.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole')));
     custom = fake.kubeConfig().makeApiClient(CustomObjectsApi);
     core = fake.kubeConfig().makeApiClient(CoreV1Api);
-    const config = loadOperatorConfig(operatorEnv(rendered.objects, t.url));
+    config = loadOperatorConfig(operatorEnv(rendered.objects, t.url));
     config.timing = { ...DEFAULT_TIMING, retryPeriodMs: 200, backoffBaseMs: 50, backoffMaxMs: 500 };
     op = await startOperator(config, { kubeConfig: fake.kubeConfig(SA) });
   });
@@ -100,6 +104,18 @@ forEachBackend('chart RBAC with the real operator', (backend) => {
       return doc.projects?.some((p: any) => p.resource === 'Project/team-a/web') ? doc : undefined;
     });
     assert.equal(tenants.projects[0].token, ready.status.token);
+    // An Organization (cluster-scoped: the ClusterRole) and an ApiToken whose minted Secret sets
+    // blockOwnerDeletion (apitokens/finalizers), with the operator's own key, not the superadmin's.
+    assert.equal(config.apiKey, OPERATOR_KEY);
+    await custom.createClusterCustomObject({
+      group: G, version: V, plural: 'organizations',
+      body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name: 'chart' }, spec: { displayName: 'Chart', namespaces: ['team-a'] } },
+    });
+    await custom.createNamespacedCustomObject({
+      group: G, version: V, namespace: 'team-a', plural: 'apitokens',
+      body: { apiVersion: `${G}/${V}`, kind: 'ApiToken', metadata: { name: 'ci', namespace: 'team-a' }, spec: { organizationRef: { name: 'chart' }, role: 'viewer' } },
+    });
+    await until('minted API token', async () => (await core.readNamespacedSecret({ namespace: 'team-a', name: 'ci-api-token' })).data?.token);
     assert.ok(op.isLeader);
     const refused = fake.requests.filter((r) => r.user === SA && r.status === 403);
     assert.deepEqual(refused.map((r) => `${r.verb} ${r.path}`), []);

@@ -77,7 +77,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(kinds('HorizontalPodAutoscaler'), []);
     for (const s of o.filter((x) => x.kind === 'StatefulSet')) assert.equal(s.spec.volumeClaimTemplates?.[0]?.metadata.name, 'data', s.metadata.name);
     const secret = find(o, 'Secret', 'tally-credentials');
-    assert.deepEqual(Object.keys(secret.data).sort(), ['CLICKHOUSE_PASSWORD', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
+    assert.deepEqual(Object.keys(secret.data).sort(), ['CLICKHOUSE_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
     for (const [k, v] of Object.entries(secret.data as Record<string, string>)) assert.ok(Buffer.from(v, 'base64').toString().length >= 32, `${k} is short or empty`);
     assert.equal(secret.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
     // The ClickHouse image is a current official one (the SQL runs on 18.16 and current releases).
@@ -144,13 +144,14 @@ describe('Helm chart charts/tally', function () {
       assert.equal(volume.secret.optional, true);
       const opEnv = envOf(op);
       assert.equal(volume.secret.secretName, opEnv.get('TENANT_CONFIG_SECRET')?.value);
-      for (const k of ['OPERATOR_API_URL', 'SUPERADMIN_KEY', 'WATCH_NAMESPACE', 'POD_NAMESPACE', 'LEADER_ELECT', 'TENANT_CONFIG_SECRET']) assert.ok(opEnv.has(k), `${name}: operator lacks ${k}`);
+      for (const k of ['OPERATOR_API_URL', 'OPERATOR_KEY', 'WATCH_NAMESPACE', 'POD_NAMESPACE', 'LEADER_ELECT', 'TENANT_CONFIG_SECRET']) assert.ok(opEnv.has(k), `${name}: operator lacks ${k}`);
       assert.equal(opEnv.get('POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
       assert.equal(opEnv.get('LEADER_ELECT')?.value, 'true');
       const service = find(o, 'Service', 'tally-api');
       assert.equal(opEnv.get('OPERATOR_API_URL')?.value, `http://${service.metadata.name}:${service.spec.ports[0].port}`);
-      // The same superadmin key for the API and the operator.
-      assert.deepEqual(opEnv.get('SUPERADMIN_KEY')?.valueFrom, apiEnv.get('SUPERADMIN_KEY')?.valueFrom);
+      // The operator's own key, the same on the API; never the superadmin key.
+      assert.deepEqual(opEnv.get('OPERATOR_KEY')?.valueFrom, apiEnv.get('OPERATOR_KEY')?.valueFrom);
+      assert.ok(!opEnv.has('SUPERADMIN_KEY'), `${name}: the operator has the superadmin key`);
       // Operator probes on the port its metrics listener uses.
       const opPort = op.ports.find((p: { name: string }) => p.name === op.livenessProbe.httpGet.port).containerPort;
       assert.equal(opEnv.get('METRICS_PORT')?.value, String(opPort));
@@ -203,7 +204,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(o.filter((x) => x.kind === 'Secret'), []);
     const refs = podTemplates(o).flatMap(({ template }) => template.spec.containers.flatMap((c: K8sObject) => (c.env ?? []).map((e: K8sObject) => e.valueFrom?.secretKeyRef).filter(Boolean)));
     assert.deepEqual([...new Set(refs.map((r: { name: string }) => r.name))], ['mine']);
-    assert.deepEqual([...new Set(refs.map((r: { key: string }) => r.key))].sort(), ['CLICKHOUSE_PASSWORD', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
+    assert.deepEqual([...new Set(refs.map((r: { key: string }) => r.key))].sort(), ['CLICKHOUSE_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
   });
 
   it('every optional feature: Ingress, HPA (API without fixed replicas), NetworkPolicies, ServiceMonitors, RBAC confined to the watched namespace', () => {
@@ -222,7 +223,8 @@ describe('Helm chart charts/tally', function () {
       const svc = o.filter((x) => x.kind === 'Service' && Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => x.metadata.labels?.[k] === v));
       assert.ok(svc.some((s) => s.spec.ports.some((p: { name: string }) => p.name === sm.spec.endpoints[0].port)), `${sm.metadata.name}: no Service with port ${sm.spec.endpoints[0].port}`);
     }
-    assert.equal(o.filter((x) => x.kind === 'ClusterRole' || x.kind === 'ClusterRoleBinding').length, 0);
+    // Only the cluster-scoped kinds (Organizations) keep a ClusterRole.
+    assert.deepEqual(o.filter((x) => x.kind === 'ClusterRole').flatMap((x) => x.rules.flatMap((r: { resources: string[] }) => r.resources)), ['organizations', 'organizations/status']);
     const watchRole = find(o, 'Role', 'tally-operator');
     assert.equal(watchRole.metadata.namespace, 'apps');
     assert.equal(find(o, 'RoleBinding', 'tally-operator').subjects[0].namespace, 'shared');
@@ -253,11 +255,13 @@ describe('Helm chart charts/tally', function () {
   it("the operator's RBAC is exactly the operator's Kubernetes calls, each in its scope, bound to its ServiceAccount", async () => {
     const expected = await operatorPermissions();
     const ofScope = (scope: Rule['scope']) => expected.filter((r) => r.scope === scope);
-    // Watching all namespaces: a ClusterRole; with operator.watchNamespace: a Role there.
+    // Watching all namespaces: a ClusterRole; with operator.watchNamespace: a Role there. Cluster-scoped
+    // kinds (Organizations) are in the ClusterRole either way.
     const d = objectsOf('defaults');
-    assert.deepEqual(triples(find(d, 'ClusterRole', 'shared-tally-operator').rules), triples(ofScope('cluster')));
+    assert.deepEqual(triples(find(d, 'ClusterRole', 'shared-tally-operator').rules), triples([...ofScope('cluster'), ...ofScope('cluster-scoped')]));
     const e = objectsOf('everything');
     assert.deepEqual(triples(find(e, 'Role', 'tally-operator').rules), triples(ofScope('cluster')));
+    assert.deepEqual(triples(find(e, 'ClusterRole', 'shared-tally-operator').rules), triples(ofScope('cluster-scoped')));
     for (const o of [d, e]) {
       const self = find(o, 'Role', 'tally-operator-self');
       assert.equal(self.metadata.namespace, 'shared', 'the release namespace (POD_NAMESPACE)');

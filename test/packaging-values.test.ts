@@ -54,7 +54,7 @@ describe('chart values a platform team can bend', function () {
         image: { digest: DIGEST },
         postgresql: { image: { digest: DIGEST } },
         api: perComponent('api'), worker: perComponent('worker'), operator: perComponent('operator'),
-        credentials: { existingSecret: 'platform-creds', secretKeys: { superadminKey: 'admin-key', postgresPassword: 'pg-pass', clickhousePassword: 'ch-pass' } },
+        credentials: { existingSecret: 'platform-creds', secretKeys: { superadminKey: 'admin-key', operatorKey: 'op-key', postgresPassword: 'pg-pass', clickhousePassword: 'ch-pass' } },
       }),
       render({}),
     ]);
@@ -118,7 +118,7 @@ describe('chart values a platform team can bend', function () {
     const refs = all
       .filter((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet')
       .flatMap((o) => o.spec.template.spec.containers.flatMap((c: any) => (c.env ?? []).filter((e: any) => e.valueFrom?.secretKeyRef?.name === 'platform-creds').map((e: any) => `${o.metadata.name}:${e.name}=${e.valueFrom.secretKeyRef.key}`)));
-    for (const want of ['tally-api:SUPERADMIN_KEY=admin-key', 'tally-api:PGPASSWORD=pg-pass', 'tally-api:CLICKHOUSE_PASSWORD=ch-pass', 'tally-operator:SUPERADMIN_KEY=admin-key', 'tally-worker:PGPASSWORD=pg-pass']) {
+    for (const want of ['tally-api:SUPERADMIN_KEY=admin-key', 'tally-api:PGPASSWORD=pg-pass', 'tally-api:CLICKHOUSE_PASSWORD=ch-pass', 'tally-operator:OPERATOR_KEY=op-key', 'tally-api:OPERATOR_KEY=op-key', 'tally-worker:PGPASSWORD=pg-pass']) {
       assert.ok(refs.includes(want), `${want} not in ${refs.join(', ')}`);
     }
     const stores = refs.filter((r) => r.startsWith('tally-postgresql') || r.startsWith('tally-clickhouse'));

@@ -48,9 +48,9 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end -}}
 
 {{/* The key of a credential in the credentials Secret: credentials.secretKeys maps the chart's names
-     (superadminKey, postgresPassword, clickhousePassword) to an existing Secret's keys. */}}
+     (superadminKey, operatorKey, postgresPassword, clickhousePassword) to an existing Secret's keys. */}}
 {{- define "tally.secretKey" -}}
-{{- $names := dict "superadminKey" "SUPERADMIN_KEY" "postgresPassword" "POSTGRES_PASSWORD" "clickhousePassword" "CLICKHOUSE_PASSWORD" -}}
+{{- $names := dict "superadminKey" "SUPERADMIN_KEY" "operatorKey" "OPERATOR_KEY" "postgresPassword" "POSTGRES_PASSWORD" "clickhousePassword" "CLICKHOUSE_PASSWORD" -}}
 {{- $mapped := "" -}}
 {{- if hasKey .root.Values.credentials "existingSecret" -}}{{- $mapped = get (.root.Values.credentials.secretKeys | default dict) .key -}}{{- end -}}
 {{- default (get $names .key) $mapped -}}
