@@ -125,6 +125,18 @@ forEachBackend('results cache', (backend) => {
     assert.equal(total(after.cards[0]), total(cached.cards[0]) - 1);
   });
 
+  it("a retention delete of the range's first days invalidates the entries", async function () {
+    this.timeout(60_000);
+    await runBoard();
+    const cached = await runBoard();
+    assert.equal(typeof cached.cards[0].cached_at, 'number');
+    // The events of 2024-01-01 (one view) go, as the retention worker deletes them.
+    await t.svc.deps.events.deleteEventsBefore(pid, Date.UTC(2024, 0, 2));
+    const after = await runBoard();
+    assert.equal(after.cards[0].cached_at, undefined);
+    assert.equal(total(after.cards[0]), total(cached.cards[0]) - 1);
+  });
+
   it('a range reaching today is served until the fresh bound, then computed again with the new events', async function () {
     this.timeout(60_000);
     const live = { date_range: { kind: 'preset', preset: '7d' } };

@@ -3,15 +3,16 @@ import { DataVersions, dayOf, daysOf, LAST_DAY, type Touched } from './versions.
 
 /**
  * The event store with every write that may change an analysis' answer followed by a bump of
- * the data versions of what it touched (versions.ts), so cached results (cache.ts) of those days
- * stop being served. The bump follows the write: a result computed before the write has a
+ * the data versions of what it touched (versions.ts), so cached results of those days
+ * stop being served (index.ts). The bump follows the write: a result computed before the write has a
  * signature the bump changes; one computed after it already saw the write. A failed bump fails
  * the write (the worker then redelivers the batch, which is idempotent), so no write escapes it.
  *
  * - events (ingestion, fixtures): the days of their times;
  * - identity links: the days from the link's `from_time` on (reads map the distinct_id's events
  *   from then to the canonical id);
- * - privacy deletes of identities, a project's deletion and its retention deletes: the whole project;
+ * - privacy deletes of identities and a project's deletion: the whole project; retention deletes:
+ *   the days up to the cut;
  * - the identity fold: every project (it reports no projects; answers are meant to stay the same,
  *   but a cache must not bet on it);
  * - raw statements and rows of unknown tables (tests, fixtures, operators' repairs): everything.
@@ -39,7 +40,7 @@ export function withDataVersions(store: EventStore, versions: DataVersions): Eve
     deleteIdentities: (projectId, ids) => after(store.deleteIdentities(projectId, ids), () => project(projectId)),
     deleteProject: (projectId) => after(store.deleteProject(projectId), () => project(projectId)),
     // Retention: the days before the cut-off change; the whole project is bumped (a day a year).
-    deleteEventsBefore: (projectId, beforeMs) => after(store.deleteEventsBefore(projectId, beforeMs), () => project(projectId)),
+    deleteEventsBefore: (projectId, beforeMs) => after(store.deleteEventsBefore(projectId, beforeMs), () => [{ projectId, firstDay: 0, lastDay: dayOf(beforeMs) }]),
     insertRows: (table, rows) => after(store.insertRows(table, rows), () => 'all'),
     command: (sql) => after(store.command(sql), () => (/^\s*(CREATE|ATTACH|SET|OPTIMIZE|CHECKPOINT|SYSTEM)\b/i.test(sql) ? [] : 'all')),
   };
