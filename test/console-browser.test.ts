@@ -123,6 +123,27 @@ forEachBackend('web console in a browser', (backend) => {
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Move Daily signups', 'focus stays on the moved card');
   });
 
+  it('reorders cards by dragging one onto another, and saves the order', async function () {
+    this.timeout(30_000);
+    const titles = () => page.$$eval('[role="figure"]', (els) => els.map((e) => e.getAttribute('aria-label')));
+    const before = await titles();
+    const from = await page.$(`[data-card]:nth-child(3)`);
+    const to = await page.$(`[data-card]:nth-child(1)`);
+    // Chromium's drag events through the DevTools protocol (a synthetic mouse does not start an HTML drag in headless mode).
+    await page.setDragInterception(true);
+    try {
+      await from!.dragAndDrop(to!);
+    } finally {
+      await page.setDragInterception(false);
+    }
+    await page.waitForFunction((t) => document.querySelector('[role="figure"]')?.getAttribute('aria-label') === t, { timeout: 10_000 }, before[2]);
+    await page.waitForFunction(() => document.querySelector('#board-save-status')?.textContent === 'Saved', { timeout: 15_000 });
+    const b = (await api().get(`/api/boards/${seed.boardId}`)).body;
+    const order = [...b.cards].sort((x: any, y: any) => x.position - y.position).map((c: any) => c.report?.name ?? 'Notes');
+    assert.deepEqual(order, [before[2], before[0], before[1], ...before.slice(3)]);
+    assert.deepEqual(await titles(), order);
+  });
+
   it('builds a funnel, drills into a step, saves it and adds it to the board', async function () {
     this.timeout(60_000);
     await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
