@@ -42,6 +42,9 @@ function stable(v: unknown): string {
 /** An override that changes nothing (a board without range or filters) keys as no override, so a report shares its entries with its cards. */
 const normalOverride = (o: RunOverride) => ({ d: o.dateRange ?? undefined, f: o.filters?.length ? o.filters : undefined });
 
+/** Retention's furthest return: 16 weekly buckets after the range. */
+const MAX_RETURN_DAYS = 16 * 7;
+
 const sha = (s: string) => createHash('sha256').update(s).digest('base64url');
 
 /**
@@ -56,14 +59,18 @@ function spanOf(deps: Deps, report: SavedReport, override: RunOverride, now: num
       if (!up.ok) return undefined;
       const query = override.dateRange ? { ...up.query, dateRange: override.dateRange } : up.query;
       const { range, cmp } = irRanges(deps, query, now);
-      return cmp ? { fromMs: Math.min(range.fromMs, cmp.fromMs), toEndMs: Math.max(range.toEndMs, cmp.toEndMs) } : range;
+      const span = cmp ? { fromMs: Math.min(range.fromMs, cmp.fromMs), toEndMs: Math.max(range.toEndMs, cmp.toEndMs) } : range;
+      // Trends and funnels read their range (and comparison period); another kind, once the IR
+      // runs it (retention's return buckets), may read past it: the longest it could.
+      const kind = (query.analysis as { kind: string }).kind;
+      return kind === 'trend' || kind === 'funnel' ? span : { fromMs: span.fromMs, toEndMs: span.toEndMs + MAX_RETURN_DAYS * DAY_MS };
     }
     const body: Record<string, unknown> = { ...report.query };
     if (override.dateRange) Object.assign(body, resolveDateRange(override.dateRange, now));
     const range = dateRange(body.from, body.to, deps.config.maxQueryRangeDays);
     if (report.type !== 'retention') return range;
     const unitDays = body.unit === 'day' ? 1 : 7;
-    const buckets = typeof body.buckets === 'number' && body.buckets >= 1 && body.buckets <= 16 ? body.buckets : 16;
+    const buckets = typeof body.buckets === 'number' && body.buckets >= 1 && body.buckets <= 16 ? body.buckets : MAX_RETURN_DAYS / 7;
     return { fromMs: range.fromMs, toEndMs: range.toEndMs + buckets * unitDays * DAY_MS };
   } catch {
     return undefined;
