@@ -118,8 +118,14 @@ forEachBackend('operator tenancy', (backend) => {
     await patchOrg('acme', { namespaces: ['team-a', 'team-b'] });
     const p = await waitIn('team-b', 'Project', 'steal');
     const projectId = (p.status as any).projectId;
+    await waitIn('team-b', 'ApiToken', 'steal-token');
+    const token = Buffer.from((w.fake.stored('', 'secrets', 'team-b', 'steal-token-api-token') as any).data.token, 'base64').toString('utf8');
+    assert.equal((await w.svc.client(token).get('/api/projects')).status, 200);
     await patchOrg('acme', { namespaces: ['team-a'] });
     await waitIn('team-b', 'Project', 'steal', 'NamespaceNotAllowed');
+    const t = await waitIn('team-b', 'ApiToken', 'steal-token', 'NamespaceNotAllowed');
+    assert.equal((t.status as any).tokenId, undefined);
+    assert.equal((await w.svc.client(token).get('/api/projects')).status, 401, 'the namespace lost its token');
     await waitIn('team-a', 'Project', 'web');
     const kept = (await w.svc.admin.get(`/api/projects/${projectId}`));
     assert.equal(kept.status, 200, 'the project stays');

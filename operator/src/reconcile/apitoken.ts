@@ -17,7 +17,11 @@ export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenReso
   const resource = keyOf(obj);
   if (obj.metadata.deletionTimestamp) return finalizeApiToken(ctx, obj, resource);
   const boundary = organizationFor(ctx, obj.metadata.namespace, { organizationRef: obj.spec?.organizationRef });
-  if (!('organizationId' in boundary)) return boundary;
+  if (!('organizationId' in boundary)) {
+    // A namespace taken off the Organization's list loses its tokens too (they are credentials, not data).
+    if (boundary.ready?.reason === 'NamespaceNotAllowed' && obj.status?.tokenId) return revokeOutside(ctx, obj, resource, boundary);
+    return boundary;
+  }
   const { organizationId } = boundary;
   const secretName = apiTokenSecretName(obj);
   const { namespace } = obj.metadata;
@@ -75,6 +79,21 @@ export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenReso
   }
   ctx.event(obj, known || secret ? 'Rotated' : 'Created', `token ${minted.id} (${obj.spec.role}) of organization ${organizationId} written to Secret ${secretName}`);
   return ready(`token ${minted.id} of organization ${organizationId} in Secret ${secretName}`, { organizationId, tokenId: minted.id, secretName });
+}
+
+async function revokeOutside(ctx: ReconcileContext, obj: ApiTokenResource, resource: string, outcome: Outcome): Promise<Outcome> {
+  const organizationId = obj.status?.organizationId;
+  if (organizationId) {
+    try {
+      const live = (await ctx.api.listTokens(organizationId, resource)).filter((t) => t.managed_by === resource);
+      for (const t of live) await ctx.api.deleteToken(organizationId, t.id, resource);
+      if (live.length > 0) ctx.event(obj, 'Revoked', `token ${live.map((t) => t.id).join(', ')} revoked: ${outcome.ready?.message}`);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.kind === 'not_found')) return apiFailure(err, `revoking the token of ${resource}`);
+    }
+  }
+  // null removes the member in the status merge-patch.
+  return { ...outcome, fields: { tokenId: null } };
 }
 
 /** Which token the Secret holds (so a Secret and a token that no longer match are noticed). */
