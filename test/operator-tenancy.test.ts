@@ -168,6 +168,11 @@ forEachBackend('operator tenancy', (backend) => {
     assert.equal(hand.body.resource, 'Organization/crew');
     await patchOrg('crew', { members: [{ email: 'ana@example.com', role: 'member' }, { email: 'cy@example.com', role: 'viewer' }] });
     await waitFor('members follow the spec', async () => JSON.stringify(await members()) === JSON.stringify([['ana@example.com', 'member'], ['cy@example.com', 'viewer']]));
+    // Group mappings follow the spec too.
+    const groups = async () => ((await w.svc.admin.get(`/admin/orgs/${id}/groups`)).body as any[]).map((g) => [g.name, g.role]).sort();
+    assert.deepEqual(await groups(), []);
+    await patchOrg('crew', { groups: [{ name: 'crew-eng', role: 'member' }] });
+    await waitFor('groups follow the spec', async () => JSON.stringify(await groups()) === JSON.stringify([['crew-eng', 'member']]));
   });
 
   it('an ApiToken mints a token into an owned Secret; it works on /api/*; deleting the ApiToken revokes it (401) and the Secret goes', async () => {
@@ -211,6 +216,14 @@ forEachBackend('operator tenancy', (backend) => {
     await waitFor('Organization gone', async () => (await getOrg('temp')) === undefined);
     const org = (await w.svc.admin.get(`/admin/orgs/${id}`)).body;
     assert.equal(org.managed_by, null);
+  });
+
+  it('deleting an Organization with deletionPolicy Delete deletes the organisation', async () => {
+    await applyOrg('gone', { displayName: 'Gone', namespaces: ['gone'], deletionPolicy: 'Delete' });
+    const id = ((await waitOrg('gone')).status as any).organizationId;
+    await deleteOrg('gone');
+    await waitFor('Organization gone', async () => (await getOrg('gone')) === undefined);
+    assert.equal((await w.svc.admin.get(`/admin/orgs/${id}`)).status, 404);
   });
 
   it('the operator held OPERATOR_KEY only, and Kubernetes never refused it (RBAC and owner-reference enforcement)', () => {
