@@ -85,7 +85,8 @@ forEachBackend('tenancy: retention in the event store', (backend) => {
     await store.writeEvents(1, [row(1, 'old-only', cut - DAY, 1), row(1, 'both', cut - 40 * DAY, 2), row(1, 'both', cut, 3), row(1, 'new', cut + DAY, 4)]);
     await store.writeEvents(2, [row(2, 'old-only', cut - DAY, 5)]);
     assert.deepEqual([...await store.idsWithEvents(1, ['old-only', 'both', 'new'])].sort(), ['both', 'new', 'old-only']);
-    await store.deleteEventsBefore(1, cut);
+    assert.equal(await store.deleteEventsBefore(1, cut), true);
+    assert.equal(await store.deleteEventsBefore(1, cut), false, 'nothing expired any more: no write');
     const left = await store.query<{ distinct_id: string; time: number }>('SELECT distinct_id, time FROM events WHERE project_id = 1 ORDER BY time');
     assert.deepEqual(left.map((r) => [r.distinct_id, Number(r.time)]), [['both', cut], ['new', cut + DAY]], 'the event at the cut-off stays');
     assert.deepEqual([...await store.idsWithEvents(1, ['old-only', 'both', 'new'])].sort(), ['both', 'new']);

@@ -40,7 +40,12 @@ export function withDataVersions(store: EventStore, versions: DataVersions): Eve
     deleteIdentities: (projectId, ids) => after(store.deleteIdentities(projectId, ids), () => project(projectId)),
     deleteProject: (projectId) => after(store.deleteProject(projectId), () => project(projectId)),
     // Retention: the days before the cut-off change; the whole project is bumped (a day a year).
-    deleteEventsBefore: (projectId, beforeMs) => after(store.deleteEventsBefore(projectId, beforeMs), () => [{ projectId, firstDay: 0, lastDay: dayOf(beforeMs) }]),
+    deleteEventsBefore: async (projectId, beforeMs) => {
+      const deleted = await store.deleteEventsBefore(projectId, beforeMs);
+      // Nothing expired, nothing written: no bump (the daily round would otherwise drop cached answers).
+      if (deleted) await versions.bump([{ projectId, firstDay: 0, lastDay: dayOf(beforeMs) }]);
+      return deleted;
+    },
     insertRows: (table, rows) => after(store.insertRows(table, rows), () => 'all'),
     command: (sql) => after(store.command(sql), () => (/^\s*(CREATE|ATTACH|SET|OPTIMIZE|CHECKPOINT|SYSTEM)\b/i.test(sql) ? [] : 'all')),
   };

@@ -10,14 +10,14 @@ const DAY_MS = 86_400_000;
  * after start so a process restarted more often than the interval still runs it. Projects go one
  * at a time: a mutation rewrites the parts it touches, and two at once would only compete.
  */
+/** Runs one round; answers how many projects had events to delete. */
 export async function applyRetention(deps: Pick<Deps, 'projects' | 'events' | 'log'>, now = Date.now(), stopping: () => boolean = () => false): Promise<number> {
   let done = 0;
   for (const { id, retentionDays } of await deps.projects.withRetention()) {
     if (stopping()) break;
     const before = now - retentionDays * DAY_MS;
     try {
-      await deps.events.deleteEventsBefore(id, before);
-      done++;
+      if (await deps.events.deleteEventsBefore(id, before)) done++;
     } catch (err) {
       // One project's failure (a stuck mutation) leaves the others to run; the next round retries it.
       deps.log.error('retention: delete failed', { projectId: id, before, err: String(err) });

@@ -363,8 +363,11 @@ export class ClickHouseEventStore implements EventStore {
    * dropping one would take other projects' events and rewriting one costs more than the mutation
    * (docs/ingestion.md, "Retention", has the measurement).
    */
-  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
+  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<boolean> {
     const project = `project_id = ${sqlInt(projectId)}`;
+    // A mutation rewrites every part it may touch: none when nothing is expired.
+    const expired = await this.query(`SELECT 1 AS x FROM events WHERE ${project} AND time < ${sqlInt(beforeMs)} LIMIT 1`);
+    if (expired.length === 0) return false;
     await this.command(this.deleteSql('events', `${project} AND time < ${sqlInt(beforeMs)}`));
     await this.waitForMutations(['events']);
     // event_ids keeps only ids that still have events (the worker's "any history?" question). Each
@@ -372,6 +375,7 @@ export class ClickHouseEventStore implements EventStore {
     const events = `${quoteIdent(this.opts.database)}.${this.storedTable('events')}`;
     await this.command(this.deleteSql('event_ids', `${project} AND distinct_id NOT IN (SELECT distinct_id FROM ${events} WHERE ${project})`));
     await this.waitForMutations(['event_ids']);
+    return true;
   }
 
   /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */

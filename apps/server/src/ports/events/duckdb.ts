@@ -310,12 +310,15 @@ export class DuckDbEventStore implements EventStore {
   }
 
   /** Plain deletes, then a checkpoint with vacuuming, so the file reuses the freed blocks instead of growing. */
-  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<void> {
+  async deleteEventsBefore(projectId: number, beforeMs: number): Promise<boolean> {
     const project = `project_id = ${sqlInt(projectId)}`;
+    const expired = await this.query(`SELECT 1 AS x FROM events WHERE ${project} AND time < ${sqlInt(beforeMs)} LIMIT 1`);
+    if (expired.length === 0) return false;
     await this.command(`DELETE FROM events WHERE ${project} AND time < ${sqlInt(beforeMs)}`);
     // event_ids keeps only ids that still have events (the worker's "any history?" question).
     await this.command(`DELETE FROM event_ids WHERE ${project} AND NOT EXISTS (SELECT 1 FROM events e WHERE e.${project} AND e.distinct_id = event_ids.distinct_id)`);
     await this.vacuumAfterDelete();
+    return true;
   }
 
   /** Plain deletes (events are deduplicated at write, so their dedup keys go with them). */

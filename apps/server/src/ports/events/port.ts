@@ -149,9 +149,10 @@ export interface EventStore {
    * Retention: removes the project's events whose event time is before `beforeMs` (Unix ms), with
    * their materialised columns, and the `event_ids` of ids left without events. Resolves once
    * readers no longer see them (ClickHouse: after the mutations are done). Profiles and identity
-   * links are not events and stay.
+   * links are not events and stay. Answers whether there was anything to delete (none: no write at
+   * all, so a daily run over projects with nothing expired rewrites nothing).
    */
-  deleteEventsBefore(projectId: number, beforeMs: number): Promise<void>;
+  deleteEventsBefore(projectId: number, beforeMs: number): Promise<boolean>;
   /**
    * Removes every event, profile version and identity link of the given distinct_ids (one person's
    * whole identity cluster), dedup keys included. Resolves once readers no longer see them
