@@ -93,6 +93,19 @@ forEachBackend('operator tenancy', (backend) => {
     assert.deepEqual(tc.organizations, [{ organizationId: acmeId, name: 'Acme Inc', monthlyEventQuota: 5000, resource: 'Organization/acme' }]);
   });
 
+  it("the Organization's usage follows this month's accepted events (read again once per usageRefreshMs)", async () => {
+    const token = ((await w.get('Project', 'web', 'team-a'))!.status as any).token;
+    for (let i = 0; i < 3; i++) {
+      const r = await w.svc.anon.post('/track', { event: 'signup', properties: { token, distinct_id: `u${i}` } });
+      assert.equal(r.status, 200, r.text);
+    }
+    const o = await waitFor('usage of 3 events', async () => {
+      const org = await getOrg('acme');
+      return (org?.status as any)?.usage?.events >= 3 ? org : undefined;
+    }, 20_000);
+    assert.deepEqual((o.status as any).usage, { month: new Date().toISOString().slice(0, 7), events: 3, monthlyEventQuota: 5000 });
+  });
+
   it("the boundary: from team B's namespace, naming team A's organisation (by reference or by id) gets nothing", async () => {
     await applyIn('team-b', 'Project', 'steal', { displayName: 'Steal', organizationRef: { name: 'acme' } });
     await applyIn('team-b', 'Project', 'steal-by-id', { displayName: 'Steal by id', organizationId: acmeId });

@@ -30,6 +30,7 @@ export const TEST_TIMING: OperatorTiming = {
   backoffBaseMs: 50,
   backoffMaxMs: 1_000,
   apiTimeoutMs: 5_000,
+  usageRefreshMs: 500,
 };
 
 /** The Role/ClusterRole grants permissions.ts describes. */

@@ -39,6 +39,8 @@ export interface OperatorTiming {
   /** Every object is reconciled again after this long, even without a change (drift from the API side). */
   resyncMs: number;
   apiTimeoutMs: number;
+  /** An Organization's usage is read again at most this often. */
+  usageRefreshMs: number;
 }
 
 export const DEFAULT_TIMING: OperatorTiming = {
@@ -51,6 +53,7 @@ export const DEFAULT_TIMING: OperatorTiming = {
   backoffMaxMs: 60_000,
   resyncMs: 600_000,
   apiTimeoutMs: 10_000,
+  usageRefreshMs: 60_000,
 };
 
 export function loadOperatorConfig(env: Env = process.env): OperatorConfig {

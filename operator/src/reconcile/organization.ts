@@ -2,9 +2,6 @@ import { ADOPT_ANNOTATION, keyOf, type OrganizationResource, type OrganizationUs
 import { ApiError, type ApiOrg } from '../tally-api.js';
 import { adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
 
-/** Usage in status is read again at most this often (GET /admin/usage counts a month of events). */
-export const USAGE_REFRESH_MS = 60_000;
-
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
 const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
   JSON.stringify([...list].map((x) => [String((x as Record<string, unknown>)[key]).toLowerCase(), x.role]).sort());
@@ -77,7 +74,8 @@ async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationRes
   const usage = await readUsage(ctx, obj, org.id, quota, usageReadAt);
   const fields: Record<string, unknown> = { organizationId: org.id };
   if (usage) fields.usage = usage;
-  return { ...ready(`organization ${org.id}`, fields), afterMs: USAGE_REFRESH_MS };
+  // Usage in status is read again at most once per usageRefreshMs (GET /admin/usage counts a month of events).
+  return { ...ready(`organization ${org.id}`, fields), afterMs: ctx.config.timing.usageRefreshMs };
 }
 
 /** This month's usage: the status's when read under a minute ago for the same month and quota. */
@@ -85,7 +83,7 @@ async function readUsage(ctx: ReconcileContext, obj: OrganizationResource, orgId
   const now = Date.now();
   const month = monthOf(now);
   const current = obj.status?.usage;
-  const fresh = current && now - (readAt.get(obj.metadata.uid) ?? 0) < USAGE_REFRESH_MS && current.month === month
+  const fresh = current && now - (readAt.get(obj.metadata.uid) ?? 0) < ctx.config.timing.usageRefreshMs && current.month === month
     && (current.monthlyEventQuota ?? null) === quota && obj.status?.organizationId === orgId;
   if (fresh) return current;
   try {
