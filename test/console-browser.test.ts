@@ -338,6 +338,17 @@ forEachBackend('web console in a browser', (backend) => {
       await p.goto(`${t.url}/projects/${tenant.project.id}/boards`);
       await p.waitForSelector('.board-list');
       assert.equal(await p.$('#new-board'), null, 'a viewer cannot create boards');
+      // The same person is a member of a second organisation: the switcher moves the tab there.
+      const second = (await t.admin.post('/admin/orgs', { name: 'Second' })).body;
+      const secondProject = (await t.admin.post(`/admin/orgs/${second.id}/projects`, { name: 'Second web' })).body;
+      await t.admin.post(`/admin/orgs/${second.id}/members`, { email: t.idp.nextLogin.email, role: 'member' });
+      await p.reload();
+      await p.waitForSelector('.board-list');
+      const orgSelect = await p.waitForSelector('::-p-aria([name="Organization"][role="combobox"])');
+      await orgSelect!.select(String(second.id));
+      await p.waitForFunction((path) => location.pathname === path, { timeout: 15_000 }, `/projects/${secondProject.id}/boards`);
+      await p.waitForFunction(() => /member/.test(document.querySelector('.who')?.textContent ?? ''));
+      assert.ok(await p.$('#new-board'), 'a member of the second organisation can create boards there');
     } finally {
       await ctx.close();
     }

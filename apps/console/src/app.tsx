@@ -58,7 +58,7 @@ function SignedIn(props: { pathname: string; page: preact.JSX.Element; projectId
       setError(e instanceof Error ? e.message : String(e));
     }
   };
-  useEffect(() => void reload(), [session()?.orgId]);
+  useEffect(() => void reload(), []);
 
   const shell = useMemo<Shell | null>(() => {
     if (!account) return null;
@@ -94,10 +94,12 @@ function Header(props: { shell: Shell; pathname: string; projectId?: string }) {
   const project = projects.find((p) => String(p.id) === props.projectId);
   const orgId = session()?.orgId ?? account.organization?.id;
 
-  const switchOrg = (id: number) => {
+  const switchOrg = async (id: number) => {
     const s = session();
     if (!s) return;
     setSession({ ...s, orgId: id });
+    // The other organisation's projects first, then its start page (never the old project's).
+    await props.shell.reload();
     navigate('/');
   };
   const switchProject = (id: string) => {
