@@ -40,6 +40,11 @@ forEachBackend('tenancy: groups, organisation choice, last owner', (backend) => 
     assert.deepEqual(await members(), ['gina@example.test:group']);
     await t.admin.put(`/admin/orgs/${org.id}/groups`, { groups: [{ name: 'leads', role: 'admin' }] });
     assert.deepEqual(await members(), []);
+    // A token without the claim holds no groups: the group-derived membership goes too.
+    await t.admin.put(`/admin/orgs/${org.id}/groups`, { groups: [{ name: 'eng', role: 'member' }, { name: 'leads', role: 'admin' }] });
+    assert.equal((await t.client(await signIn('gina', ['eng'])).get('/api/account')).body.role, 'member');
+    const noClaim = await t.idp.token('gina', { email: 'gina@example.test' });
+    assert.equal((await t.client(noClaim).get('/api/projects')).status, 403);
     // The default claim name is not read here (OIDC_GROUPS_CLAIM=roles).
     const wrongClaim = await t.idp.token('hal', { email: 'hal@example.test', claims: { groups: ['leads'] } });
     assert.equal((await t.client(wrongClaim).get('/api/projects')).status, 403);

@@ -269,7 +269,9 @@ export class OrgStore {
         await trx('memberships').where({ email }).whereNull('user_id').update({ user_id: user!.id });
       }
       const current = await trx('users').where({ id: user!.id }).first('current_org_id', 'groups');
-      if (claims.groups !== undefined) await this.syncGroups(trx, { id: user!.id, email }, claims.groups, current?.groups);
+      // A token without the claim holds no groups; a user never seen with any has nothing to sync.
+      const groups = claims.groups ?? [];
+      if (groups.length > 0 || (current?.groups ?? '[]') !== '[]') await this.syncGroups(trx, { id: user!.id, email }, groups, current?.groups);
       const memberships = ((await trx('memberships').where({ user_id: user!.id }).orderBy('id')) as Row[]).map(toMembership);
       return { user: user!, memberships, currentOrgId: numOrNull(current?.current_org_id) };
     });
