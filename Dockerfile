@@ -16,7 +16,8 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps
 COPY operator ./operator
-RUN npm run build
+# The server's JavaScript, and the web console's static files (apps/console/dist).
+RUN npm run build && npm run build:console
 
 # Production dependencies only (same lock file, nothing resolved anew).
 FROM ${NODE_IMAGE} AS prod-deps
@@ -36,6 +37,7 @@ COPY --from=prod-deps --chown=root:root /app/sbom.cdx.json ./sbom.cdx.json
 # dist/apps -> /app/apps so relative paths (../../../package.json) resolve as in the source tree.
 COPY --from=build --chown=root:root /src/dist/apps ./apps
 COPY --from=build --chown=root:root /src/dist/operator ./operator
+COPY --from=build --chown=root:root /src/apps/console/dist ./apps/console/dist
 RUN mkdir -p /var/lib/tally && chown node:node /var/lib/tally
 USER node
 EXPOSE 8080

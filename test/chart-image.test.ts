@@ -47,6 +47,13 @@ describe('image inputs (Dockerfile, package-lock.json)', () => {
     assert.doesNotMatch(dockerfile, /tsx/);
   });
 
+  it('the image carries the built web console where the compiled server looks for it', () => {
+    // static.ts resolves ../../../console/dist/ from apps/server/src/console/: /app/apps/console/dist in the image.
+    assert.match(dockerfile, /RUN npm run build && npm run build:console/);
+    assert.match(dockerfile, /COPY --from=build [^\n]*\/src\/apps\/console\/dist \.\/apps\/console\/dist/);
+    assert.match(readFileSync(join(repoRoot, 'apps/server/src/console/static.ts'), 'utf8'), /'\.\.\/\.\.\/\.\.\/console\/dist\/'/);
+  });
+
   it('everything the compiled service and operator import at run time is a production dependency', () => {
     const bare = new Set<string>();
     const walk = (dir: string): void => {
