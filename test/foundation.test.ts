@@ -136,7 +136,7 @@ forEachBackend('foundation', (backend) => {
       const r = await acme.owner.get('/api/projects');
       assert.equal(r.status, 200);
       assert.deepEqual(r.body, [
-        { id: acme.project.id, name: acme.project.name, token: acme.project.token, created_at: r.body[0].created_at, org_id: acme.org.id, event_count: 0, has_flag_secret: false, managed_by: null },
+        { id: acme.project.id, name: acme.project.name, token: acme.project.token, created_at: r.body[0].created_at, org_id: acme.org.id, event_count: 0, has_flag_secret: false, managed_by: null, retention_days: null, rate_limit: null },
       ]);
       assert.match(r.body[0].token, /^[0-9a-f-]{36}$/);
     });
