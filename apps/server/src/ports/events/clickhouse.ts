@@ -7,38 +7,25 @@ import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER
 import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 import { checkClickHouseVersion, readClickHouseVersion } from './clickhouse-version.js';
-
-/** Longest wait for a person's delete mutations (they rewrite every part holding the person). */
-const MUTATION_TIMEOUT_MS = 10 * 60_000;
-/** Largest fold mutation's text: the links travel as literal arrays (18.16 has no joinGet). */
-const FOLD_SQL_BYTES = 4 * 1024 * 1024;
+import { GuardQuietLogger, limitError } from './clickhouse-limits.js';
+import { FOLD_SQL_BYTES, deleteSql, foldChunks, mutationSql, storedTable, waitForMutations } from './clickhouse-mutations.js';
+import { eventParts, systemTables, unmergedPartitionsSql } from './clickhouse-parts.js';
 
 /** The columns an event insert writes (StoredEvent's fields). */
 const STORED_EVENT_COLUMNS: [string, ...string[]] = ['project_id', 'id', 'event', 'distinct_id', 'time', 'insert_id', 'prop_keys', 'prop_values', 'prop_types', 'received_at', 'person_id'];
 
 /**
- * The client's warnings and errors (its default level), without the reads the cost guard stopped:
- * those are thrown to the caller, which answers 400, and the client logged each one again.
+ * ClickHouse event store (HTTP interface; SQL kept to what 18.16 and current releases share).
+ * Its concerns in files of their own: the read bounds' errors and the client's logger
+ * (clickhouse-limits.ts), mutations and the fold's chunks (clickhouse-mutations.ts), the parts
+ * the compaction reads (clickhouse-parts.ts), the version check (clickhouse-version.ts).
  */
-class GuardQuietLogger implements Logger {
-  trace(): void {}
-  debug(): void {}
-  info(): void {}
-  warn({ module, message, args, err }: WarnLogParams): void {
-    console.warn(`[@clickhouse/client][${module}] ${message}`, ...(args ? [args] : []), ...(err ? [err] : []));
-  }
-  error({ module, message, args, err }: ErrorLogParams): void {
-    if (limitError(err, false, DEFAULT_QUERY_LIMITS) instanceof QueryLimitExceeded) return;
-    if (err?.name === 'AbortError' || /user aborted/i.test(err?.message ?? '')) return;
-    console.error(`[@clickhouse/client][${module}] ${message}`, ...(args ? [args] : []), err);
-  }
-}
-
-/** ClickHouse event store (HTTP interface; SQL kept to what 18.16 and current releases share). */
 export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
   private rowsEncoder = new JsonRowsEncoder();
+  /** Reads for the helpers of other files (mutations, parts), under the same bounds as query(). */
+  private read = <T>(sql: string): Promise<T[]> => this.query<T>(sql);
 
   readonly materialized: MaterializedProperties;
 
@@ -107,7 +94,7 @@ export class ClickHouseEventStore implements EventStore {
 
   /** ADD COLUMN unless system.columns has it (18.16 has no IF NOT EXISTS); cluster mode: the shards' local table, then the Distributed one. */
   private async addColumn(table: (typeof SHARDED_TABLES)[number], column: string, type: string): Promise<void> {
-    for (const t of this.opts.cluster ? [this.storedTable(table), table] : [table]) {
+    for (const t of this.opts.cluster ? [storedTable(this.opts, table), table] : [table]) {
       const has = await this.query<{ n: number }>(`SELECT count() AS n FROM system.columns
         WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', t)} AND name = ${sqlString('clickhouse', column)}`);
       if (Number(has[0]?.n ?? 0) > 0) continue;
@@ -261,11 +248,11 @@ export class ClickHouseEventStore implements EventStore {
       // A mutation's expressions read the old values: person_key repeats person_id's expression.
       const person = `if(time >= transform(distinct_id, ${ids}, CAST([${c.froms.join(', ')}] AS Array(Int64)), toInt64(0)),
           transform(distinct_id, ${ids}, [${c.canonicals.join(', ')}], distinct_id), distinct_id)`;
-      await this.command(this.mutationSql('events', `UPDATE person_id = ${person}, person_key = ${PERSON_KEY_SQL.clickhouse(person)}`, where), settings);
+      await this.command(mutationSql(this.opts, 'events', `UPDATE person_id = ${person}, person_key = ${PERSON_KEY_SQL.clickhouse(person)}`, where), settings);
     }
-    await this.waitForMutations(['events']);
-    for (const { where } of steps) await this.command(this.mutationSql('identity_links', 'UPDATE folded = 1', where), settings);
-    await this.waitForMutations(['identity_links']);
+    await waitForMutations(this.opts, this.read, ['events']);
+    for (const { where } of steps) await this.command(mutationSql(this.opts, 'identity_links', 'UPDATE folded = 1', where), settings);
+    await waitForMutations(this.opts, this.read, ['identity_links']);
     return links.length;
   }
 
@@ -285,7 +272,7 @@ export class ClickHouseEventStore implements EventStore {
     // A month's bounds as the partition key computed it (toDateTime: the server's time zone).
     const rows = await this.query<{ from_ms: number; to_ms: number }>(
       `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms
-       FROM (SELECT DISTINCT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${await this.unmergedPartitionsSql()}))
+       FROM (SELECT DISTINCT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${await unmergedPartitionsSql(this.opts, this.read)}))
        ORDER BY from_ms`,
     );
     return rows.map((r) => [Number(r.from_ms), Number(r.to_ms)]);
@@ -304,43 +291,19 @@ export class ClickHouseEventStore implements EventStore {
       ...this.materialized.values(),
     ];
     const quiet = `AND max(modification_time) <= now() - ${sqlInt(Math.ceil(quietMs / 1000))}`;
-    const lacking = (await this.systemTables('parts_columns')).map((src) =>
-      `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition, name
+    const lacking = (await systemTables(this.opts, this.read, 'parts_columns')).map((src) =>
+      `SELECT partition FROM ${src} WHERE ${eventParts(this.opts)} GROUP BY partition, name
        HAVING NOT hasAll(groupArray(column), [${columns.map((c) => sqlString('clickhouse', c)).join(', ')}])`);
     const rows = await this.query<{ partition: string }>(
-      `SELECT partition FROM (${[await this.unmergedPartitionsSql(quiet), ...lacking].join(' UNION ALL ')})
+      `SELECT partition FROM (${[await unmergedPartitionsSql(this.opts, this.read, quiet), ...lacking].join(' UNION ALL ')})
        GROUP BY partition ORDER BY partition LIMIT ${sqlInt(max)}`,
     );
     const months = rows.map((r) => r.partition).filter((p) => /^\d{6}$/.test(p));
     const table = this.opts.cluster
-      ? `${quoteIdent(this.opts.database)}.${this.storedTable('events')} ON CLUSTER ${quoteIdent(this.opts.cluster.name)}`
+      ? `${quoteIdent(this.opts.database)}.${storedTable(this.opts, 'events')} ON CLUSTER ${quoteIdent(this.opts.cluster.name)}`
       : 'events';
     for (const p of months) await this.command(`OPTIMIZE TABLE ${table} PARTITION ${p} FINAL`);
     return months.length;
-  }
-
-  /** Partitions with more than one active part or a level-0 part on some server (`having`: more conditions). */
-  private async unmergedPartitionsSql(having = ''): Promise<string> {
-    return (await this.systemTables('parts')).map((src) =>
-      `SELECT partition FROM ${src} WHERE ${this.eventParts()} GROUP BY partition HAVING (count() > 1 OR min(level) = 0) ${having}`).join(' UNION ALL ');
-  }
-
-  /** The active parts of the table holding the events, in system.parts / system.parts_columns. */
-  private eventParts(): string {
-    return `database = ${sqlString('clickhouse', this.opts.database)} AND table = ${sqlString('clickhouse', this.storedTable('events'))} AND active`;
-  }
-
-  /**
-   * `system.<name>` of every server holding events: this one, or in cluster mode each host of the
-   * cluster, read through remote() (each has its own parts).
-   */
-  private async systemTables(name: 'parts' | 'parts_columns'): Promise<string[]> {
-    const cluster = this.opts.cluster;
-    if (!cluster) return [`system.${name}`];
-    const hosts = await this.query<{ host: string; port: number }>(
-      `SELECT host_address AS host, port FROM system.clusters WHERE cluster = ${sqlString('clickhouse', cluster.name)}`);
-    const auth = this.opts.username ? `, ${sqlString('clickhouse', this.opts.username)}, ${sqlString('clickhouse', this.opts.password ?? '')}` : '';
-    return hosts.map((h) => `remote(${sqlString('clickhouse', `${h.host.includes(':') ? `[${h.host}]` : h.host}:${Number(h.port)}`)}, system.${name}${auth})`);
   }
 
   deleteProject(projectId: number): Promise<void> {
@@ -353,8 +316,8 @@ export class ClickHouseEventStore implements EventStore {
    */
   async deleteIdentities(projectId: number, distinctIds: string[]): Promise<void> {
     if (distinctIds.length === 0) return;
-    for (const t of DATA_TABLES) await this.command(this.deleteSql(t, identitiesCondition('clickhouse', t, projectId, distinctIds)));
-    await this.waitForMutations(DATA_TABLES);
+    for (const t of DATA_TABLES) await this.command(deleteSql(this.opts, t, identitiesCondition('clickhouse', t, projectId, distinctIds)));
+    await waitForMutations(this.opts, this.read, DATA_TABLES);
   }
 
   /**
@@ -368,28 +331,14 @@ export class ClickHouseEventStore implements EventStore {
     // A mutation rewrites every part it may touch: none when nothing is expired.
     const expired = await this.query(`SELECT 1 AS x FROM events WHERE ${project} AND time < ${sqlInt(beforeMs)} LIMIT 1`);
     if (expired.length === 0) return false;
-    await this.command(this.deleteSql('events', `${project} AND time < ${sqlInt(beforeMs)}`));
-    await this.waitForMutations(['events']);
+    await this.command(deleteSql(this.opts, 'events', `${project} AND time < ${sqlInt(beforeMs)}`));
+    await waitForMutations(this.opts, this.read, ['events']);
     // event_ids keeps only ids that still have events (the worker's "any history?" question). Each
     // shard's ids and events share a shard (both by distinct_id): its local events answer for it.
-    const events = `${quoteIdent(this.opts.database)}.${this.storedTable('events')}`;
-    await this.command(this.deleteSql('event_ids', `${project} AND distinct_id NOT IN (SELECT distinct_id FROM ${events} WHERE ${project})`));
-    await this.waitForMutations(['event_ids']);
+    const events = `${quoteIdent(this.opts.database)}.${storedTable(this.opts, 'events')}`;
+    await this.command(deleteSql(this.opts, 'event_ids', `${project} AND distinct_id NOT IN (SELECT distinct_id FROM ${events} WHERE ${project})`));
+    await waitForMutations(this.opts, this.read, ['event_ids']);
     return true;
-  }
-
-  /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */
-  private async waitForMutations(tables: readonly string[]): Promise<void> {
-    const deadline = Date.now() + MUTATION_TIMEOUT_MS;
-    const mutations = this.opts.cluster ? `cluster(${sqlString('clickhouse', this.opts.cluster.name)}, system.mutations)` : 'system.mutations';
-    for (;;) {
-      const rows = await this.query<{ n: number }>(
-        `SELECT count() AS n FROM ${mutations} WHERE database = ${sqlString('clickhouse', this.opts.database)} AND table IN (${tables.map((t) => `'${this.storedTable(t)}'`).join(', ')}) AND is_done = 0`,
-      );
-      if (Number(rows[0]?.n ?? 0) === 0) return;
-      if (Date.now() > deadline) throw new Error(`ClickHouse mutations on ${tables.join(', ')} did not finish in time`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
   }
 
   eventsOfIdentities(projectId: number, distinctIds: string[], after: EventPageKey | null, limit: number): Promise<ReadEvent[]> {
@@ -403,24 +352,9 @@ export class ClickHouseEventStore implements EventStore {
 
   /** Deletes matching rows of every data table (mutations: they finish in the background). */
   private async deleteWhere(condition: string): Promise<void> {
-    const results = await Promise.allSettled(DATA_TABLES.map((t) => this.command(this.deleteSql(t, condition))));
+    const results = await Promise.allSettled(DATA_TABLES.map((t) => this.command(deleteSql(this.opts, t, condition))));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
-  }
-
-  /** The table holding the rows: in cluster mode the shards' local table (a Distributed table has no mutations). */
-  private storedTable(table: string): string {
-    return this.opts.cluster && (SHARDED_TABLES as readonly string[]).includes(table) ? `${table}_local` : table;
-  }
-
-  private deleteSql(table: string, condition: string): string {
-    return this.mutationSql(table, 'DELETE', condition);
-  }
-
-  /** `ALTER TABLE … <action> WHERE …`; cluster mode: ON CLUSTER on every shard's local table. */
-  private mutationSql(table: string, action: string, condition: string): string {
-    if (!this.opts.cluster) return `ALTER TABLE ${table} ${action} WHERE ${condition}`;
-    return `ALTER TABLE ${quoteIdent(this.opts.database)}.${this.storedTable(table)} ON CLUSTER ${quoteIdent(this.opts.cluster.name)} ${action} WHERE ${condition}`;
   }
 
   /** person_id filled here: 18.16's JSONEachRow gives an omitted column its type's default, not the column's. */
@@ -492,37 +426,3 @@ export class ClickHouseEventStore implements EventStore {
   }
 }
 
-/**
- * The engine's own words for a stopped read: TIMEOUT_EXCEEDED (159), MEMORY_LIMIT_EXCEEDED (241).
- * With progress headers the status line is already sent, so the exception can arrive in the body:
- * its text is matched as well as the code.
- */
-function limitError(err: unknown, aborted: boolean, limits: QueryLimits): unknown {
-  if (aborted) return new QueryLimitExceeded('timeout', limits);
-  const code = String((err as { code?: unknown })?.code ?? '');
-  const text = err instanceof Error ? err.message : String(err);
-  if (code === '159' || /Code: 159\b|Timeout exceeded: elapsed/.test(text)) return new QueryLimitExceeded('timeout', limits);
-  if (code === '241' || /Code: 241\b|Memory limit \(for query\) exceeded/.test(text)) return new QueryLimitExceeded('memory', limits);
-  return err;
-}
-
-/** Unfolded links per project, in chunks whose literal arrays stay under FOLD_SQL_BYTES. */
-interface FoldChunk { projectId: number; ids: string[]; canonicals: string[]; froms: string[] }
-function foldChunks(links: Array<{ project_id: number; distinct_id: string; canonical_id: string; from_time: number }>): FoldChunk[] {
-  const out: FoldChunk[] = [];
-  let size = 0;
-  for (const l of links) {
-    let c = out[out.length - 1];
-    const id = sqlString('clickhouse', l.distinct_id);
-    const canonical = sqlString('clickhouse', l.canonical_id);
-    if (!c || c.projectId !== Number(l.project_id) || size > FOLD_SQL_BYTES) {
-      out.push((c = { projectId: Number(l.project_id), ids: [], canonicals: [], froms: [] }));
-      size = 0;
-    }
-    c.ids.push(id);
-    c.canonicals.push(canonical);
-    c.froms.push(sqlInt(Number(l.from_time)));
-    size += 4 * id.length + canonical.length + 24;
-  }
-  return out;
-}

@@ -1,72 +1,20 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import { duckDbSettings } from './duckdb-settings.js';
+import { FILL_EVENT_IDS, joinList, materializedValue, plain, sameKey, splitList, str } from './duckdb-values.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
-const str = (v: string) => sqlString('duckdb', v);
-
-/** A materialised property's value from the row's lists (NULL without the key, as list indexing gives). */
-export const materializedValue = (key: string, row = '') => `${row}prop_values[list_position(${row}prop_keys, ${str(key)})]`;
-
-/** A list as one string, each element preceded by NUL (split back in SQL by splitList). */
-function joinList(items: string[]): string {
-  let out = '';
-  for (const item of items) out += '\u0000' + (item.includes('\u0000') ? item.replace(/\u0000/g, '\uFFFD') : item);
-  return out;
-}
-
-/** SQL: the list joinList made of the column `column`. */
-const splitList = (column: string) => `string_split(${column}, chr(0))[2:]`;
-
-/** Same dedup key (event, distinct_id, time, insert_id). */
-const sameKey = (a: StoredEvent, b: StoredEvent) => a.time === b.time && a.insert_id === b.insert_id && a.event === b.event && a.distinct_id === b.distinct_id;
-
-/** Turns DuckDB's JS values into plain JSON-friendly ones (BIGINT -> number). */
-function plain(value: unknown): unknown {
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) return value.map(plain);
-  if (value && typeof value === 'object' && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = plain(v);
-    return out;
-  }
-  return value;
-}
+// Scripts and benches import these from here.
+export { duckDbSettings } from './duckdb-settings.js';
+export { FILL_EVENT_IDS, materializedValue } from './duckdb-values.js';
 
 /**
- * Instance settings. `threads`: DuckDB counts the machine's cores and ignores the process's CPU
- * affinity / cpuset, so a service pinned to one core ran two DuckDB threads fighting Node for it;
- * `os.availableParallelism()` honours the affinity mask, and one core of it is left to Node's
- * event loop (a heavy analysis on every core held `/health` past a second). `memory_limit`: the
- * query memory cap (QUERY_MAX_MEMORY_MB; DuckDB's own default is 80 % of RAM).
- *
- * Rows appended since the last checkpoint live uncompressed in memory (about 1 KB per ingested
- * event), so `checkpoint_threshold` (WAL size) bounds that memory: 32 MB. What made small
- * thresholds slow was vacuuming, not checkpointing: each checkpoint merged the small row groups the
- * previous ones had written, reading the table's last row groups back uncompressed (up to 260 MB
- * and 0.5–1.8 s a checkpoint under bench:ingest, growing with the table). `max_vacuum_tasks = 0`
- * turns that off; a delete runs a vacuuming checkpoint of its own (vacuumAfterDelete). Row groups
- * are then as large as the rows between two checkpoints (25,000 events of 13 properties), which
- * cost a 5M-row scan 9 % (measured; docs/performance.md). Threads, checkpoint threshold and memory
- * limit can be overridden: DUCKDB_THREADS, DUCKDB_CHECKPOINT_THRESHOLD, DUCKDB_MEMORY_LIMIT.
+ * Embedded event store: a DuckDB file in DATA_DIR (or in memory for tests). Its instance settings
+ * are in duckdb-settings.ts, its value encodings in duckdb-values.ts.
  */
-export function duckDbSettings(limits: QueryLimits = DEFAULT_QUERY_LIMITS): Record<string, string> {
-  const cores = os.availableParallelism();
-  return {
-    threads: process.env.DUCKDB_THREADS || String(Math.max(1, cores - 1)),
-    checkpoint_threshold: process.env.DUCKDB_CHECKPOINT_THRESHOLD || '32MB',
-    memory_limit: process.env.DUCKDB_MEMORY_LIMIT || `${Math.max(1, Math.floor(limits.maxMemoryBytes / 1024 / 1024))}MB`,
-    max_vacuum_tasks: '0',
-  };
-}
-
-/** Fills `event_ids` from the stored events (at migrate, once; bench:query after its bulk load). */
-export const FILL_EVENT_IDS = 'INSERT OR IGNORE INTO event_ids SELECT DISTINCT project_id, distinct_id FROM events';
-
-/** Embedded event store: a DuckDB file in DATA_DIR (or in memory for tests). */
 export class DuckDbEventStore implements EventStore {
   readonly dialect = 'duckdb' as const;
   private instance?: DuckDBInstance;
