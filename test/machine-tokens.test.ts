@@ -9,7 +9,7 @@ forEachBackend('machine-access tokens', (backend) => {
   let globex: Tenant;
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await startTestService(backend, { OPERATOR_KEY: 'tokens-operator-key' });
     acme = await createTenant(t, 'TokAcme');
     globex = await createTenant(t, 'TokGlobex');
   });
@@ -26,7 +26,7 @@ forEachBackend('machine-access tokens', (backend) => {
   };
 
   describe('auth matrix of the token routes', () => {
-    it('admin and owner mint, list and revoke; member and viewer get 403; no credential 401; the superadmin 400', async () => {
+    it('admin and owner mint, list and revoke; member and viewer get 403; no credential 401; the superadmin 400; the operator key 403', async () => {
       for (const role of ['admin', 'owner'] as const) {
         const c = t.client(acme.tokens[role]);
         const created = await c.post('/api/org/tokens', { name: `ci ${role}`, role: 'member' });
@@ -54,6 +54,9 @@ forEachBackend('machine-access tokens', (backend) => {
       }
       const sa = await t.admin.post('/api/org/tokens', { name: 'x', role: 'viewer' });
       assert.deepEqual([sa.status, sa.body.error], [400, 'no organization context']);
+      // The operator key mints through /admin/orgs/{id}/tokens only: the organisation's routes refuse it.
+      const op = t.client('tokens-operator-key');
+      assert.deepEqual([(await op.get('/api/org/tokens')).status, (await op.post('/api/org/tokens', { name: 'x', role: 'viewer' })).status, (await op.delete('/api/org/tokens/1')).status], [403, 403, 403]);
       assert.equal(await liveTokens(), before, 'nothing minted by a refused request');
     });
 
