@@ -547,7 +547,7 @@ forEachBackend('flags', (backend) => {
     };
     const evalAs = (body: Record<string, unknown>) => t.anon.post('/flags/evaluate', body, { headers: { 'x-service-token': ev.project.token } });
 
-    it('evaluates every non-archived flag with the reasons of product.md', async () => {
+    it('evaluates every non-archived flag with the reasons of docs/decisions.md', async () => {
       await mk({ key: 'on', rules: [{ rolloutPct: 100 }] });
       await mk({ key: 'off', active: false, rules: [{ rolloutPct: 100 }] });
       await mk({ key: 'empty' });

@@ -296,7 +296,7 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
   const show = (o: Operation, s: Sent) =>
     `FUZZ_SEED=${SEED} FUZZ_ONLY='${o.key}'\n  ${o.method.toUpperCase()} ${s.url} (${s.c.mode}, ${s.c.cred})\n  body: ${(s.c.raw ?? JSON.stringify(s.c.body) ?? '').slice(0, 2000)}\n  → ${s.status} ${s.text.slice(0, 500)}`;
 
-  /** The spec's one 5xx: an IR analysis POST /api/query does not execute yet (and the reports and drilldowns that run it). */
+  /** The API's one 5xx: an IR analysis POST /api/query does not execute yet (and the reports and drilldowns that run it). */
   const specified501 = (s: Sent) => s.status === 501 && (s.json as { error?: string } | undefined)?.error === 'not implemented';
 
   function check(o: Operation, s: Sent) {

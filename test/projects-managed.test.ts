@@ -4,7 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import type { Client } from './support/http.js';
 
 /**
- * Projects owned by a Kubernetes resource (product.md "Kubernetes"): the operator writes with the
+ * Projects owned by a Kubernetes resource (docs/decisions.md, "Kubernetes contract"): the operator writes with the
  * superadmin key and `X-Tally-Resource: <Kind>/<namespace>/<name>`; the header counts only with
  * that key. Every row of the protocol the operator relies on.
  */

@@ -4,7 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { TokenBuckets } from '../apps/server/src/http/rate-limit.js';
 
 /**
- * product.md "Limits the spec leaves open": `/api/query/*` per credential and project (token
+ * docs/decisions.md, "Limits": `/api/query/*` per credential and project (token
  * buckets), `/flags/evaluate` per project token, `/flags/local-evaluation` per flag secret; 429 in
  * the `{status: 0, error}` envelope with Retry-After. Small bounds configured by env.
  */

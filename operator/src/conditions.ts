@@ -1,6 +1,6 @@
 import type { BaseStatus, Condition } from './kinds.js';
 
-/** The reasons of the Ready condition (product.md), plus the operator's own few. */
+/** The reasons of the Ready condition (docs/decisions.md, "Kubernetes contract"), plus the operator's own few. */
 export type ReadyReason =
   | 'Reconciled' | 'Invalid' | 'ProjectNotFound' | 'OrganizationNotFound' | 'NamespaceNotAllowed' | 'Conflict' | 'ApiUnavailable'
   | 'SecretNotFound' | 'Deleting' | 'KubernetesError';

@@ -1,5 +1,5 @@
 /**
- * Names of the Kubernetes contract (product.md, "Kubernetes"): outside tests and the chart rely on
+ * Names of the Kubernetes contract (docs/decisions.md, "Kubernetes contract"): outside tests and the chart rely on
  * them. Group, version and finalizer come from resources/ (the schemas the CRDs are generated from);
  * the shapes here are those objects as the operator reads them (names and namespaces always set).
  */

@@ -25,7 +25,7 @@ export interface TestService {
 export async function startTestService(backend: Backend, env: Record<string, string> = {}): Promise<TestService> {
   const idp = await TestIdp.start();
   const stores = await backend.provision();
-  // Suites fire queries and SDK polls faster than product.md's 10/s per credential or flag secret:
+  // Suites fire queries and SDK polls faster than the default 10/s (docs/decisions.md, "Limits") per credential or flag secret:
   // those buckets are opened wide here; the rate-limit tests (rate-limits, replicas-limits, flags)
   // set their own bounds.
   const config = loadConfig({

@@ -4,7 +4,7 @@
  * (local evaluation, a dependency of its package). It depends on nothing but `node:crypto`.
  * Other SDKs prove they agree with `test/vectors/flag-bucketing.json`.
  *
- * product.md: bucket(s) = first 13 hex digits of SHA-1(UTF-8 s) / 2^52, in [0, 1).
+ * docs/decisions.md, "Feature-flag bucketing": bucket(s) = first 13 hex digits of SHA-1(UTF-8 s) / 2^52, in [0, 1).
  * Rollout: bucket("<flag_key>.<id>") < rolloutPct / 100.
  * Variant: unless the rule names one, walk variants in order summing rolloutPct / 100 and serve the
  * first whose running sum exceeds bucket("<flag_key>.<id>.variant"). The running sum is kept as an

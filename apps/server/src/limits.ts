@@ -1,5 +1,5 @@
 /**
- * Every limit of the spec's Limits table, in one place. Routes import these; nothing else
+ * Every limit of the API (docs/api.md, "Limits"), in one place. Routes import these; nothing else
  * spells the numbers. Rate-limit values are defaults: config.ts lets large installs and tests
  * override them (RATE_LIMIT_* variables).
  */
@@ -10,7 +10,7 @@ export const LIMITS = {
   jsonNestingDepth: 64,
   rateLimitPerIp: { requests: 100, windowMs: 10_000 },
   rateLimitPerProject: { requests: 1000, windowMs: 10_000 },
-  /** Token buckets of product.md "Limits the spec leaves open" (QUERY_RATE_*, FLAGS_*_RATE_*). */
+  /** Token buckets of docs/decisions.md, "Limits" (QUERY_RATE_*, FLAGS_*_RATE_*). */
   queryRate: { perSecond: 10, burst: 30 },
   flagsEvaluateRate: { perSecond: 2000, burst: 4000 },
   flagsLocalRate: { perSecond: 10, burst: 10 },
@@ -34,7 +34,7 @@ export const LIMITS = {
   cohortBehaviorWindowDays: { min: 0, max: 366 },
   cohortPreviewSample: 10,
   drilldownPageLimit: { max: 500, default: 50 },
-  /** Series × buckets a query may produce (product.md); larger ones are refused before they run (QUERY_MAX_CELLS). */
+  /** Series × buckets a query may produce (docs/decisions.md, "Limits"); larger ones are refused before they run (QUERY_MAX_CELLS). */
   queryMaxCells: 10_000,
   /** Rows an engine answer may hand to the service (QUERY_MAX_ROWS): bounds breakdowns of unknown cardinality. */
   queryMaxRows: 100_000,

@@ -3,7 +3,7 @@ import type { AuthContext } from './context.js';
 import { badRequest, conflict } from '../http/errors.js';
 
 /**
- * Ownership by a Kubernetes resource (product.md, "Kubernetes"). The operator writes with the
+ * Ownership by a Kubernetes resource (docs/decisions.md, "Kubernetes contract"). The operator writes with the
  * superadmin key and `X-Tally-Resource: <Kind>/<namespace>/<name>`; an object it created (or a
  * flag secret it set) is managed by that resource and refuses writes that do not carry the same
  * header with the superadmin key.

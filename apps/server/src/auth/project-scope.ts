@@ -3,7 +3,7 @@ import type { Project, ProjectStore } from '../projects/store.js';
 import { orgScope, type AuthContext } from './context.js';
 
 /**
- * The spec's `projectId` rules. Superadmin: the given project (404 if absent) or, when omitted,
+ * The `projectId` rules (docs/decisions.md, "Which project a request acts in"). Superadmin: the given project (404 if absent) or, when omitted,
  * the legacy default project: the installation's oldest. User: the id must belong to the
  * caller's organisation (else 403 forbidden); when omitted, the organisation's oldest project.
  * No project to default to: 400.

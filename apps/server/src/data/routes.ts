@@ -23,7 +23,7 @@ function instant(raw: string | undefined, end: boolean): number | undefined {
 }
 
 /**
- * Data browsing (product.md "Data browsing"): events, event names, properties, users and stats of a
+ * Data browsing (docs/api.md, "Data"): events, event names, properties, users and stats of a
  * project, identity-resolved (rows show the cluster's canonical id; a distinctId matches its cluster).
  */
 export function dataRoutes(deps: Deps, store: DataStore): RouteSpec[] {

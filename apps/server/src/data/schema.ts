@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from '../limits.js';
 import { DaySchema } from '../http/columns.js';
 
-/** Data-browsing shapes (spec "Data-browsing shapes") and the routes' query parameters (product.md). */
+/** Data-browsing shapes and the routes' query parameters (docs/api.md, "Data"). */
 export const EventRowSchema = z
   .object({ id: z.number().int(), event: z.string(), distinct_id: z.string(), time: z.number().int(), properties: z.record(z.string(), z.unknown()) })
   .openapi('EventRow');

@@ -62,7 +62,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
     return { projectId: project.id, resource: resourceOf(ctx, auth) };
   }
 
-  // product.md: remote evaluation per project token (one per project), definitions per flag secret (one per project).
+  // docs/decisions.md, "Limits": remote evaluation per project token (one per project), definitions per flag secret (one per project).
   const evaluateLimit = (projectId: number) => deps.rateLimits.flagsEvaluate(projectId);
   const localEvaluationLimit = (projectId: number) => deps.rateLimits.flagsLocal(projectId);
   const writeSummary = (what: string) => `${what} (member); 409 managed by resource unless the owning resource asks`;

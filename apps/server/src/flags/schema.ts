@@ -111,7 +111,7 @@ export const UpdateFlagBody = z
 export type CreateFlagInput = z.infer<typeof CreateFlagBody>;
 export type UpdateFlagInput = z.infer<typeof UpdateFlagBody>;
 
-/** The cross-field rules of the spec for a whole (created or merged) flag; undefined when valid. */
+/** The cross-field rules of the API for a whole (created or merged) flag; undefined when valid. */
 export function flagConsistencyError(flag: { variants: FlagVariant[]; rules: FlagRule[] }): string | undefined {
   const seen = new Set<string>();
   for (let i = 0; i < flag.variants.length; i++) {

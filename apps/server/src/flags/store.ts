@@ -35,7 +35,7 @@ interface FlagEventRow {
 
 const num = (v: number | string | null) => (v === null ? null : Number(v));
 
-/** Rows to the spec's FeatureFlag, in one place. */
+/** Rows to the API's FeatureFlag, in one place. */
 function toFlag(r: FlagRow): FeatureFlag {
   return {
     id: Number(r.id),

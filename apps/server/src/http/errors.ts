@@ -4,7 +4,7 @@ import { BatchTooLarge, BufferUnavailable } from '../ports/buffer/port.js';
 import { QueryLimitExceeded } from '../ports/events/port.js';
 
 /**
- * Typed errors. Domain code throws these; `errorHandler` turns them into the spec's envelopes
+ * Typed errors. Domain code throws these; `errorHandler` turns them into the API's envelopes
  * in one place: `{status: 0, error}` where the route declares it (see `envelope` in route.ts) or
  * `statusEnvelope` is forced (e.g. query rate limits), `{error, code?, message?, resolution?}` elsewhere.
  */

@@ -112,7 +112,7 @@ export function route<B = undefined, Q = undefined, P = undefined>(spec: RouteSp
   return spec;
 }
 
-/** Formats a zod error as `path: message` (first issue), the form the spec's flag messages use. */
+/** Formats a zod error as `path: message` (first issue), the form the API's flag messages use. */
 export function describeZodError(error: z.ZodError): string {
   return error.issues
     .map((i) => (i.path.length ? `${i.path.join('.')}: ${i.message}` : i.message))

@@ -23,7 +23,7 @@ export interface IdentityLink {
   created_at: number;
 }
 
-/** Anonymous device-minted ids: `$device:` prefix or a bare UUID (product.md, Identity). */
+/** Anonymous device-minted ids: `$device:` prefix or a bare UUID (docs/decisions.md, "Identity"). */
 export function isAnonymousId(id: string): boolean {
   return id.startsWith('$device:') || /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id);
 }

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { invalidJson } from '../http/errors.js';
 
 /**
- * Request decoding for the ingestion endpoints: plain JSON bodies (the spec), and what Mixpanel's
+ * Request decoding for the ingestion endpoints: plain JSON bodies (docs/api.md), and what Mixpanel's
  * SDKs send: `application/x-www-form-urlencoded` bodies or GET query strings with `data=` holding
  * base64 or plain JSON, plus the `ip=` and `verbose=` flags.
  */

@@ -42,7 +42,7 @@ export async function writeProfiles(deps: Deps, projectId: number, rows: Profile
   }));
 }
 
-/** Applies one op to a profile state in place (the spec's semantics, in the order set_once, set, add, unset, delete). */
+/** Applies one op to a profile state in place (the API's semantics, in the order set_once, set, add, unset, delete). */
 export function applyOp(state: { properties: Props; deleted: boolean }, op: EngageRecord): void {
   if (op.set_once || op.set || op.add) {
     if (state.deleted) {

@@ -56,7 +56,7 @@ export interface AliasRecord {
   distinct_id: string;
 }
 
-/** 400 for a record that does not have the spec's shape (`message` names the first problem). */
+/** 400 for a record that does not have the API's shape (`message` names the first problem). */
 export function invalidRecord(message: string): AppError {
   return new AppError(400, 'invalid json', { message, body: { message } });
 }

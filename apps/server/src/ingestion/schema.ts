@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The ingestion records as the spec describes them, for the OpenAPI document. The handlers read
+ * The ingestion records as clients send them, for the OpenAPI document. The handlers read
  * raw bodies (JSON or Mixpanel's form encoding) and validate by hand in records.ts, because
  * properties are free-form and hostile input must never cost more than one pass.
  */

@@ -11,7 +11,7 @@ import { CreatePrivacyRequestBody, PrivacyRequestSchema, ProjectQuery } from './
 import { downloadStream } from './download.js';
 
 /**
- * Privacy requests (product.md, Privacy). Access/export: admin and above (they read everything a
+ * Privacy requests (docs/privacy.md). Access/export: admin and above (they read everything a
  * person left); delete: owner only. Reads of requests: admin and above. Another organisation's
  * request is 404.
  */

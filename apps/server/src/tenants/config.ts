@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CredentialSource, TokenProject } from '../auth/credentials.js';
 
-/** The file the operator writes into the tenant config Secret (product.md "Kubernetes"). */
+/** The file the operator writes into the tenant config Secret (docs/decisions.md, "Kubernetes contract"). */
 export const TENANT_CONFIG_FILE = 'tenants.json';
 
 const TenantProject = z.object({

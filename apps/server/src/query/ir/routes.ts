@@ -34,7 +34,7 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
     const rawQuery = raw && typeof raw === 'object' ? (raw as { query?: unknown }).query : undefined;
     const unexecuted = unexecutedKind(rawQuery);
     if (unexecuted !== undefined && env.success) {
-      // The spec's 501 for retention and flows holds whatever the document's other members are;
+      // The API's 501 for retention and flows holds whatever the document's other members are;
       // the caller's project and rate limit are still checked first.
       const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
       await limitQueries(deps, ctx, project.id);
