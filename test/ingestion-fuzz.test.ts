@@ -107,7 +107,7 @@ forEachBackend('ingestion: hostile bodies (fast-check)', (backend) => {
   }
 
   for (const endpoint of ['/track', '/engage', '/alias']) {
-    it(`${endpoint}: never 5xx, always the spec's envelope, nothing stored from a rejected batch`, async function () {
+    it(`${endpoint}: never 5xx, always the API's envelope, nothing stored from a rejected batch`, async function () {
       this.timeout(120_000);
       await fc.assert(
         fc.asyncProperty(body, async (b) => {
