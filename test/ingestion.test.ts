@@ -136,7 +136,7 @@ forEachBackend('ingestion /track', (backend) => {
     assert.deepEqual(r.events.map((e) => e.time).sort(), [1_700_000_123_000, 1_700_000_124_500]);
   });
 
-  it('refuses bad tokens, malformed JSON, oversize batches and bad records with the API's errors, storing nothing', async () => {
+  it('refuses bad tokens, malformed JSON, oversize batches and bad records with the API errors, storing nothing', async () => {
     const before = (await events(acme)).total;
     const anon = new Client(t.url);
     let r = await anon.post('/track', ev('X', 'x'));
