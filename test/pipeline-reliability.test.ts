@@ -17,7 +17,7 @@ import { adminCreate, freshPgDatabase, metric } from './support/pipeline.js';
  * `timeBase + seq`, so "stored exactly once" is checked as: distinct times = N (nothing lost) and
  * `count() FINAL` = N (nothing doubled after the store's dedup on its sort key).
  *
- * PIPELINE_EVENTS scales the worker-kill load (default 200,000, the issue's figure).
+ * PIPELINE_EVENTS scales the worker-kill load (default 200,000).
  */
 const KILL_EVENTS = Number(process.env.PIPELINE_EVENTS ?? 200_000);
 /** Paced so the load lasts long enough for the kill to land in its middle (about 10 s at the default). */
