@@ -325,7 +325,7 @@ forEachBackend('OpenAPI fuzzing (fast-check)', (backend) => {
     // Counts and seeds depend on the whole document and the operation's own key only, so FUZZ_ONLY replays the same cases.
     const seedOf = (key: string) => [...key].reduce((h, ch) => (Math.imul(h, 31) + ch.charCodeAt(0)) | 0, SEED);
     for (const o of ops.filter((x) => !ONLY || x.key.includes(ONLY))) {
-      const n = Math.max(8, Math.round((CASES * weight(o)) / total));
+      const n = Math.max(8, Math.ceil((CASES * weight(o)) / total));
       const cases = fc.sample(caseOf(o), { seed: seedOf(o.key), numRuns: n });
       stats.generated += cases.length;
       const events = o.path.endsWith('/import');
