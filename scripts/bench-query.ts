@@ -37,7 +37,7 @@ import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore, FILL_EVENT_IDS, materializedValue } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
-import { PERSON_KEY_SQL, materializedProperties } from '../apps/server/src/ports/events/schema.js';
+import { materializedProperties } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/filters.js';
 import type { QueryContext } from '../apps/server/src/query/context.js';
@@ -57,6 +57,7 @@ import { loadConfig } from '../apps/server/src/config.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
 import { migrateMetadataStore, openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { foldIdentityLinks } from '../apps/server/src/identity/fold.js';
+import { datasetSql } from './bench-dataset.js';
 
 const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const IDS = 200_000;
@@ -79,34 +80,9 @@ const UNMERGED = process.env.BENCH_UNMERGED === '1';
  */
 const FRESH = process.env.BENCH_FRESH !== '0' && !UNMERGED;
 
-/** Row generator shared by both engines (only the spelling differs). `i` is the row number. */
-function generatorSql(dialect: 'duckdb' | 'clickhouse', start: number, count: number): string {
-  const ch = dialect === 'clickhouse';
-  const i = ch ? 'number' : 'i';
-  const str = (e: string) => (ch ? `toString(${e})` : `CAST(${e} AS VARCHAR)`);
-  const cat = (...p: string[]) => (ch ? `concat(${p.join(', ')})` : p.join(' || '));
-  const mix = (m: number, mod: number, x = i) => `((${x} * ${m} + ${m % 1000}) % ${mod})`;
-  // Draws that the user (a function of the row number modulo 200k) does not determine: reduce
-  // modulo a number coprime with 200k first.
-  const draw = (m: number, mod: number, x = i) => `(((${x} * ${m} + ${m % 1000}) % 40013) % ${mod})`;
-  // Visits: 8 consecutive rows (one minute apart) belong to one visit of one user, so identities
-  // have varied event names (funnels convert, flows branch) and multi-event sessions.
-  const visit = ch ? `intDiv(${i}, 8)` : `(${i} // 8)`;
-  const user = mix(2654435761, IDS, visit);
-  // Names skewed: low numbers more frequent (min of two draws).
-  const name = cat(`'e'`, str(ch ? `least(${draw(40503, 40)}, ${draw(9973, 40)})` : `least(${draw(40503, 40)}, ${draw(9973, 40)})`));
-  const distinct = `CASE WHEN ${draw(7919, 5, visit)} = 0 THEN ${cat(`'a'`, str(user))} ELSE ${cat(`'u'`, str(user))} END`;
-  const time = `${T0} + ${mix(104729, DAYS * 86_400_000 - 8 * 60_000, visit)} + (${i} % 8) * 60000`;
-  const keys = `[${Array.from({ length: 10 }, (_, k) => `'p${k}'`).join(', ')}]`;
-  const values = `[${Array.from({ length: 10 }, (_, k) => cat(`'v'`, str(mix(31 + k * 7, 3 + k)))).join(', ')}]`;
-  // Properties as the service stores them (the lists and their kinds, no JSON copy). person_id as
-  // ingestion writes an anonymous visit before its user is identified (its own id):
-  // the links below arrive later, unfolded, and the load folds them (timed).
-  const cols = `${PROJECT} AS project_id, ${i} AS id, ${name} AS event, ${distinct} AS distinct_id, ${time} AS time,
-    ${cat(`'i'`, str(i))} AS insert_id, '' AS properties, ${keys} AS prop_keys, ${values} AS prop_values, 'ssssssssss' AS prop_types, ${time} AS received_at,
-    ${distinct} AS person_id, ${PERSON_KEY_SQL[dialect](distinct)} AS person_key`;
-  return ch ? `SELECT ${cols} FROM numbers(${start}, ${count})` : `SELECT ${cols} FROM range(${start}, ${start + count}) t(i)`;
-}
+/** The generated dataset's rows (scripts/bench-dataset.ts, shared with bench:console). */
+const generatorSql = (dialect: 'duckdb' | 'clickhouse', start: number, count: number): string =>
+  datasetSql(dialect, start, count, { project: PROJECT, t0: T0, spanMs: DAYS * 86_400_000, ids: IDS });
 
 async function load(store: EventStore): Promise<void> {
   const have = await store.query<{ n: number }>(`SELECT count(*) AS n FROM events WHERE project_id = ${PROJECT}`);
