@@ -11,12 +11,21 @@ ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# npm workspaces: npm ci needs every workspace's package.json to link them.
 COPY package.json package-lock.json ./
+COPY apps/server/package.json apps/server/
+COPY apps/flag-evaluation/package.json apps/flag-evaluation/
+COPY apps/sdk/package.json apps/sdk/
+COPY apps/console/package.json apps/console/
+COPY operator/package.json operator/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY apps ./apps
 COPY operator ./operator
-# The server's JavaScript, and the web console's static files (apps/console/dist).
+COPY bin ./bin
+COPY scripts/build-layout.ts ./scripts/
+# The service's and the operator's JavaScript laid out with their package.json (dist/), and the
+# web console's static files (apps/console/dist).
 RUN npm run build && npm run build:console
 
 # Production dependencies only (same lock file, nothing resolved anew).
@@ -24,6 +33,12 @@ FROM ${NODE_IMAGE} AS prod-deps
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY apps/server/package.json apps/server/
+COPY apps/flag-evaluation/package.json apps/flag-evaluation/
+COPY apps/sdk/package.json apps/sdk/
+COPY apps/console/package.json apps/console/
+COPY operator/package.json operator/
+# Links node_modules/@tally-analytics/* to the workspaces' folders, which the runtime stage fills.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # The image's SBOM: its npm dependencies as installed (CycloneDX), at /app/sbom.cdx.json.
 RUN npm sbom --sbom-format cyclonedx --omit dev > /app/sbom.cdx.json
@@ -34,12 +49,15 @@ WORKDIR /app
 COPY --from=prod-deps --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json ./
 COPY --from=prod-deps --chown=root:root /app/sbom.cdx.json ./sbom.cdx.json
-# dist/apps -> /app/apps so relative paths (../../../package.json) resolve as in the source tree.
+# dist/ is the repo's layout compiled, each workspace with its package.json (scripts/build-layout.ts):
+# the workspace links npm ci made resolve into it, through each package's exports.
 COPY --from=build --chown=root:root /src/dist/apps ./apps
 COPY --from=build --chown=root:root /src/dist/operator ./operator
+COPY --from=build --chown=root:root /src/dist/bin ./bin
 COPY --from=build --chown=root:root /src/apps/console/dist ./apps/console/dist
 RUN mkdir -p /var/lib/tally && chown node:node /var/lib/tally
 USER node
 EXPOSE 8080
-ENTRYPOINT ["node", "--enable-source-maps", "apps/server/src/main.js"]
+# One entry, the role as first argument: bin/tally.js starts the operator or the service.
+ENTRYPOINT ["node", "--enable-source-maps", "bin/tally.js"]
 CMD ["all"]

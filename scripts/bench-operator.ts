@@ -68,15 +68,15 @@ async function main() {
   }
   const kubeconfig = await fake.kubeconfigFile(OPERATOR_USER, POD_NS);
   if (!TSX) {
-    log('compiling (tsc -p tsconfig.build.json) to run the operator as the image does');
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    log('compiling (npm run build) to run the operator as the image does');
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   }
   const started = Date.now();
   operator = await startBenchService({
     name: 'bench-operator', role: 'operator',
     env: { KUBECONFIG: kubeconfig, OPERATOR_API_URL: api.url, SUPERADMIN_KEY: BENCH_KEY, POD_NAMESPACE: POD_NS, METRICS_PORT: '0', POD_NAME: 'bench-operator' },
     listening: /probes and \/metrics on (http:\/\/\S+)/,
-    entry: TSX ? undefined : path.join(ROOT, 'dist/apps/server/src/main.js'),
+    entry: TSX ? undefined : path.join(ROOT, 'dist/bin/tally.js'),
   });
   const processUpS = (Date.now() - started) / 1000;
   const isReady = (o: any) => o.status?.observedGeneration === o.metadata.generation && o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');

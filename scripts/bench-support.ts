@@ -10,7 +10,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const BENCH_KEY = 'bench-superadmin-key';
 
 /**
- * Starts `apps/server/src/main.ts` (role `role`, or all roles) on a free loopback port with a fresh
+ * Starts `bin/tally.ts` (the image's entry; role `role`, or all roles) on a free loopback port with a fresh
  * DATA_DIR and rate limits out of the way; `prefix` wraps the node command (e.g. `taskset -c 0`).
  * Resolves with the URL it printed.
  */
@@ -22,13 +22,13 @@ export async function startBenchService(opts: {
   prefix?: string[];
   /** What the process prints once it is up, the URL in the first group (default: the API's line). */
   listening?: RegExp;
-  /** A compiled entry point (dist/…/main.js) run with plain node instead of the sources through tsx. */
+  /** A compiled entry point (dist/bin/tally.js) run with plain node instead of the sources through tsx. */
   entry?: string;
   /** DATA_DIR of the process (stores seeded beforehand); default a fresh temporary directory. */
   dataDir?: string;
 }): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), `${opts.name}-`));
-  const main = opts.entry ? [opts.entry] : ['--import', 'tsx', path.join(ROOT, 'apps/server/src/main.ts')];
+  const main = opts.entry ? [opts.entry] : ['--import', 'tsx', path.join(ROOT, 'bin/tally.ts')];
   const node = [process.execPath, ...(opts.nodeArgs ?? []), ...main, ...(opts.role ? [opts.role] : [])];
   const [cmd, ...args] = [...(opts.prefix ?? []), ...node];
   const child = spawn(cmd, args, {

@@ -8,7 +8,7 @@ import { OPERATOR_USER, POD_NS, grantsFromPermissions, waitFor } from './operato
 
 /**
  * The operator's memory does not grow with the cluster's unrelated Secrets: the operator runs as
- * its own process (`tsx apps/server/src/main.ts operator`, as in the image) against the fake API
+ * its own process (`bin/tally.ts operator`, the image's entry) against the fake API
  * with its RBAC; 3,000 Secrets of 8 KB that it did not make and nothing refers to are created, its
  * caches are forced to relist (every watch closed, history expired: 410), and its resident set
  * (VmRSS of the child process, /proc) grows by less than 15 MiB. Every Secret list/watch it made
@@ -56,7 +56,7 @@ describe('operator memory with unrelated Secrets', function () {
     fake = await FakeKube.start({ historyLimit: 10_000 });
     fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS));
     const port = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', 'apps/server/src/main.ts', 'operator'], {
+    child = spawn(process.execPath, ['--import', 'tsx', 'bin/tally.ts', 'operator'], {
       env: {
         PATH: process.env.PATH, KUBECONFIG: await fake.kubeconfigFile(OPERATOR_USER, POD_NS),
         OPERATOR_API_URL: 'http://127.0.0.1:9', OPERATOR_KEY: 'memory-test-key', POD_NAMESPACE: POD_NS, LEADER_ELECT: 'false',

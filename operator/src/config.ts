@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { int, type Env } from '../../apps/server/src/env.js';
+import { int, type Env } from '@tally-analytics/server/env';
 
 /** Operator settings, read once from the environment (docs/operator.md, "Configuration"). */
 export interface OperatorConfig {

@@ -1,6 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Logger } from '../../apps/server/src/http/errors.js';
-import { createLogger } from '../../apps/server/src/http/logger.js';
+import { createLogger, type Logger } from '@tally-analytics/server/logging';
 import type { OperatorConfig } from './config.js';
 import { Controller } from './controller.js';
 import { Kube } from './kube.js';

@@ -4,18 +4,9 @@
  * (`npm run typecheck:console`) points at every page that reads it.
  */
 import type { z } from 'zod';
-import type { ProjectListItemSchema } from '../../server/src/projects/schema.js';
-import type { BoardListItemSchema, BoardRunSchema, BoardWithCardsSchema, CardSchema, BoardCardWrite } from '../../server/src/boards/schema.js';
-import type { ReportRunSchema, SavedReportSchema, ReportType } from '../../server/src/reports/schema.js';
-import type { DateRangeSpec, QueryV2, Metric, EventMetric, Compare } from '../../server/src/query/ir/schema.js';
-import type { TrendResultSchema, IrFunnelResultSchema } from '../../server/src/query/ir/results.js';
-import type { DrilldownPage, DrilldownSelection } from '../../server/src/query/ir/drilldown.js';
 import type {
-  PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult,
-} from '../../server/src/query/schema.js';
-import type { LexiconEventSchema, LexiconPropertySchema } from '../../server/src/lexicon/schema.js';
-import type { EventNameCountSchema, PropertySummarySchema } from '../../server/src/data/schema.js';
-import type { Role } from '../../server/src/auth/roles.js';
+  ProjectListItemSchema, BoardListItemSchema, BoardRunSchema, BoardWithCardsSchema, CardSchema, BoardCardWrite, ReportRunSchema, SavedReportSchema, ReportType, DateRangeSpec, QueryV2, Metric, EventMetric, Compare, TrendResultSchema, IrFunnelResultSchema, DrilldownPage, DrilldownSelection, PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult, LexiconEventSchema, LexiconPropertySchema, EventNameCountSchema, PropertySummarySchema, Role,
+} from '@tally-analytics/server/schemas';
 
 export type { DateRangeSpec, QueryV2, Metric, EventMetric, Compare, PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult, DrilldownPage, DrilldownSelection, ReportType, Role, BoardCardWrite };
 export type Project = z.infer<typeof ProjectListItemSchema>;

@@ -37,7 +37,7 @@ import { instrumentHttpServer } from './metrics/http.js';
 import { DataVersions, withDataVersions } from './results-cache/index.js';
 
 const require = createRequire(import.meta.url);
-export const VERSION: string = require('../../../package.json').version;
+export const VERSION: string = require('../package.json').version;
 
 /** Test and embedding overrides: where the embedded stores live, a ready buffer. */
 export interface DepsOverrides {

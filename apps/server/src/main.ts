@@ -5,10 +5,11 @@ import v8 from 'node:v8';
 import { loadConfig, type Config } from './config.js';
 
 /**
- * Entry point. `npm start` runs every role in one process on the embedded stores; Kubernetes
- * runs the same binary as `api`, `worker` or `operator` (first argument or ROLE).
+ * The service's process entry (`@tally-analytics/server/main`). `npm start` runs every role in one
+ * process on the embedded stores; Kubernetes runs it as `api` or `worker` (first argument or ROLE).
+ * The image's `operator` role is the operator package's own entry (bin/tally.ts picks).
  */
-type Role = 'all' | 'api' | 'worker' | 'operator';
+type Role = 'all' | 'api' | 'worker';
 
 /** SUPERADMIN_KEY, or one generated once and kept in DATA_DIR (printed at start). */
 function resolveSuperadminKey(config: Config): { key: string; generated: boolean } {
@@ -39,13 +40,12 @@ function limitHeapGrowth(role: Role): void {
 
 async function main() {
   const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
-  if (!['all', 'api', 'worker', 'operator'].includes(role)) throw new Error(`unknown role ${role}: use all, api, worker or operator`);
+  if (!['all', 'api', 'worker'].includes(role)) throw new Error(`unknown role ${role}: use all, api or worker (the operator runs from bin/tally.ts operator)`);
   limitHeapGrowth(role);
   const config = loadConfig();
-  if (role === 'operator') return runOperator();
   const { key, generated } = resolveSuperadminKey(config);
   config.superadminKey = key;
-  // Imported here so that the operator role does not load the stores' drivers it never uses.
+  // Loaded after the heap setting above, so that it applies to everything the stores allocate.
   const { buildDeps, startService } = await import('./app.js');
   const deps = await buildDeps(config);
   const service = await startService(deps, { roles: role === 'all' ? ['api', 'worker'] : [role] });
@@ -59,25 +59,6 @@ async function main() {
     stopping = true;
     console.log(`${signal}: draining and stopping`);
     await service.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
-}
-
-/** The operator role: no stores of its own; it talks to Kubernetes and to the API (docs/operator.md). */
-async function runOperator() {
-  const { loadOperatorConfig } = await import('../../../operator/src/config.js');
-  const { startOperator } = await import('../../../operator/src/operator.js');
-  const operatorConfig = loadOperatorConfig();
-  const operator = await startOperator(operatorConfig, { defaultMetrics: true });
-  console.log(`analytics operator (${operatorConfig.identity}) started; probes and /metrics on ${operator.url || 'no port'}`);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: releasing the lease and stopping`);
-    await operator.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

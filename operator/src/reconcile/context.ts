@@ -1,4 +1,4 @@
-import type { Logger } from '../../../apps/server/src/http/errors.js';
+import type { Logger } from '@tally-analytics/server/logging';
 import type { Cache } from '../cache.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import './openapi-zod.js';
-import { CreateFlagBody, FlagKey, flagConsistencyError } from '../../../apps/server/src/flags/schema.js';
+import { CreateFlagBody, FlagKey, flagConsistencyError } from '@tally-analytics/server/schemas';
 import { BaseStatusShape, DELETION_POLICIES, ProjectRefSchema, type KindDefinition, type Resource } from './meta.js';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import './openapi-zod.js';
-import { OrgName } from '../../../apps/server/src/orgs/schema.js';
+import { OrgName } from '@tally-analytics/server/schemas';
 import { BaseStatusShape, DELETION_POLICIES, Email, NamespaceName, type KindDefinition, type Resource } from './meta.js';
 
 export const MEMBER_ROLES = ['viewer', 'member', 'admin', 'owner'] as const;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import './openapi-zod.js';
-import { ProjectName } from '../../../apps/server/src/projects/schema.js';
+import { ProjectName } from '@tally-analytics/server/schemas';
 import { BaseStatusShape, DELETION_POLICIES, OrganizationRefSchema, type KindDefinition, type Resource } from './meta.js';
 
 /** Days of events kept (the worker deletes older ones); absent: kept forever. */

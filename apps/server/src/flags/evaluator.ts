@@ -1,6 +1,6 @@
 import { linkIndexOf, type LinkIndex } from '../identity/link-index.js';
 import type { Db } from '../ports/metadata/knex.js';
-import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '../../../flag-evaluation/src/index.js';
+import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '@tally-analytics/flag-evaluation';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
 import { evaluatePlan, memberOrder, memberText, NOT_FOUND_JSON, resultText, type FlagPlan, type PlanIdentity, type ProjectPlan } from './plan.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { toFlagDefinition } from '../../../flag-evaluation/src/index.js';
+import { toFlagDefinition } from '@tally-analytics/flag-evaluation';
 import type { FeatureFlag } from './schema.js';
 import { compileProject, type ProjectPlan } from './plan.js';
 

@@ -1,4 +1,4 @@
-import { rolloutBucket as rolloutBucketOf, variantBucket as variantBucketOf, type FlagConfig, type FlagResult, type FlagVariantDef } from '../../../flag-evaluation/src/index.js';
+import { rolloutBucket as rolloutBucketOf, variantBucket as variantBucketOf, type FlagConfig, type FlagResult, type FlagVariantDef } from '@tally-analytics/flag-evaluation';
 
 /**
  * The hot path of `POST /flags/evaluate`: a project's live flags compiled once per load of the

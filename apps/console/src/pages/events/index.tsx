@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { request } from '../../api.js';
 import { useShell } from '../../context.js';
 import { Link } from '../../router.js';
-import type { EventsResultSchema } from '../../../../server/src/data/schema.js';
+import type { EventsResultSchema } from '@tally-analytics/server/schemas';
 import type { EventNameCount } from '../../types.js';
 import './events.css';
 

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
 import { request } from '../../api.js';
-import type { FeatureFlagSchema, FlagEventSchema, FlagResultSchema, FlagRuleSchema, FlagVariantSchema } from '../../../../server/src/flags/schema.js';
-import type { CohortSchema } from '../../../../server/src/cohorts/schema.js';
+import type { CohortSchema, FeatureFlagSchema, FlagEventSchema, FlagResultSchema, FlagRuleSchema, FlagVariantSchema } from '@tally-analytics/server/schemas';
 
 /** The flag shapes, inferred from the server's schemas (type-only: nothing of the server is bundled). */
 export type Flag = z.infer<typeof FeatureFlagSchema>;

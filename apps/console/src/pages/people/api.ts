@@ -1,8 +1,6 @@
 import type { z } from 'zod';
 import { request } from '../../api.js';
-import type { UserDetailSchema, UsersResultSchema } from '../../../../server/src/data/schema.js';
-import type { CohortMembersSchema, CohortSchema } from '../../../../server/src/cohorts/schema.js';
-import type { PrivacyRequestSchema } from '../../../../server/src/privacy/schema.js';
+import type { CohortMembersSchema, CohortSchema, PrivacyRequestSchema, UserDetailSchema, UsersResultSchema } from '@tally-analytics/server/schemas';
 
 export type UsersResult = z.infer<typeof UsersResultSchema>;
 export type UserDetail = z.infer<typeof UserDetailSchema>;

@@ -1,0 +1,144 @@
+/**
+ * `npm run check:edges`: the npm workspaces talk to each other through their public entries only.
+ * For every TypeScript source of every workspace (root package.json `workspaces`) it reads each
+ * import, export-from, dynamic import(), require() and import type with the TypeScript parser, and
+ * fails when:
+ *   - a relative path leaves the workspace's folder (reaching into another package's files);
+ *   - a bare import names a package the workspace does not declare: `dependencies` or
+ *     `peerDependencies`, or `devDependencies` for an import that is types only;
+ *   - an import of a workspace uses a subpath its `exports` does not list.
+ * The repo's tests, scripts and benchmarks are the root package's and may read package internals.
+ * Prints one line per violation and exits 1; `--json` prints them as one JSON array.
+ */
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+interface Manifest {
+  name: string;
+  exports?: string | Record<string, unknown>;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  workspaces?: string[];
+}
+
+interface Workspace { dir: string; manifest: Manifest }
+
+interface ImportSite { specifier: string; typeOnly: boolean; line: number }
+
+const BUILTINS = new Set(builtinModules);
+const SOURCE = /\.(ts|tsx|mts|cts)$/;
+const SKIP_DIRS = new Set(['node_modules', 'dist']);
+
+function readManifest(dir: string): Manifest {
+  return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Manifest;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) {
+      if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) out.push(...sourceFiles(path.join(dir, e.name)));
+    } else if (SOURCE.test(e.name) && !e.name.endsWith('.d.ts')) out.push(path.join(dir, e.name));
+  }
+  return out;
+}
+
+/** Every module specifier a file names, and whether the whole import is erased at compile time. */
+export function importsOf(fileName: string, text: string): ImportSite[] {
+  const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, fileName.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const sites: ImportSite[] = [];
+  const add = (node: ts.Node, literal: ts.Expression | undefined, typeOnly: boolean) => {
+    if (literal && ts.isStringLiteralLike(literal)) {
+      sites.push({ specifier: literal.text, typeOnly, line: sf.getLineAndCharacterOfPosition(node.getStart()).line + 1 });
+    }
+  };
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node)) {
+      const clause = node.importClause;
+      // `import type {…}`, or `import {type A, type B}` with nothing else: erased.
+      const allTypeSpecifiers = !!clause && !clause.name && !!clause.namedBindings && ts.isNamedImports(clause.namedBindings)
+        && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly);
+      add(node, node.moduleSpecifier, !!clause && (clause.isTypeOnly || allTypeSpecifiers));
+    } else if (ts.isExportDeclaration(node)) {
+      add(node, node.moduleSpecifier, node.isTypeOnly);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+      add(node, node.moduleReference.expression, node.isTypeOnly);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
+      add(node, node.argument.literal as ts.Expression, true);
+    } else if (ts.isCallExpression(node) && node.arguments.length >= 1) {
+      const callee = node.expression;
+      if (callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require')) add(node, node.arguments[0], false);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return sites;
+}
+
+function packageNameOf(specifier: string): { name: string; subpath: string } {
+  const parts = specifier.split('/');
+  const n = specifier.startsWith('@') ? 2 : 1;
+  const rest = parts.slice(n).join('/');
+  return { name: parts.slice(0, n).join('/'), subpath: rest ? `./${rest}` : '.' };
+}
+
+function exportedSubpaths(manifest: Manifest): Set<string> {
+  if (manifest.exports === undefined || typeof manifest.exports === 'string') return new Set(['.']);
+  const keys = Object.keys(manifest.exports);
+  // An exports object whose keys are conditions (not subpaths) exports "." only.
+  return new Set(keys.every((k) => k.startsWith('.')) ? keys : ['.']);
+}
+
+/** The violations in the repository at `root` (empty when every edge goes through an entry). */
+export function checkPackageEdges(root: string): string[] {
+  const rootManifest = readManifest(root);
+  const workspaces: Workspace[] = (rootManifest.workspaces ?? []).map((w) => {
+    const dir = path.resolve(root, w);
+    if (!existsSync(path.join(dir, 'package.json'))) throw new Error(`workspace ${w} has no package.json`);
+    return { dir, manifest: readManifest(dir) };
+  });
+  const byName = new Map(workspaces.map((w) => [w.manifest.name, w]));
+  const violations: string[] = [];
+  for (const ws of workspaces) {
+    const m = ws.manifest;
+    const runtimeDeps = { ...m.dependencies, ...m.peerDependencies };
+    for (const file of sourceFiles(ws.dir)) {
+      const where = (line: number) => `${path.relative(root, file)}:${line}`;
+      for (const site of importsOf(file, readFileSync(file, 'utf8'))) {
+        const spec = site.specifier;
+        if (spec.startsWith('.') || spec.startsWith('/')) {
+          const target = path.resolve(path.dirname(file), spec);
+          if (target !== ws.dir && !target.startsWith(ws.dir + path.sep)) {
+            violations.push(`${where(site.line)}: '${spec}' reaches outside ${m.name} (import another package by its name and public entry)`);
+          }
+          continue;
+        }
+        if (spec.startsWith('node:') || BUILTINS.has(spec)) continue;
+        const { name, subpath } = packageNameOf(spec);
+        const declared = runtimeDeps[name] !== undefined || (site.typeOnly && m.devDependencies?.[name] !== undefined);
+        if (!declared) {
+          const how = site.typeOnly ? 'dependencies, peerDependencies or devDependencies' : 'dependencies or peerDependencies';
+          violations.push(`${where(site.line)}: '${spec}' is not declared in ${m.name}'s ${how}`);
+        }
+        const target = byName.get(name);
+        if (target && !exportedSubpaths(target.manifest).has(subpath)) {
+          violations.push(`${where(site.line)}: '${spec}' is not a public entry of ${name} (exports: ${[...exportedSubpaths(target.manifest)].join(', ')})`);
+        }
+      }
+    }
+  }
+  return violations;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const violations = checkPackageEdges(root);
+  if (process.argv.includes('--json')) console.log(JSON.stringify(violations));
+  else if (violations.length === 0) console.log('package edges: every import between workspaces goes through a public entry');
+  else for (const v of violations) console.error(v);
+  process.exit(violations.length === 0 ? 0 : 1);
+}

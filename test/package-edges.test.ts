@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { checkPackageEdges, importsOf } from '../scripts/check-package-edges.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** scripts/check-package-edges.ts (`npm run check:edges`, run by CI before the suite). */
+describe('package edges: workspaces import each other through their public entries', () => {
+  it('the repository has no deep import across its workspaces, and each declares what it imports', () => {
+    assert.deepEqual(checkPackageEdges(repoRoot), []);
+  });
+
+  describe('on a two-package fixture', () => {
+    let root: string;
+    const write = (file: string, text: string) => {
+      mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+      writeFileSync(path.join(root, file), text);
+    };
+    beforeEach(() => {
+      root = mkdtempSync(path.join(tmpdir(), 'edges-'));
+      write('package.json', JSON.stringify({ name: 'root', private: true, workspaces: ['lib', 'app'] }));
+      write('lib/package.json', JSON.stringify({ name: '@x/lib', exports: { './api': './src/api.js' }, dependencies: { zod: '^4' } }));
+      write('lib/src/api.ts', "import { z } from 'zod';\nexport const Name = z.string();\n");
+      write('lib/src/internal.ts', 'export const secret = 1;\n');
+      write('app/package.json', JSON.stringify({ name: '@x/app', dependencies: { '@x/lib': '0.1.0' }, devDependencies: { typesonly: '1' } }));
+    });
+    afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+    it('accepts an import through the entry, node built-ins, and a dev dependency used for types only', () => {
+      write('app/src/main.ts', [
+        "import { Name } from '@x/lib/api';",
+        "import fs from 'node:fs';",
+        "import path from 'path';",
+        "import type { T } from 'typesonly';",
+        "import { type U } from 'typesonly';",
+        "import { local } from './local.js';",
+        'export const x = [Name, fs, path, local];',
+      ].join('\n'));
+      write('app/src/local.ts', 'export const local = 1;\n');
+      assert.deepEqual(checkPackageEdges(root), []);
+    });
+
+    it('refuses a relative path into another package, an unexported subpath, and undeclared packages', () => {
+      write('app/src/main.ts', [
+        "import { secret } from '../../lib/src/internal.js';",
+        "export { secret as s } from '@x/lib/src/internal.js';",
+        "const later = () => import('left-pad');",
+        "const req = require('typesonly');",
+        'export const x = [secret, later, req];',
+      ].join('\n'));
+      const violations = checkPackageEdges(root);
+      assert.equal(violations.length, 4, violations.join('\n'));
+      assert.match(violations[0]!, /app\/src\/main\.ts:1: '\.\.\/\.\.\/lib\/src\/internal\.js' reaches outside @x\/app/);
+      assert.match(violations[1]!, /main\.ts:2: '@x\/lib\/src\/internal\.js' is not a public entry of @x\/lib \(exports: \.\/api\)/);
+      assert.match(violations[2]!, /main\.ts:3: 'left-pad' is not declared in @x\/app's dependencies or peerDependencies/);
+      // a dev dependency may be named by a type-only import, not loaded at run time
+      assert.match(violations[3]!, /main\.ts:4: 'typesonly' is not declared in @x\/app's dependencies or peerDependencies/);
+    });
+  });
+
+  it('reads import type, export from, import() and require() with the TypeScript parser, not a pattern', () => {
+    const sites = importsOf('x.ts', [
+      "import type { A } from 'a';",
+      "import { type B, type C } from 'b';",
+      "import { type D, E } from 'd';",
+      "export * from './e.js';",
+      "type F = import('f').F;",
+      "const g = await import('g');",
+      "// import { h } from 'h';",
+      "const s = \"import { i } from 'i'\";",
+    ].join('\n'));
+    assert.deepEqual(sites.map((s) => [s.specifier, s.typeOnly]), [
+      ['a', true], ['b', true], ['d', false], ['./e.js', false], ['f', true], ['g', false],
+    ]);
+  });
+});
