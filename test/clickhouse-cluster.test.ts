@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ClickHouseCluster, clusterBackend } from './support/clickhouse-cluster.js';
-import { startTestService, type TestService } from './support/service.js';
+import { useClusterService } from './support/clickhouse-cluster.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import { runSegmentation } from '../apps/server/src/query/segmentation.js';
 import { runFunnel } from '../apps/server/src/query/funnel.js';
@@ -26,29 +25,16 @@ const rangeArb = fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, m
   .map(([a, len]) => ({ fromMs: T0 + a * DAY, toEndMs: T0 + (a + len + 1) * DAY }));
 
 describe('ClickHouse cluster mode (2 shards)', function () {
-  let cluster: ClickHouseCluster;
-  let t: TestService;
-  let database: string;
-  before(async function () {
-    this.timeout(120_000);
-    cluster = await ClickHouseCluster.start();
-    t = await startTestService(clusterBackend(cluster), { MATERIALIZED_PROPERTIES: 'p,r' });
-    database = t.svc.deps.config.clickhouse!.database;
-  });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
-    await cluster?.close();
-  });
-  const deps = () => t.svc.deps;
-  const analyses = () => buildAnalyses(t.svc.deps.db, t.svc.deps.events);
+  const c = useClusterService({ MATERIALIZED_PROPERTIES: 'p,r' });
+  const deps = () => c.t.svc.deps;
+  const analyses = () => buildAnalyses(c.t.svc.deps.db, c.t.svc.deps.events);
   const localCount = async (shard: number, table: string, projectId: number) =>
-    Number(await cluster.query(shard, `SELECT count() FROM ${database}.${table}_local WHERE project_id = ${projectId}`));
+    Number(await c.cluster.query(shard, `SELECT count() FROM ${c.database}.${table}_local WHERE project_id = ${projectId}`));
 
   it('stores each table as a local table per shard plus a Distributed table, and spreads the rows over both shards', async function () {
     this.timeout(60_000);
     for (const shard of [0, 1]) {
-      const tables = (await cluster.query(shard, `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`)).split('\n');
+      const tables = (await c.cluster.query(shard, `SELECT name, engine FROM system.tables WHERE database = '${c.database}' ORDER BY name`)).split('\n');
       assert.deepEqual(tables, [
         'event_ids\tDistributed', 'event_ids_feed\tMaterializedView', 'event_ids_local\tReplacingMergeTree',
         'events\tDistributed', 'events_local\tReplacingMergeTree',
@@ -77,21 +63,21 @@ describe('ClickHouse cluster mode (2 shards)', function () {
     this.timeout(60_000);
     const column = deps().events.materialized.get('p')!;
     for (const shard of [0, 1]) {
-      const kinds = await cluster.query(shard, `SELECT table, default_kind FROM system.columns WHERE database = '${database}' AND name = '${column}' ORDER BY table`);
+      const kinds = await c.cluster.query(shard, `SELECT table, default_kind FROM system.columns WHERE database = '${c.database}' AND name = '${column}' ORDER BY table`);
       assert.equal(kinds, 'events\tDEFAULT\nevents_local\tDEFAULT');
     }
     const projectId = await freshProject(deps());
     const events = IDS.map((id, i) => ({ event: 'A', distinct_id: id, time: T0 + i * 1000, insert_id: `m-${id}`, props: { p: `v${i % 2}` } }));
     await loadDataset(deps(), projectId, { events, links: [] });
-    const stored = async (shard: number) => Number(await cluster.query(shard,
-      `SELECT countIf(${column} = concat('v', toString(toUInt64(time - ${T0}) / 1000 % 2))) FROM ${database}.events_local WHERE project_id = ${projectId}`));
+    const stored = async (shard: number) => Number(await c.cluster.query(shard,
+      `SELECT countIf(${column} = concat('v', toString(toUInt64(time - ${T0}) / 1000 % 2))) FROM ${c.database}.events_local WHERE project_id = ${projectId}`));
     // Computed by the Distributed table at insert and stored as sent on each shard.
     assert.equal((await stored(0)) + (await stored(1)), events.length);
     const month: [number, number] = [T0, Date.UTC(2024, 1, 1)]; // T0 is 2024-01-01 (the servers run in UTC)
     assert.deepEqual(await deps().events.unmergedRanges(), [month], 'the month straight from inserts is read FINAL');
     assert.equal(await deps().events.mergeQuietPartitions(0, 1000), 1);
     for (const shard of [0, 1]) {
-      const parts = await cluster.query(shard, `SELECT count(), min(level) FROM system.parts WHERE database = '${database}' AND table = 'events_local' AND active`);
+      const parts = await c.cluster.query(shard, `SELECT count(), min(level) FROM system.parts WHERE database = '${c.database}' AND table = 'events_local' AND active`);
       assert.equal(parts.split('\t')[0], '1', `shard ${shard + 1}: one part`);
     }
     assert.deepEqual(await deps().events.unmergedRanges(), [], 'merged on every shard: read as stored');
@@ -210,32 +196,19 @@ async function waitEmpty(count: () => Promise<number>) {
 }
 
 describe('ClickHouse cluster mode, replicated (1 shard, 2 replicas)', function () {
-  let cluster: ClickHouseCluster;
-  let t: TestService;
-  let database: string;
-  before(async function () {
-    this.timeout(120_000);
-    cluster = await ClickHouseCluster.start({ replicated: true });
-    t = await startTestService(clusterBackend(cluster), { CLICKHOUSE_REPLICATED: '1' });
-    database = t.svc.deps.config.clickhouse!.database;
-  });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
-    await cluster?.close();
-  });
+  const c = useClusterService({ CLICKHOUSE_REPLICATED: '1' }, { replicated: true });
 
   it('creates ReplicatedReplacingMergeTree local tables; both replicas hold every row and apply deletes', async function () {
     this.timeout(60_000);
     for (const replica of [0, 1]) {
-      const engines = await cluster.query(replica, `SELECT engine FROM system.tables WHERE database = '${database}' AND name LIKE '%_local' ORDER BY name`);
+      const engines = await c.cluster.query(replica, `SELECT engine FROM system.tables WHERE database = '${c.database}' AND name LIKE '%_local' ORDER BY name`);
       assert.deepEqual(engines.split('\n'), ['ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree', 'ReplicatedReplacingMergeTree']);
     }
-    const deps = t.svc.deps;
+    const deps = c.t.svc.deps;
     const projectId = await freshProject(deps);
     const events = IDS.map((id, i) => ({ event: 'A', distinct_id: id, time: T0 + i, insert_id: `r-${id}`, props: {} }));
     await loadDataset(deps, projectId, { events, links: [] });
-    const count = async (replica: number) => Number(await cluster.query(replica, `SELECT count() FROM ${database}.events_local WHERE project_id = ${projectId}`));
+    const count = async (replica: number) => Number(await c.cluster.query(replica, `SELECT count() FROM ${c.database}.events_local WHERE project_id = ${projectId}`));
     await waitUntil(async () => (await count(0)) === events.length && (await count(1)) === events.length, 'both replicas hold every row');
     await deps.events.deleteIdentities(projectId, [IDS[0]]);
     await waitUntil(async () => (await count(0)) === events.length - 1 && (await count(1)) === events.length - 1, 'the delete on both replicas');

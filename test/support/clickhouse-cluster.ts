@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Backend } from './backends.js';
+import { startTestService, type TestService } from './service.js';
 import { Child, freePort, spawnLogged, tempDir, waitFor } from './processes.js';
 
 /**
@@ -136,4 +137,27 @@ export function clusterBackend(cluster: ClickHouseCluster): Backend {
       };
     },
   };
+}
+
+/** What a cluster suite reads once its before hook ran: the cluster, the service and its ClickHouse database. */
+export interface ClusterService { cluster: ClickHouseCluster; t: TestService; database: string }
+
+/**
+ * Registers the suite's before/after hooks: starts the cluster (`replicated` as for start), a service
+ * on it with `env`, and closes both afterwards. The returned object is filled in by the before hook.
+ */
+export function useClusterService(env: Record<string, string>, opts: { replicated?: boolean } = {}): ClusterService {
+  const held = {} as ClusterService;
+  before(async function () {
+    this.timeout(120_000);
+    held.cluster = await ClickHouseCluster.start(opts);
+    held.t = await startTestService(clusterBackend(held.cluster), env);
+    held.database = held.t.svc.deps.config.clickhouse!.database;
+  });
+  after(async function () {
+    this.timeout(120_000);
+    await held.t?.close();
+    await held.cluster?.close();
+  });
+  return held;
 }
