@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { forEachBackend } from './support/backends.js';
-import { startWorld, waitFor, type World } from './operator.support.js';
+import { useKeyedOperatorWorld, waitFor } from './operator.support.js';
 import { KINDS, type KindName } from '../operator/src/kinds.js';
 
 /**
@@ -15,20 +15,11 @@ const G = 'analytics.tally.dev';
 const OPERATOR_KEY = 'examples-operator-key-0123456789';
 
 forEachBackend('operator examples', (backend) => {
-  let w: World;
-  before(async function () {
-    this.timeout(60_000);
-    w = await startWorld(backend, { serviceEnv: { OPERATOR_KEY } });
-    await w.startOperator({ apiKey: OPERATOR_KEY });
-  });
-  after(async function () {
-    this.timeout(30_000);
-    await w?.close();
-  });
+  const w = useKeyedOperatorWorld(backend, OPERATOR_KEY);
 
   const getAny = async (kind: KindName, name: string, namespace?: string) => {
-    if (!KINDS[kind].cluster) return w.get(kind, name, namespace);
-    return w.custom.getClusterCustomObject({ group: G, version: 'v1', plural: KINDS[kind].plural, name }).catch(() => undefined);
+    if (!KINDS[kind].cluster) return w().get(kind, name, namespace);
+    return w().custom.getClusterCustomObject({ group: G, version: 'v1', plural: KINDS[kind].plural, name }).catch(() => undefined);
   };
 
   it('k8s/examples/tenant: Organization, Project, FlagSecret, FeatureFlags and ApiToken become Ready with no number in Git', async function () {
@@ -39,8 +30,8 @@ forEachBackend('operator examples', (backend) => {
     assert.ok(!objects.some((o) => 'organizationId' in o.spec || o.metadata.annotations), 'no database id in the manifests');
     // Applied in the order a GitOps tool might pick (Organization last): the others wait for it.
     for (const o of [...objects.filter((x) => x.kind !== 'Organization'), ...objects.filter((x) => x.kind === 'Organization')]) {
-      if (o.kind === 'Organization') await w.custom.createClusterCustomObject({ group: G, version: 'v1', plural: 'organizations', body: o });
-      else await w.apply(o.kind as KindName, o.metadata.name, o.spec, o.metadata.namespace);
+      if (o.kind === 'Organization') await w().custom.createClusterCustomObject({ group: G, version: 'v1', plural: 'organizations', body: o });
+      else await w().apply(o.kind as KindName, o.metadata.name, o.spec, o.metadata.namespace);
     }
     for (const o of objects) {
       await waitFor(`${o.kind} ${o.metadata.name} Ready`, async () => {
@@ -49,24 +40,24 @@ forEachBackend('operator examples', (backend) => {
       }, 20_000);
     }
     const org = (await getAny('Organization', 'shop'))!.status as any;
-    const members = ((await w.svc.admin.get(`/admin/orgs/${org.organizationId}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
+    const members = ((await w().svc.admin.get(`/admin/orgs/${org.organizationId}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
     assert.deepEqual(members, [['analyst@shop.example', 'member'], ['lead@shop.example', 'owner']]);
 
-    const project = await w.get('Project', 'shop', 'team-shop');
+    const project = await w().get('Project', 'shop', 'team-shop');
     const token = (project!.status as any).token;
-    const res = await w.svc.anon.post('/flags/evaluate', { token, distinct_id: 'qa-1' });
+    const res = await w().svc.anon.post('/flags/evaluate', { token, distinct_id: 'qa-1' });
     assert.equal(res.body.flags['new-checkout'].enabled, true);
     assert.equal(res.body.flags['new-checkout'].reason, 'rule:0');
     assert.ok(['control', 'green'].includes(res.body.flags['checkout-button'].variant));
 
-    const ci = w.fake.stored('', 'secrets', 'team-shop', 'ci-api-token') as any;
+    const ci = w().fake.stored('', 'secrets', 'team-shop', 'ci-api-token') as any;
     const ciToken = Buffer.from(ci.data.token, 'base64').toString('utf8');
-    const flags = await w.svc.client(ciToken).get(`/api/flags?projectId=${(project!.status as any).projectId}`);
+    const flags = await w().svc.client(ciToken).get(`/api/flags?projectId=${(project!.status as any).projectId}`);
     assert.equal(flags.status, 200, flags.text);
     assert.deepEqual((flags.body as any[]).map((f) => f.key).sort(), ['checkout-button', 'new-checkout']);
 
     const tc = await waitFor('tenant config with the limits', async () => {
-      const c = await w.tenantConfig() as any;
+      const c = await w().tenantConfig() as any;
       return c?.projects.find((p: any) => p.resource === 'Project/team-shop/shop' && p.rateLimit) ? c : undefined;
     });
     const entry = tc.projects.find((p: any) => p.resource === 'Project/team-shop/shop');
@@ -77,11 +68,11 @@ forEachBackend('operator examples', (backend) => {
   it('k8s/examples/flagsecret-from-secret.yaml: a FlagSecret reading a Secret you provide', async function () {
     this.timeout(30_000);
     const [secret, flagSecret] = docs('flagsecret-from-secret.yaml');
-    await w.remove('FlagSecret', 'shop-flags', 'team-shop');
-    await waitFor('the minted FlagSecret gone', async () => !(await w.get('FlagSecret', 'shop-flags', 'team-shop')));
-    await w.core.createNamespacedSecret({ namespace: 'team-shop', body: secret });
-    await w.apply('FlagSecret', flagSecret.metadata.name, flagSecret.spec, 'team-shop');
+    await w().remove('FlagSecret', 'shop-flags', 'team-shop');
+    await waitFor('the minted FlagSecret gone', async () => !(await w().get('FlagSecret', 'shop-flags', 'team-shop')));
+    await w().core.createNamespacedSecret({ namespace: 'team-shop', body: secret });
+    await w().apply('FlagSecret', flagSecret.metadata.name, flagSecret.spec, 'team-shop');
     await waitFor('the provided secret in effect', async () =>
-      (await w.svc.anon.get('/flags/local-evaluation', { token: secret.stringData.value })).status === 200, 20_000);
+      (await w().svc.anon.get('/flags/local-evaluation', { token: secret.stringData.value })).status === 200, 20_000);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { forEachBackend } from './support/backends.js';
-import { OPERATOR_USER, POD_NS, grantsFromPermissions, readyOf, startWorld, waitFor, type World } from './operator.support.js';
+import { OPERATOR_USER, POD_NS, grantsFromPermissions, readyOf, useKeyedOperatorWorld, waitFor } from './operator.support.js';
 import type { AnyResource, KindName } from '../operator/src/kinds.js';
 
 /**
@@ -17,32 +17,23 @@ const OPERATOR_KEY = 'test-operator-key-0123456789';
 const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 forEachBackend('operator tenancy', (backend) => {
-  let w: World;
-  before(async function () {
-    this.timeout(60_000);
-    w = await startWorld(backend, { serviceEnv: { OPERATOR_KEY } });
-    await w.startOperator({ apiKey: OPERATOR_KEY });
-  });
-  after(async function () {
-    this.timeout(30_000);
-    await w?.close();
-  });
+  const w = useKeyedOperatorWorld(backend, OPERATOR_KEY);
 
   const applyOrg = (name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) =>
-    w.custom.createClusterCustomObject({ group: G, version: V, plural: 'organizations', body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name, annotations }, spec } });
+    w().custom.createClusterCustomObject({ group: G, version: V, plural: 'organizations', body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name, annotations }, spec } });
   const patchOrg = (name: string, spec: Record<string, unknown>) =>
-    w.custom.patchClusterCustomObject({ group: G, version: V, plural: 'organizations', name, body: { spec } }, MERGE);
+    w().custom.patchClusterCustomObject({ group: G, version: V, plural: 'organizations', name, body: { spec } }, MERGE);
   const getOrg = async (name: string): Promise<AnyResource | undefined> => {
     try {
-      return await w.custom.getClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
+      return await w().custom.getClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
     } catch (err) {
       if ((err as { code?: number }).code === 404) return undefined;
       throw err;
     }
   };
-  const deleteOrg = (name: string) => w.custom.deleteClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
+  const deleteOrg = (name: string) => w().custom.deleteClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
   const applyIn = (namespace: string, kind: KindName, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) =>
-    w.custom.createNamespacedCustomObject({
+    w().custom.createNamespacedCustomObject({
       group: G, version: V, namespace, plural: { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Organization: '' }[kind],
       body: { apiVersion: `${G}/${V}`, kind, metadata: { name, namespace, annotations }, spec },
     });
@@ -51,10 +42,10 @@ forEachBackend('operator tenancy', (backend) => {
     return readyOf(o)?.reason === reason && o!.status?.observedGeneration === o!.metadata.generation ? o : undefined;
   });
   const waitIn = (namespace: string, kind: KindName, name: string, reason = 'Reconciled') => waitFor(`${kind} ${namespace}/${name} ${reason}`, async () => {
-    const o = await w.get(kind, name, namespace);
+    const o = await w().get(kind, name, namespace);
     return readyOf(o)?.reason === reason && o!.status?.observedGeneration === o!.metadata.generation ? o : undefined;
   });
-  const managedProjects = async (resource: string) => (await w.svc.admin.get(`/api/projects?managedBy=${encodeURIComponent(resource)}`)).body;
+  const managedProjects = async (resource: string) => (await w().svc.admin.get(`/api/projects?managedBy=${encodeURIComponent(resource)}`)).body;
 
   let acmeId: number;
 
@@ -65,14 +56,14 @@ forEachBackend('operator tenancy', (backend) => {
     acmeId = status.organizationId;
     assert.ok(acmeId > 0);
     assert.deepEqual(status.usage, { month: new Date().toISOString().slice(0, 7), events: 0, monthlyEventQuota: 1000 });
-    const org = (await w.svc.admin.get(`/admin/orgs/${acmeId}`)).body;
+    const org = (await w().svc.admin.get(`/admin/orgs/${acmeId}`)).body;
     assert.deepEqual([org.name, org.monthly_event_quota, org.managed_by], ['Acme', 1000, 'Organization/acme']);
     // A hand edit of a managed organisation is refused; the spec's change goes through.
-    const hand = await w.svc.admin.patch(`/admin/orgs/${acmeId}`, { name: 'Hijacked' });
+    const hand = await w().svc.admin.patch(`/admin/orgs/${acmeId}`, { name: 'Hijacked' });
     assert.equal(hand.status, 409, hand.text);
     await patchOrg('acme', { displayName: 'Acme Inc', monthlyEventQuota: 5000 });
     await waitFor('renamed', async () => {
-      const b = (await w.svc.admin.get(`/admin/orgs/${acmeId}`)).body;
+      const b = (await w().svc.admin.get(`/admin/orgs/${acmeId}`)).body;
       return b.name === 'Acme Inc' && b.monthly_event_quota === 5000;
     });
   });
@@ -85,7 +76,7 @@ forEachBackend('operator tenancy', (backend) => {
     const [project] = await managedProjects('Project/team-a/web');
     assert.deepEqual([project.id, project.org_id, project.retention_days, project.rate_limit], [projectId, acmeId, 30, { requestsPer10Seconds: 50 }]);
     const tc = await waitFor('tenant config with limits', async () => {
-      const c = await w.tenantConfig() as any;
+      const c = await w().tenantConfig() as any;
       return c?.projects.some((e: any) => e.resource === 'Project/team-a/web') && c.organizations?.some((o: any) => o.monthlyEventQuota === 5000) ? c : undefined;
     });
     const entry = tc.projects.find((e: any) => e.resource === 'Project/team-a/web');
@@ -94,9 +85,9 @@ forEachBackend('operator tenancy', (backend) => {
   });
 
   it("the Organization's usage follows this month's accepted events (read again once per usageRefreshMs)", async () => {
-    const token = ((await w.get('Project', 'web', 'team-a'))!.status as any).token;
+    const token = ((await w().get('Project', 'web', 'team-a'))!.status as any).token;
     for (let i = 0; i < 3; i++) {
-      const r = await w.svc.anon.post('/track', { event: 'signup', properties: { token, distinct_id: `u${i}` } });
+      const r = await w().svc.anon.post('/track', { event: 'signup', properties: { token, distinct_id: `u${i}` } });
       assert.equal(r.status, 200, r.text);
     }
     const o = await waitFor('usage of 3 events', async () => {
@@ -120,10 +111,10 @@ forEachBackend('operator tenancy', (backend) => {
     }
     assert.deepEqual(await managedProjects('Project/team-b/steal'), []);
     assert.deepEqual(await managedProjects('Project/team-b/steal-by-id'), []);
-    assert.equal(w.fake.stored('', 'secrets', 'team-b', 'steal-token-api-token'), undefined);
-    const tokens = (await w.svc.admin.get(`/admin/orgs/${acmeId}/tokens?managedBy=${encodeURIComponent('ApiToken/team-b/steal-token')}`)).body;
+    assert.equal(w().fake.stored('', 'secrets', 'team-b', 'steal-token-api-token'), undefined);
+    const tokens = (await w().svc.admin.get(`/admin/orgs/${acmeId}/tokens?managedBy=${encodeURIComponent('ApiToken/team-b/steal-token')}`)).body;
     assert.deepEqual(tokens, []);
-    const events = await w.core.listNamespacedEvent({ namespace: 'team-b' });
+    const events = await w().core.listNamespacedEvent({ namespace: 'team-b' });
     assert.ok(events.items.some((e) => e.involvedObject?.name === 'steal' && e.reason === 'NamespaceNotAllowed' && e.type === 'Warning'));
   });
 
@@ -132,15 +123,15 @@ forEachBackend('operator tenancy', (backend) => {
     const p = await waitIn('team-b', 'Project', 'steal');
     const projectId = (p.status as any).projectId;
     await waitIn('team-b', 'ApiToken', 'steal-token');
-    const token = Buffer.from((w.fake.stored('', 'secrets', 'team-b', 'steal-token-api-token') as any).data.token, 'base64').toString('utf8');
-    assert.equal((await w.svc.client(token).get('/api/projects')).status, 200);
+    const token = Buffer.from((w().fake.stored('', 'secrets', 'team-b', 'steal-token-api-token') as any).data.token, 'base64').toString('utf8');
+    assert.equal((await w().svc.client(token).get('/api/projects')).status, 200);
     await patchOrg('acme', { namespaces: ['team-a'] });
     await waitIn('team-b', 'Project', 'steal', 'NamespaceNotAllowed');
     const t = await waitIn('team-b', 'ApiToken', 'steal-token', 'NamespaceNotAllowed');
     assert.equal((t.status as any).tokenId, undefined);
-    assert.equal((await w.svc.client(token).get('/api/projects')).status, 401, 'the namespace lost its token');
+    assert.equal((await w().svc.client(token).get('/api/projects')).status, 401, 'the namespace lost its token');
     await waitIn('team-a', 'Project', 'web');
-    const kept = (await w.svc.admin.get(`/api/projects/${projectId}`));
+    const kept = (await w().svc.admin.get(`/api/projects/${projectId}`));
     assert.equal(kept.status, 200, 'the project stays');
   });
 
@@ -154,12 +145,12 @@ forEachBackend('operator tenancy', (backend) => {
   });
 
   it('adoption: the annotation takes over an existing organisation and project; another resource adopting them is Conflict', async () => {
-    const existing = (await w.svc.admin.post('/admin/orgs', { name: 'Legacy' })).body;
-    const legacyProject = (await w.svc.admin.post(`/admin/orgs/${existing.id}/projects`, { name: 'Legacy web' })).body;
+    const existing = (await w().svc.admin.post('/admin/orgs', { name: 'Legacy' })).body;
+    const legacyProject = (await w().svc.admin.post(`/admin/orgs/${existing.id}/projects`, { name: 'Legacy web' })).body;
     await applyOrg('legacy', { displayName: 'Legacy', namespaces: ['legacy'] }, { 'analytics.tally.dev/adopt-id': String(existing.id) });
     const o = await waitOrg('legacy');
     assert.equal((o.status as any).organizationId, existing.id, 'adopted, not created');
-    assert.equal((await w.svc.admin.get(`/admin/orgs/${existing.id}`)).body.managed_by, 'Organization/legacy');
+    assert.equal((await w().svc.admin.get(`/admin/orgs/${existing.id}`)).body.managed_by, 'Organization/legacy');
     await applyOrg('legacy-twin', { displayName: 'Legacy', namespaces: ['legacy'] }, { 'analytics.tally.dev/adopt-id': String(existing.id) });
     const twin = await waitOrg('legacy-twin', 'Conflict');
     assert.match(readyOf(twin)!.message, /Organization\/legacy/);
@@ -174,15 +165,15 @@ forEachBackend('operator tenancy', (backend) => {
   it('members: the resource owns the invited list (invites, re-roles, removes); hand edits answer 409', async () => {
     await applyOrg('crew', { displayName: 'Crew', namespaces: ['crew'], members: [{ email: 'ana@example.com', role: 'admin' }, { email: 'bo@example.com', role: 'viewer' }] });
     const id = ((await waitOrg('crew')).status as any).organizationId;
-    const members = async () => ((await w.svc.admin.get(`/admin/orgs/${id}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
+    const members = async () => ((await w().svc.admin.get(`/admin/orgs/${id}/members`)).body as any[]).map((m) => [m.email, m.role]).sort();
     assert.deepEqual(await members(), [['ana@example.com', 'admin'], ['bo@example.com', 'viewer']]);
-    const hand = await w.svc.admin.post(`/admin/orgs/${id}/members`, { email: 'eve@example.com', role: 'owner' });
+    const hand = await w().svc.admin.post(`/admin/orgs/${id}/members`, { email: 'eve@example.com', role: 'owner' });
     assert.equal(hand.status, 409, hand.text);
     assert.equal(hand.body.resource, 'Organization/crew');
     await patchOrg('crew', { members: [{ email: 'ana@example.com', role: 'member' }, { email: 'cy@example.com', role: 'viewer' }] });
     await waitFor('members follow the spec', async () => JSON.stringify(await members()) === JSON.stringify([['ana@example.com', 'member'], ['cy@example.com', 'viewer']]));
     // Group mappings follow the spec too.
-    const groups = async () => ((await w.svc.admin.get(`/admin/orgs/${id}/groups`)).body as any[]).map((g) => [g.name, g.role]).sort();
+    const groups = async () => ((await w().svc.admin.get(`/admin/orgs/${id}/groups`)).body as any[]).map((g) => [g.name, g.role]).sort();
     assert.deepEqual(await groups(), []);
     await patchOrg('crew', { groups: [{ name: 'crew-eng', role: 'member' }] });
     await waitFor('groups follow the spec', async () => JSON.stringify(await groups()) === JSON.stringify([['crew-eng', 'member']]));
@@ -192,34 +183,34 @@ forEachBackend('operator tenancy', (backend) => {
     await applyIn('team-a', 'ApiToken', 'ci', { organizationRef: { name: 'acme' }, role: 'viewer' });
     const t = await waitIn('team-a', 'ApiToken', 'ci');
     assert.equal((t.status as any).secretName, 'ci-api-token');
-    const secret = w.fake.stored('', 'secrets', 'team-a', 'ci-api-token') as any;
+    const secret = w().fake.stored('', 'secrets', 'team-a', 'ci-api-token') as any;
     assert.deepEqual(secret.metadata.ownerReferences.map((r: any) => [r.kind, r.name, r.blockOwnerDeletion]), [['ApiToken', 'ci', true]]);
     const token = Buffer.from(secret.data.token, 'base64').toString('utf8');
-    const ok = await w.svc.client(token).get('/api/projects');
+    const ok = await w().svc.client(token).get('/api/projects');
     assert.equal(ok.status, 200, ok.text);
     assert.ok((ok.body as any[]).some((p) => p.org_id === acmeId));
-    const events = await w.core.listNamespacedEvent({ namespace: 'team-a' });
+    const events = await w().core.listNamespacedEvent({ namespace: 'team-a' });
     assert.ok(events.items.some((e) => e.involvedObject?.name === 'ci' && e.reason === 'Created' && e.type === 'Normal'), 'a Normal Created event');
 
-    await w.remove('ApiToken' as KindName, 'ci', 'team-a');
-    await waitFor('ApiToken gone', async () => (await w.get('ApiToken' as KindName, 'ci', 'team-a')) === undefined);
-    assert.equal((await w.svc.client(token).get('/api/projects')).status, 401);
-    await waitFor('Secret collected with its owner', () => w.fake.stored('', 'secrets', 'team-a', 'ci-api-token') === undefined);
+    await w().remove('ApiToken' as KindName, 'ci', 'team-a');
+    await waitFor('ApiToken gone', async () => (await w().get('ApiToken' as KindName, 'ci', 'team-a')) === undefined);
+    assert.equal((await w().svc.client(token).get('/api/projects')).status, 401);
+    await waitFor('Secret collected with its owner', () => w().fake.stored('', 'secrets', 'team-a', 'ci-api-token') === undefined);
   });
 
   it('a deleted token Secret is minted again (Rotated) and the old token no longer works', async () => {
     await applyIn('team-a', 'ApiToken', 'deploy', { organizationRef: { name: 'acme' }, role: 'member' });
     const first = ((await waitIn('team-a', 'ApiToken', 'deploy')).status as any).tokenId;
-    const old = Buffer.from((w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
-    await w.core.deleteNamespacedSecret({ namespace: 'team-a', name: 'deploy-api-token' });
+    const old = Buffer.from((w().fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
+    await w().core.deleteNamespacedSecret({ namespace: 'team-a', name: 'deploy-api-token' });
     const t = await waitFor('re-minted', async () => {
-      const o = await w.get('ApiToken' as KindName, 'deploy', 'team-a');
-      return (o?.status as any)?.tokenId && (o!.status as any).tokenId !== first && w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') ? o : undefined;
+      const o = await w().get('ApiToken' as KindName, 'deploy', 'team-a');
+      return (o?.status as any)?.tokenId && (o!.status as any).tokenId !== first && w().fake.stored('', 'secrets', 'team-a', 'deploy-api-token') ? o : undefined;
     });
     assert.ok(t);
-    assert.equal((await w.svc.client(old).get('/api/projects')).status, 401);
-    const fresh = Buffer.from((w.fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
-    assert.equal((await w.svc.client(fresh).get('/api/projects')).status, 200);
+    assert.equal((await w().svc.client(old).get('/api/projects')).status, 401);
+    const fresh = Buffer.from((w().fake.stored('', 'secrets', 'team-a', 'deploy-api-token') as any).data.token, 'base64').toString('utf8');
+    assert.equal((await w().svc.client(fresh).get('/api/projects')).status, 200);
   });
 
   it('deleting an Organization with deletionPolicy Retain releases the organisation (kept, no longer managed)', async () => {
@@ -227,7 +218,7 @@ forEachBackend('operator tenancy', (backend) => {
     const id = ((await waitOrg('temp')).status as any).organizationId;
     await deleteOrg('temp');
     await waitFor('Organization gone', async () => (await getOrg('temp')) === undefined);
-    const org = (await w.svc.admin.get(`/admin/orgs/${id}`)).body;
+    const org = (await w().svc.admin.get(`/admin/orgs/${id}`)).body;
     assert.equal(org.managed_by, null);
   });
 
@@ -236,36 +227,36 @@ forEachBackend('operator tenancy', (backend) => {
     const id = ((await waitOrg('gone')).status as any).organizationId;
     await deleteOrg('gone');
     await waitFor('Organization gone', async () => (await getOrg('gone')) === undefined);
-    assert.equal((await w.svc.admin.get(`/admin/orgs/${id}`)).status, 404);
+    assert.equal((await w().svc.admin.get(`/admin/orgs/${id}`)).status, 404);
   });
 
   it('the operator held OPERATOR_KEY only, and Kubernetes never refused it (RBAC and owner-reference enforcement)', () => {
-    const refused = w.fake.requests.filter((r) => r.user === OPERATOR_USER && r.status === 403);
+    const refused = w().fake.requests.filter((r) => r.user === OPERATOR_USER && r.status === 403);
     assert.deepEqual(refused.map((r) => `${r.method} ${r.path}`), []);
   });
 
   it('a Kubernetes refusal of a write (403: no update on flagsecrets/finalizers) becomes the Ready condition and a Warning Event', async () => {
     const without = grantsFromPermissions(POD_NS).map((g) => ({ ...g, rules: g.rules.filter((r) => !r.resources?.includes('flagsecrets/finalizers')) }));
-    w.fake.enforceRbac(OPERATOR_USER, without);
+    w().fake.enforceRbac(OPERATOR_USER, without);
     try {
       await applyIn('team-a', 'FlagSecret', 'web-flags', { projectRef: { name: 'web' } });
       const fs = await waitIn('team-a', 'FlagSecret', 'web-flags', 'KubernetesError');
       assert.match(readyOf(fs)!.message, /403.*cannot set blockOwnerDeletion.*flagsecrets\/finalizers/);
-      const events = await w.core.listNamespacedEvent({ namespace: 'team-a' });
+      const events = await w().core.listNamespacedEvent({ namespace: 'team-a' });
       assert.ok(events.items.some((e) => e.involvedObject?.name === 'web-flags' && e.type === 'Warning' && e.reason === 'KubernetesError' && /flagsecrets\/finalizers/.test(e.message ?? '')));
     } finally {
-      w.fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS));
+      w().fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS));
     }
     // With the chart's rule back, the next try mints the Secret and the FlagSecret is Ready.
-    await waitFor('FlagSecret Ready', async () => readyOf(await w.get('FlagSecret', 'web-flags', 'team-a'))?.reason === 'Reconciled', 20_000);
-    assert.ok(w.fake.stored('', 'secrets', 'team-a', 'web-flags-flag-secret'));
+    await waitFor('FlagSecret Ready', async () => readyOf(await w().get('FlagSecret', 'web-flags', 'team-a'))?.reason === 'Reconciled', 20_000);
+    assert.ok(w().fake.stored('', 'secrets', 'team-a', 'web-flags-flag-secret'));
   });
 
   it('WATCH_NAMESPACE as a list: an operator with a Role in each listed namespace acts there and nowhere else', async () => {
-    await Promise.all(w.operators.splice(0).map((o) => o.close()));
-    const from = w.fake.requests.length;
-    w.fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS, ['team-x', 'team-y']));
-    await w.startOperator({ apiKey: OPERATOR_KEY, watchNamespaces: ['team-x', 'team-y'] });
+    await Promise.all(w().operators.splice(0).map((o) => o.close()));
+    const from = w().fake.requests.length;
+    w().fake.enforceRbac(OPERATOR_USER, grantsFromPermissions(POD_NS, ['team-x', 'team-y']));
+    await w().startOperator({ apiKey: OPERATOR_KEY, watchNamespaces: ['team-x', 'team-y'] });
     await applyOrg('wide', { displayName: 'Wide', namespaces: ['team-x', 'team-y', 'team-z'] });
     await waitOrg('wide');
     await applyIn('team-x', 'Project', 'p', { displayName: 'X', organizationRef: { name: 'wide' } });
@@ -274,9 +265,9 @@ forEachBackend('operator tenancy', (backend) => {
     await waitIn('team-x', 'Project', 'p');
     await waitIn('team-y', 'Project', 'p');
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal((await w.get('Project', 'p', 'team-z'))?.status, undefined, 'team-z is not watched');
-    const refused = w.fake.requests.slice(from).filter((r) => r.user === OPERATOR_USER && r.status === 403);
+    assert.equal((await w().get('Project', 'p', 'team-z'))?.status, undefined, 'team-z is not watched');
+    const refused = w().fake.requests.slice(from).filter((r) => r.user === OPERATOR_USER && r.status === 403);
     assert.deepEqual(refused.map((r) => `${r.method} ${r.path}`), [], 'no cluster-wide list of namespaced kinds');
-    assert.ok(w.fake.requests.slice(from).some((r) => r.user === OPERATOR_USER && r.path === '/apis/analytics.tally.dev/v1/namespaces/team-y/projects'));
+    assert.ok(w().fake.requests.slice(from).some((r) => r.user === OPERATOR_USER && r.path === '/apis/analytics.tally.dev/v1/namespaces/team-y/projects'));
   });
 });

@@ -138,6 +138,27 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
 }
 
 /** The test's own calls go on through injected 5xx failures (those are meant for the operator). */
+/**
+ * Registers a suite's before/after hooks for a world whose service holds `operatorKey` as
+ * OPERATOR_KEY and whose operator runs with that key only; returns the world once started.
+ */
+export function useKeyedOperatorWorld(backend: Backend, operatorKey: string): () => World {
+  let w: World | undefined;
+  before(async function () {
+    this.timeout(60_000);
+    w = await startWorld(backend, { serviceEnv: { OPERATOR_KEY: operatorKey } });
+    await w.startOperator({ apiKey: operatorKey });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await w?.close();
+  });
+  return () => {
+    if (!w) throw new Error('the operator world is not started: use it inside a test or hook');
+    return w;
+  };
+}
+
 async function retryInjected<T>(fn: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
     try {
