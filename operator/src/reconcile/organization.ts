@@ -1,6 +1,7 @@
 import { ADOPT_ANNOTATION, keyOf, type OrganizationResource, type OrganizationUsage } from '../kinds.js';
 import { ApiError, type ApiOrg } from '../tally-api.js';
 import { adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+import { adoptByAnnotation } from './adopt.js';
 
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
 const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
@@ -38,13 +39,9 @@ async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationRes
   try {
     org = await findOrg(ctx, obj, resource);
     if (!org && adopt !== undefined) {
-      try {
-        org = await ctx.api.adoptOrg(adopt, resource);
-      } catch (err) {
-        if (err instanceof ApiError && err.kind === 'not_found') return notReady('Invalid', `${ADOPT_ANNOTATION}: organization ${adopt} does not exist`);
-        throw err;
-      }
-      ctx.event(obj, 'Adopted', `organization ${adopt} adopted`);
+      const taken = await adoptByAnnotation(ctx, obj, 'organization', adopt, (id) => ctx.api.adoptOrg(id, resource));
+      if ('outcome' in taken) return taken.outcome;
+      org = taken.adopted;
     }
     if (!org) {
       org = await ctx.api.createOrg(spec.displayName, quota, resource);

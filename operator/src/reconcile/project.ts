@@ -3,6 +3,7 @@ import { ApiError, type ApiProject, type ProjectLimits } from '../tally-api.js';
 import {
   adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ReconcileContext,
 } from './context.js';
+import { adoptByAnnotation } from './adopt.js';
 
 /**
  * Project ↔ a project of its organisation. The organisation comes from `organizationRef` or
@@ -30,13 +31,9 @@ export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResour
   try {
     project = await findProject(ctx, obj, resource);
     if (!project && adopt !== undefined) {
-      try {
-        project = await ctx.api.adoptProject(adopt, resource);
-      } catch (err) {
-        if (err instanceof ApiError && err.kind === 'not_found') return notReady('Invalid', `${ADOPT_ANNOTATION}: project ${adopt} does not exist`);
-        throw err;
-      }
-      ctx.event(obj, 'Adopted', `project ${adopt} adopted`);
+      const taken = await adoptByAnnotation(ctx, obj, 'project', adopt, (id) => ctx.api.adoptProject(id, resource));
+      if ('outcome' in taken) return taken.outcome;
+      project = taken.adopted;
     }
     if (!project) {
       try {
