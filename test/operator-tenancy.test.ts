@@ -162,6 +162,17 @@ forEachBackend('operator tenancy', (backend) => {
     await waitIn('legacy', 'Project', 'web-twin', 'Conflict');
   });
 
+  it('adoption of an id the service does not have is Invalid, naming the annotation, and creates nothing', async () => {
+    await applyOrg('ghost', { displayName: 'Ghost', namespaces: ['legacy'] }, { 'analytics.tally.dev/adopt-id': '99999999' });
+    const o = await waitOrg('ghost', 'Invalid');
+    assert.equal(readyOf(o)!.message, 'analytics.tally.dev/adopt-id: organization 99999999 does not exist');
+    assert.equal((o.status as any).organizationId, undefined, 'no organisation created instead');
+    await applyIn('legacy', 'Project', 'ghost', { displayName: 'Ghost', organizationRef: { name: 'legacy' } }, { 'analytics.tally.dev/adopt-id': '99999999' });
+    const p = await waitIn('legacy', 'Project', 'ghost', 'Invalid');
+    assert.equal(readyOf(p)!.message, 'analytics.tally.dev/adopt-id: project 99999999 does not exist');
+    assert.deepEqual(await managedProjects('Project/legacy/ghost'), []);
+  });
+
   it('members: the resource owns the invited list (invites, re-roles, removes); hand edits answer 409', async () => {
     await applyOrg('crew', { displayName: 'Crew', namespaces: ['crew'], members: [{ email: 'ana@example.com', role: 'admin' }, { email: 'bo@example.com', role: 'viewer' }] });
     const id = ((await waitOrg('crew')).status as any).organizationId;
