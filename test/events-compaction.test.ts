@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
-import { eventsCompactionWorker } from '../apps/server/src/data/compaction.js';
+import { eventsCompactionLoop } from '../apps/server/src/data/compaction.js';
 import { analysesOf } from '../apps/server/src/query/analyses.js';
 import { flowsSql } from '../apps/server/src/query/flows.js';
 
@@ -95,7 +95,7 @@ forEachBackend('events: unmerged months and compaction', (backend) => {
   });
 
   it('the worker merges a quiet month', async () => {
-    const worker = eventsCompactionWorker(t.svc.deps, { intervalMs: 50, quietMs: 0 });
+    const worker = eventsCompactionLoop(t.svc.deps, { intervalMs: 50, quietMs: 0 });
     try {
       const deadline = Date.now() + 10_000;
       while ((await t.svc.deps.events.unmergedRanges()).length > 0) {

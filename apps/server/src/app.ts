@@ -31,7 +31,7 @@ import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
 import { consoleMiddleware } from './console/static.js';
 import { existingLinkIndex } from './identity/link-index.js';
-import { startWorkers, type Worker } from './workers.js';
+import { startWorkerRole, type BackgroundLoop } from './background/worker-role.js';
 import { startMetricsServer } from './metrics/server.js';
 import { instrumentHttpServer } from './metrics/http.js';
 import { DataVersions, withDataVersions } from './results-cache/index.js';
@@ -114,7 +114,7 @@ export interface RunningService {
   url: string;
   server: http.Server;
   deps: Deps;
-  workers: Worker[];
+  workers: BackgroundLoop[];
   close(): Promise<void>;
 }
 
@@ -125,7 +125,7 @@ export async function startService(
 ): Promise<RunningService> {
   const roles = opts.roles ?? ['api', 'worker'];
   // The api role alone still serves METRICS_PORT (when set): its metrics leave the API port.
-  const workers = roles.includes('worker') ? await startWorkers(deps) : await startMetricsServer(deps);
+  const workers = roles.includes('worker') ? await startWorkerRole(deps) : await startMetricsServer(deps);
   let server: http.Server | undefined;
   if (roles.includes('api')) {
     server = http.createServer(buildKoa(deps).callback());

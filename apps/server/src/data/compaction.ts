@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { pollingWorker, type Worker } from '../worker.js';
+import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 import { int } from '../env.js';
 
 /**
@@ -28,9 +28,9 @@ export function compactionSettings(env = process.env): CompactionSettings {
   };
 }
 
-export function eventsCompactionWorker(deps: Pick<Deps, 'events' | 'log'>, settings = compactionSettings()): Worker {
+export function eventsCompactionLoop(deps: Pick<Deps, 'events' | 'log'>, settings = compactionSettings()): BackgroundLoop {
   if (settings.intervalMs <= 0) return { name: 'events-compaction', stop: async () => undefined };
-  return pollingWorker('events-compaction', { firstDelayMs: settings.intervalMs, intervalMs: settings.intervalMs }, async () => {
+  return pollingLoop('events-compaction', { firstDelayMs: settings.intervalMs, intervalMs: settings.intervalMs }, async () => {
     const n = await deps.events.mergeQuietPartitions(settings.quietMs, MONTHS_PER_RUN);
     if (n) deps.log.info('event months merged', { months: n });
   }, (err) => deps.log.error('events compaction', { err: err instanceof Error ? err.message : String(err) }));

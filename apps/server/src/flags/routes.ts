@@ -33,7 +33,7 @@ import {
   type FeatureFlag,
 } from './schema.js';
 
-const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), mcpTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
+const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), machineTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
 
 /** Flag management (`/api/flags`, flag secrets) and the runtime endpoints (`/flags/*`). */
 export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {

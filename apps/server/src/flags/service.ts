@@ -18,7 +18,7 @@ import {
 /** Who makes a change: a user, a machine-access token, or (superadmin key) a Kubernetes resource. */
 export interface Actor {
   userId: number | null;
-  mcpTokenId?: number | null;
+  machineTokenId?: number | null;
   /** `X-Tally-Resource` with the superadmin key; owns what it creates. */
   resource: string | null;
 }

@@ -91,7 +91,7 @@ const toColumns = (f: Omit<FeatureFlag, 'id'>) => ({
 export interface NewFlagEvent {
   flag: FeatureFlag;
   action: FlagAction;
-  actor: { userId: number | null; mcpTokenId?: number | null; resource?: string | null };
+  actor: { userId: number | null; machineTokenId?: number | null; resource?: string | null };
   before: FeatureFlag | null;
   after: FeatureFlag | null;
   at: number;
@@ -174,7 +174,7 @@ export class FlagStore {
       project_id: e.flag.project_id,
       flag_id: e.flag.id,
       actor_user_id: e.actor.userId,
-      actor_mcp_token_id: e.actor.mcpTokenId ?? null,
+      actor_mcp_token_id: e.actor.machineTokenId ?? null,
       actor_resource: e.actor.resource ?? null,
       action: e.action,
       before: e.before ? JSON.stringify(e.before) : null,

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { pollingWorker, type Worker } from '../worker.js';
+import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 import { int } from '../env.js';
 import { isPostgres } from '../ports/metadata/knex.js';
 
@@ -69,9 +69,9 @@ export async function foldExclusively(deps: Pick<Deps, 'events' | 'db'>, opts: P
   });
 }
 
-export function identityFoldWorker(deps: Deps, settings = foldSettings()): Worker {
+export function identityFoldLoop(deps: Deps, settings = foldSettings()): BackgroundLoop {
   if (settings.intervalMs <= 0) return { name: 'identity-fold', stop: async () => undefined };
-  return pollingWorker('identity-fold', { firstDelayMs: settings.intervalMs, intervalMs: settings.intervalMs }, async () => {
+  return pollingLoop('identity-fold', { firstDelayMs: settings.intervalMs, intervalMs: settings.intervalMs }, async () => {
     const n = await foldExclusively(deps, settings);
     if (n) deps.log.info('identity links folded into events', { links: n });
   }, (err) => deps.log.error('identity fold', { err: err instanceof Error ? err.message : String(err) }));

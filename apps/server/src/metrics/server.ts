@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Deps } from '../deps.js';
-import type { Worker } from '../worker.js';
+import type { BackgroundLoop } from '../background/loop.js';
 import { registry } from './registry.js';
 
 /**
@@ -8,7 +8,7 @@ import { registry } from './registry.js';
  * `/health/ready` (buffer and event store answer), so `worker` pods can be scraped and probed
  * although they run no API. Returns nothing when the port is not configured.
  */
-export async function startMetricsServer(deps: Deps): Promise<Worker[]> {
+export async function startMetricsServer(deps: Deps): Promise<BackgroundLoop[]> {
   const port = deps.config.metricsPort;
   if (!port) return [];
   const server = http.createServer(async (req, res) => {

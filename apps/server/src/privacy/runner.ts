@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { pollingWorker, type Worker } from '../worker.js';
+import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 import { int } from '../env.js';
 import { IdentityStore } from '../identity/store.js';
 import { existingLinkIndex } from '../identity/link-index.js';
@@ -49,7 +49,7 @@ export async function executeRequest(deps: Deps, store: PrivacyStore, r: Privacy
   return ids;
 }
 
-export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
+export function privacyLoop(deps: Deps, settings = runnerSettings()): BackgroundLoop {
   const store = new PrivacyStore(deps.db);
 
   const runOne = async (): Promise<boolean> => {
@@ -69,7 +69,7 @@ export function privacyWorker(deps: Deps, settings = runnerSettings()): Worker {
     return true;
   };
 
-  return pollingWorker('privacy', { firstDelayMs: 0, intervalMs: settings.pollMs }, async (stopping) => {
+  return pollingLoop('privacy', { firstDelayMs: 0, intervalMs: settings.pollMs }, async (stopping) => {
     while (!stopping() && (await runOne()));
   }, (err) => deps.log.error('privacy runner', { err: err instanceof Error ? err.message : String(err) }));
 }

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { pollingWorker, type Worker } from '../worker.js';
+import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 
 const DAY_MS = 86_400_000;
 
@@ -26,10 +26,10 @@ export async function applyRetention(deps: Pick<Deps, 'projects' | 'events' | 'l
   return done;
 }
 
-export function retentionWorker(deps: Deps): Worker[] {
+export function retentionLoop(deps: Deps): BackgroundLoop[] {
   const intervalMs = deps.config.retentionIntervalMs;
   if (!intervalMs) return [];
-  return [pollingWorker('retention', { firstDelayMs: Math.min(intervalMs, 60_000), intervalMs }, async (stopping) => {
+  return [pollingLoop('retention', { firstDelayMs: Math.min(intervalMs, 60_000), intervalMs }, async (stopping) => {
     await applyRetention(deps, Date.now(), stopping);
   }, (err) => deps.log.error('retention: run failed', { err: String(err) }))];
 }

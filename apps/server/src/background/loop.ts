@@ -1,23 +1,23 @@
 /**
  * A background loop of the `worker` role (e.g. the ingestion consumer). Its own module so that
- * workers.ts (which starts them all) imports the domains and no domain imports workers.ts.
+ * worker-role.ts (which starts them all) imports the domains and no domain imports worker-role.ts.
  */
-export interface Worker {
+export interface BackgroundLoop {
   name: string;
   stop(): Promise<void>;
 }
 
 /**
- * A worker that polls: `run` after `firstDelayMs`, then again `intervalMs` after each run ends,
+ * A loop that polls: `run` after `firstDelayMs`, then again `intervalMs` after each run ends,
  * until stopped; `stop()` waits for a run in progress. `run` may ask whether a stop was asked
  * (to end a loop of its own early); a run's error goes to `onError` and the polling goes on.
  */
-export function pollingWorker(
+export function pollingLoop(
   name: string,
   timing: { firstDelayMs: number; intervalMs: number },
   run: (stopping: () => boolean) => Promise<void>,
   onError: (err: unknown) => void,
-): Worker {
+): BackgroundLoop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> = Promise.resolve();

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import type { Worker } from '../worker.js';
+import type { BackgroundLoop } from '../background/loop.js';
 import { applyBatch, applyUnit, isMergeable } from './apply.js';
 
 /**
@@ -7,7 +7,7 @@ import { applyBatch, applyUnit, isMergeable } from './apply.js';
  * each. The in-process buffer hands over every queued batch of a project at once, JetStream a
  * project's batches of one fetch (applyUnit: one write per store and table for the lot).
  */
-export function ingestionWorker(deps: Deps): Worker {
+export function ingestionConsumer(deps: Deps): BackgroundLoop {
   const consumer = deps.buffer.consume((batch) => applyBatch(deps, batch), {
     mergeable: isMergeable,
     applyUnit: (batches) => applyUnit(deps, batches),
