@@ -12,6 +12,7 @@ import {
   UpdateOrgBody, UsageSchema,
 } from '../orgs/schema.js';
 import { MembershipService } from '../orgs/members.js';
+import type { Management, Organization } from '../orgs/store.js';
 import { monthOf } from '../usage/store.js';
 
 /**
@@ -33,6 +34,20 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     const org = await orgOr404(id);
     assertOwnedBy(org.managed_by, resource(ctx));
     return org;
+  };
+  /**
+   * Adopt, release and members-management: the call's resource (required) must own `owned`
+   * (or it is unset), then `next` says who manages what; only the fields that change are written.
+   */
+  const changeManagement = async (
+    ctx: Context, id: number, owned: keyof Management, next: (org: Organization, by: string) => Management,
+  ): Promise<Organization> => {
+    const by = requireResource(ctx);
+    const org = await orgOr404(id);
+    assertOwnedBy(org[owned], by);
+    const changed = Object.fromEntries(Object.entries(next(org, by)).filter(([k, v]) => org[k as keyof Management] !== v)) as Management;
+    await orgs.setManagement(org.id, changed);
+    return { ...org, ...changed };
   };
   return [
     route({
@@ -70,23 +85,13 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'post', path: '/admin/orgs/{id}/adopt', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
       summary: 'The resource in X-Tally-Resource takes over an existing organisation; 409 when another resource manages it',
-      handler: async ({ ctx, params }) => {
-        const by = requireResource(ctx);
-        const org = await writableOrg(ctx, params.id);
-        if (org.managed_by !== by) await orgs.setManagedBy(org.id, by);
-        return { ...org, managed_by: by };
-      },
+      handler: ({ ctx, params }) => changeManagement(ctx, params.id, 'managed_by', (_, by) => ({ managed_by: by })),
     }),
     route({
       method: 'post', path: '/admin/orgs/{id}/release', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
       summary: 'The owning resource lets go of its organisation (and of its membership list); idempotent',
-      handler: async ({ ctx, params }) => {
-        const by = requireResource(ctx);
-        const org = await writableOrg(ctx, params.id);
-        if (org.managed_by !== null) await orgs.setManagedBy(org.id, null);
-        if (org.members_managed_by === by) await orgs.setMembersManagedBy(org.id, null);
-        return { ...org, managed_by: null, members_managed_by: org.members_managed_by === by ? null : org.members_managed_by };
-      },
+      handler: ({ ctx, params }) => changeManagement(ctx, params.id, 'managed_by', (org, by) => (
+        org.members_managed_by === by ? { managed_by: null, members_managed_by: null } : { managed_by: null })),
     }),
     route({
       method: 'get', path: '/admin/orgs/{id}/members', tag: 'Admin', auth: 'admin', params: IdParams, response: z.array(MembershipSchema),
@@ -115,13 +120,7 @@ export function adminRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'delete', path: '/admin/orgs/{id}/members-management', tag: 'Admin', auth: 'admin', params: IdParams, response: OrganizationSchema,
       summary: 'The resource that owns the membership list gives it back to people; idempotent',
-      handler: async ({ ctx, params }) => {
-        const by = requireResource(ctx);
-        const org = await orgOr404(params.id);
-        assertOwnedBy(org.members_managed_by, by);
-        if (org.members_managed_by !== null) await orgs.setMembersManagedBy(org.id, null);
-        return { ...org, members_managed_by: null };
-      },
+      handler: ({ ctx, params }) => changeManagement(ctx, params.id, 'members_managed_by', () => ({ members_managed_by: null })),
     }),
     route({
       method: 'get', path: '/admin/orgs/{id}/groups', tag: 'Admin', auth: 'admin', params: IdParams, response: z.array(GroupMappingSchema),

@@ -15,6 +15,9 @@ export interface Organization {
   members_managed_by: string | null;
 }
 
+/** Who manages an organisation (`managed_by`) and its invited membership list (`members_managed_by`). */
+export type Management = Partial<Pick<Organization, 'managed_by' | 'members_managed_by'>>;
+
 /** A group of the ID token's groups claim mapped to a role in an organisation. */
 export interface GroupMapping {
   name: string;
@@ -100,12 +103,9 @@ export class OrgStore {
     return ((await q) as Row[]).map(toOrganization);
   }
 
-  async setManagedBy(id: number, managedBy: string | null): Promise<void> {
-    await this.db('organizations').where({ id }).update({ managed_by: managedBy });
-  }
-
-  async setMembersManagedBy(id: number, managedBy: string | null): Promise<void> {
-    await this.db('organizations').where({ id }).update({ members_managed_by: managedBy });
+  /** Sets who manages the organisation and/or its membership list (the fields given). */
+  async setManagement(id: number, management: Management): Promise<void> {
+    if (Object.keys(management).length) await this.db('organizations').where({ id }).update(management);
   }
 
   /**
