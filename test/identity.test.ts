@@ -128,14 +128,11 @@ forEachBackend('identity', (backend) => {
       if (/^\s*insert into .?identity_links\b/i.test(q.sql)) counts.linkInserts++;
     };
     deps.db.on('query', onQuery);
-    // Counted on the adapter's own methods: the service's store may be wrapped (the results cache
-    // bumps data versions after writes, results-cache/tracked-store.ts), and the wrapper calls the
-    // adapter's property, so a wrapper's method captured here would call itself.
+    // Counted around the service's own methods (the store's wrapper keeps its data-version bumps).
     const events = deps.events as Partial<EventStore>;
-    const adapter = Object.getPrototypeOf(events) as EventStore;
-    const { writeLinks, latestProfiles } = adapter;
-    events.writeLinks = function (this: EventStore, rows) { counts.writeLinks++; return writeLinks.call(this, rows); };
-    events.latestProfiles = function (this: EventStore, p, ids) { counts.latestProfiles++; return latestProfiles.call(this, p, ids); };
+    const { writeLinks, latestProfiles } = deps.events;
+    events.writeLinks = (rows) => { counts.writeLinks++; return writeLinks(rows); };
+    events.latestProfiles = (p, ids) => { counts.latestProfiles++; return latestProfiles(p, ids); };
     try {
       const records = [];
       for (let i = 0; i < 120; i++) records.push(ev('Bulk', `bulk-user-${i}`, { $device_id: `$device:bulk${i}`, $user_id: `bulk-user-${i}`, time: T0 + i }));

@@ -6,6 +6,7 @@ import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
 import { resultsCacheOf } from '../apps/server/src/results-cache/index.js';
 import { SizedLru } from '../apps/server/src/results-cache/lru.js';
+import type { EventStore } from '../apps/server/src/ports/events/index.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-14', unit: 'day', type: 'total' };
 const funnel = { steps: ['view', 'signup'], from: '2024-01-01', to: '2024-01-14', windowDays: 7 };
@@ -175,6 +176,28 @@ forEachBackend('results cache', (backend) => {
     const reportId = (await runBoard()).cards[0].report_id;
     assert.equal((await theirs.get(`/api/reports/${reportId}/run`)).status, 404);
     assert.equal((await t.anon.post(`/api/boards/${board}/run`, {})).status, 401);
+  });
+
+  it('a method assigned on the service\'s event store wraps the one it captured: called once, the write still invalidates, deleting it restores', async function () {
+    this.timeout(30_000);
+    const events = t.svc.deps.events as Partial<EventStore>;
+    const { writeEvents } = t.svc.deps.events;
+    let calls = 0;
+    events.writeEvents = (projectId, rows, opts) => { calls++; return writeEvents(projectId, rows, opts); };
+    try {
+      await runBoard();
+      assert.equal(typeof (await runBoard()).cards[0].cached_at, 'number');
+      const time = Date.UTC(2024, 0, 6, 12);
+      await t.svc.deps.events.writeEvents(pid, [{
+        project_id: pid, id: 900_001, event: 'view', distinct_id: 'rc-assigned', time, insert_id: 'rc-assigned', prop_keys: [], prop_values: [], prop_types: '', received_at: time,
+      }]);
+      assert.equal(calls, 1);
+      const after = await runBoard();
+      assert.equal(after.cards[0].cached_at, undefined, 'the captured method bumped the data versions');
+    } finally {
+      delete events.writeEvents;
+    }
+    assert.equal(t.svc.deps.events.writeEvents, writeEvents);
   });
 
   it('a new annotation invalidates the entries (annotations, derived events and calculated metrics are hashed into the signature)', async function () {

@@ -49,12 +49,24 @@ export function withDataVersions(store: EventStore, versions: DataVersions): Eve
     insertRows: (table, rows) => after(store.insertRows(table, rows), () => 'all'),
     command: (sql) => after(store.command(sql), () => (/^\s*(CREATE|ATTACH|SET|OPTIMIZE|CHECKPOINT|SYSTEM)\b/i.test(sql) ? [] : 'all')),
   };
+  // What is assigned on the wrapper (a test counting calls) is what the wrapper answers, until
+  // deleted. Assigned through to the store, the override would call the assignment, which calls
+  // the override it captured: a loop without end.
+  const assigned = new Map<PropertyKey, unknown>();
   return new Proxy(store, {
     get(target, prop) {
+      if (assigned.has(prop)) return assigned.get(prop);
       if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof EventStore];
       const value = Reflect.get(target, prop);
       // Methods run on the store itself, so adapters keep their private state on one object.
       return typeof value === 'function' ? value.bind(target) : value;
+    },
+    set(_target, prop, value) {
+      assigned.set(prop, value);
+      return true;
+    },
+    deleteProperty(target, prop) {
+      return assigned.delete(prop) || Reflect.deleteProperty(target, prop);
     },
   });
 }
