@@ -5,7 +5,8 @@ import { forEachBackend } from './support/backends.js';
 import { useEventStore } from './support/event-store.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
-import type { StoredEvent } from '../apps/server/src/ports/events/port.js';
+import type { EventStore, StoredEvent } from '../apps/server/src/ports/events/port.js';
+import { applyRetentionExclusively } from '../apps/server/src/retention/loop.js';
 
 const DAY = 86_400_000;
 
@@ -67,6 +68,67 @@ forEachBackend('tenancy: retention', (backend) => {
     const text = JSON.stringify(seg.body);
     assert.ok(!text.includes('"free"'), `the deleted plan=free event is gone: ${text.slice(0, 300)}`);
     assert.ok(text.includes('pro'), 'the recent plan=pro event is still there');
+  });
+});
+
+/** Every worker replica runs the retention loop; where they share PostgreSQL one pass runs at a time. */
+forEachBackend('tenancy: retention, one pass at a time', (backend) => {
+  let t: TestService;
+  before(async function () {
+    this.timeout(60_000);
+    // The service's own loop off: the passes below are the only ones.
+    t = await startTestService(backend, { RETENTION_INTERVAL_MS: '0' });
+    const x = await createTenant(t, 'ret-lock');
+    const set = await t.client(x.tokens.admin).patch(`/api/projects/${x.project.id}`, { retentionDays: 30 });
+    assert.equal(set.status, 200, set.text);
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await t?.close();
+  });
+
+  it('one pass at a time across processes sharing PostgreSQL: a second pass while one runs skips', async function () {
+    this.timeout(60_000);
+    const deps = t.svc.deps;
+    const withRetention = (await deps.projects.withRetention()).length;
+    assert.ok(withRetention >= 1, 'a project with retentionDays');
+    // Counted around the store's own delete; the first pass waits inside it until released.
+    const events = deps.events as Partial<EventStore>;
+    const { deleteEventsBefore } = deps.events;
+    let deletes = 0;
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => { entered = r; });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    events.deleteEventsBefore = async (projectId, beforeMs) => {
+      deletes++;
+      entered();
+      await gate;
+      return deleteEventsBefore(projectId, beforeMs);
+    };
+    try {
+      if (deps.db.client.config.client === 'pg') {
+        // Two transactions hold two pooled connections: two sessions, as two worker processes would.
+        const first = applyRetentionExclusively(deps);
+        await inside;
+        // A second pass that did not skip would wait at the gate too: it answers within 5 s or fails.
+        const second = await Promise.race([applyRetentionExclusively(deps), new Promise((r) => setTimeout(r, 5000, 'waiting inside a delete'))]);
+        assert.equal(second, null, 'the second pass skipped');
+        release();
+        assert.equal(typeof await first, 'number');
+        assert.equal(deletes, withRetention, 'only the first pass deleted');
+        // The lock went with the first pass's transaction: the next pass runs.
+        assert.equal(typeof await applyRetentionExclusively(deps), 'number');
+        assert.equal(deletes, 2 * withRetention);
+      } else {
+        release();
+        assert.equal(typeof await applyRetentionExclusively(deps), 'number', 'SQLite: one process, the pass runs');
+        assert.equal(deletes, withRetention);
+      }
+    } finally {
+      release();
+      delete events.deleteEventsBefore;
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
+import { isPostgres } from '../ports/metadata/knex.js';
 
 const DAY_MS = 86_400_000;
 
@@ -26,10 +27,29 @@ export async function applyRetention(deps: Pick<Deps, 'projects' | 'events' | 'l
   return done;
 }
 
+/** Key of the PostgreSQL advisory lock one retention pass holds (any constant shared by all processes). */
+export const RETENTION_LOCK = 0x7265_746e; // 'retn'
+
+/**
+ * One retention pass unless another process sharing the metadata store is running one: every
+ * worker replica runs the loop, and two passes would wait on the same deletes (a ClickHouse
+ * mutation each). On PostgreSQL a transaction-scoped advisory lock (a crash releases it); SQLite
+ * serves one process. Answers null when another process had the lock.
+ */
+export async function applyRetentionExclusively(
+  deps: Pick<Deps, 'projects' | 'events' | 'log' | 'db'>, now = Date.now(), stopping: () => boolean = () => false,
+): Promise<number | null> {
+  if (!isPostgres(deps.db)) return applyRetention(deps, now, stopping);
+  return deps.db.transaction(async (trx) => {
+    const r = await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS ok', [RETENTION_LOCK]);
+    return r.rows[0].ok ? applyRetention(deps, now, stopping) : null;
+  });
+}
+
 export function retentionLoop(deps: Deps): BackgroundLoop[] {
   const intervalMs = deps.config.retentionIntervalMs;
   if (!intervalMs) return [];
   return [pollingLoop('retention', { firstDelayMs: Math.min(intervalMs, 60_000), intervalMs }, async (stopping) => {
-    await applyRetention(deps, Date.now(), stopping);
+    if (await applyRetentionExclusively(deps, Date.now(), stopping) === null) deps.log.info('retention: another process is running a pass; this one skips it');
   }, (err) => deps.log.error('retention: run failed', { err: String(err) }))];
 }
