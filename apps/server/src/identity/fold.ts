@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 import { int } from '../env.js';
-import { isPostgres } from '../ports/metadata/knex.js';
+import { runExclusively } from '../ports/metadata/knex.js';
 
 /**
  * Identity at write time ("persons on events" with overrides, as PostHog does it): the ingestion
@@ -57,16 +57,11 @@ export const FOLD_LOCK = 0x666f_6c64; // 'fold'
 
 /**
  * One fold run unless another process sharing the metadata store is folding: the chart runs two
- * workers, and both folding would send ClickHouse the same mutations. On PostgreSQL a
- * transaction-scoped advisory lock (a crash releases it); SQLite serves one process. Answers
+ * workers, and both folding would send ClickHouse the same mutations (runExclusively). Answers
  * null when the other process had the lock.
  */
 export async function foldExclusively(deps: Pick<Deps, 'events' | 'db'>, opts: Partial<Pick<FoldSettings, 'batch' | 'minAgeMs'>> = {}): Promise<number | null> {
-  if (!isPostgres(deps.db)) return foldIdentityLinks(deps, opts);
-  return deps.db.transaction(async (trx) => {
-    const r = await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS ok', [FOLD_LOCK]);
-    return r.rows[0].ok ? foldIdentityLinks(deps, opts) : null;
-  });
+  return runExclusively(deps.db, FOLD_LOCK, () => foldIdentityLinks(deps, opts));
 }
 
 export function identityFoldLoop(deps: Deps, settings = foldSettings()): BackgroundLoop {

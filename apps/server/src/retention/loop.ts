@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
-import { isPostgres } from '../ports/metadata/knex.js';
+import { runExclusively } from '../ports/metadata/knex.js';
 
 const DAY_MS = 86_400_000;
 
@@ -33,17 +33,12 @@ export const RETENTION_LOCK = 0x7265_746e; // 'retn'
 /**
  * One retention pass unless another process sharing the metadata store is running one: every
  * worker replica runs the loop, and two passes would wait on the same deletes (a ClickHouse
- * mutation each). On PostgreSQL a transaction-scoped advisory lock (a crash releases it); SQLite
- * serves one process. Answers null when another process had the lock.
+ * mutation each) (runExclusively). Answers null when another process had the lock.
  */
 export async function applyRetentionExclusively(
   deps: Pick<Deps, 'projects' | 'events' | 'log' | 'db'>, now = Date.now(), stopping: () => boolean = () => false,
 ): Promise<number | null> {
-  if (!isPostgres(deps.db)) return applyRetention(deps, now, stopping);
-  return deps.db.transaction(async (trx) => {
-    const r = await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS ok', [RETENTION_LOCK]);
-    return r.rows[0].ok ? applyRetention(deps, now, stopping) : null;
-  });
+  return runExclusively(deps.db, RETENTION_LOCK, () => applyRetention(deps, now, stopping));
 }
 
 export function retentionLoop(deps: Deps): BackgroundLoop[] {

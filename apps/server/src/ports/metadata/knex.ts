@@ -94,6 +94,19 @@ export function lockForUpdate<Q extends { forUpdate(): Q }>(db: Db, q: Q): Q {
   return isPostgres(db) ? q.forUpdate() : q;
 }
 
+/**
+ * `run` unless another process sharing the metadata store holds the advisory lock `key` (a
+ * constant shared by all processes): on PostgreSQL a transaction-scoped lock, on a connection of
+ * its own, so a crash releases it; SQLite serves one process. Answers null when another had it.
+ */
+export async function runExclusively<T>(db: Db, key: number, run: () => Promise<T>): Promise<T | null> {
+  if (!isPostgres(db)) return run();
+  return db.transaction(async (trx) => {
+    const r = await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS ok', [key]);
+    return r.rows[0].ok ? run() : null;
+  });
+}
+
 /** Key of the PostgreSQL advisory lock held while migrating (any constant shared by all processes). */
 const MIGRATION_LOCK = 0x7461_6c6c; // 'tall'
 
