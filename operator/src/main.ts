@@ -1,3 +1,4 @@
+import { runMain, stopOnSignals } from '@tally-analytics/server/process';
 import { loadOperatorConfig } from './config.js';
 import { startOperator } from './operator.js';
 
@@ -9,19 +10,7 @@ async function main() {
   const operatorConfig = loadOperatorConfig();
   const operator = await startOperator(operatorConfig, { defaultMetrics: true });
   console.log(`analytics operator (${operatorConfig.identity}) started; probes and /metrics on ${operator.url || 'no port'}`);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: releasing the lease and stopping`);
-    await operator.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  stopOnSignals('releasing the lease and stopping', () => operator.close());
 }
 
-main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+runMain(main);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import v8 from 'node:v8';
 import { loadConfig, type Config } from './config.js';
+import { runMain, stopOnSignals } from './process.js';
 
 /**
  * The service's process entry (`@tally-analytics/server/main`). `npm start` runs every role in one
@@ -53,19 +54,7 @@ async function main() {
   if (service.url) console.log(`analytics service (${role}) listening on ${service.url.replace('127.0.0.1', config.host === '0.0.0.0' ? 'localhost' : config.host)}  [${stores}]`);
   else console.log(`analytics service (${role}) running [${stores}]`);
   if (generated && role !== 'worker') console.log(`superadmin key (kept in ${path.join(config.dataDir, 'superadmin.key')}): ${key}`);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: draining and stopping`);
-    await service.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  stopOnSignals('draining and stopping', () => service.close());
 }
 
-main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+runMain(main);
