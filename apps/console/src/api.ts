@@ -1,7 +1,7 @@
 import { session, setSession } from './session.js';
 import { navigate } from './router.js';
 import type {
-  Account, Board, BoardCardWrite, BoardListItem, BoardRun, DateRangeSpec, DrilldownPage, DrilldownSelection, EventNameCount,
+  Account, Board, BoardCardWrite, BoardListItem, BoardRun, Cohort, DateRangeSpec, DrilldownPage, DrilldownSelection, EventNameCount,
   IrFunnelResult, LexiconEvent, LexiconProperty, Project, PropertyFilter, PropertySummary, QueryV2, ReportRun, ReportType,
   SavedReport, TrendResult,
 } from './types.js';
@@ -65,7 +65,8 @@ export const joinError = (error: string, message?: string) =>
   // An error that already carries its detail (`query too large: 1 series × …`) is shown alone.
   !message || error.includes(message) || error.includes(': ') ? error : message.toLowerCase().startsWith(error.toLowerCase()) ? message : `${error}: ${message}`;
 
-const qs = (params: Record<string, string | number | undefined>) => {
+/** `?a=1&b=2` from the parameters that are set (`''` when none is). */
+export const queryString = (params: Record<string, string | number | undefined>) => {
   const u = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') u.set(k, String(v));
   const s = u.toString();
@@ -79,21 +80,21 @@ export const api = {
   account: () => request<Account>('GET', '/api/account'),
   projects: () => request<Project[]>('GET', '/api/projects'),
 
-  boards: (projectId: string) => request<BoardListItem[]>('GET', `/api/boards${qs({ projectId })}`),
+  boards: (projectId: string) => request<BoardListItem[]>('GET', `/api/boards${queryString({ projectId })}`),
   board: (id: string | number) => request<Board>('GET', `/api/boards/${id}`),
-  createBoard: (projectId: string, name: string) => request<Board>('POST', `/api/boards${qs({ projectId })}`, { name }),
+  createBoard: (projectId: string, name: string) => request<Board>('POST', `/api/boards${queryString({ projectId })}`, { name }),
   updateBoard: (id: number, patch: { name?: string; date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: BoardCardWrite[] }) =>
     request<Board>('PUT', `/api/boards/${id}`, patch),
   /** One card with the board's saved range and filters. */
-  runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${qs({ cardId })}`),
+  runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${queryString({ cardId })}`),
   /** Every card with a range or filters for this run only (a viewer's unsaved choice). */
   runBoard: (boardId: number, body: { date_range?: DateRangeSpec | null; filters?: PropertyFilter[] }) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
-  cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${qs({ format: 'csv', cardId })}`, undefined, { raw: true }),
+  cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${queryString({ format: 'csv', cardId })}`, undefined, { raw: true }),
 
-  reports: (projectId: string) => request<SavedReport[]>('GET', `/api/reports${qs({ projectId })}`),
+  reports: (projectId: string) => request<SavedReport[]>('GET', `/api/reports${queryString({ projectId })}`),
   report: (id: string | number) => request<SavedReport>('GET', `/api/reports/${id}`),
   createReport: (projectId: string, r: { name: string; description?: string | null; type: ReportType; query: Record<string, unknown> }) =>
-    request<SavedReport>('POST', `/api/reports${qs({ projectId })}`, r),
+    request<SavedReport>('POST', `/api/reports${queryString({ projectId })}`, r),
   updateReport: (id: number, r: { name?: string; description?: string | null; type?: ReportType; query?: Record<string, unknown> }) =>
     request<SavedReport>('PUT', `/api/reports/${id}`, r),
   runReport: (id: number) => request<ReportRun>('POST', `/api/reports/${id}/run`),
@@ -105,8 +106,9 @@ export const api = {
   v0: <T>(kind: 'retention' | 'flows' | 'sessions', projectId: string, body: Record<string, unknown>) =>
     request<T>('POST', `/api/query/${kind}`, { ...body, projectId }),
 
-  lexiconEvents: (projectId: string) => request<LexiconEvent[]>('GET', `/api/lexicon/events${qs({ projectId })}`),
-  lexiconProperties: (projectId: string) => request<LexiconProperty[]>('GET', `/api/lexicon/properties${qs({ projectId })}`),
-  eventNames: (projectId: string) => request<EventNameCount[]>('GET', `/api/data/event-names${qs({ projectId })}`),
-  properties: (projectId: string, event?: string) => request<PropertySummary[]>('GET', `/api/data/properties${qs({ projectId, event })}`),
+  lexiconEvents: (projectId: string) => request<LexiconEvent[]>('GET', `/api/lexicon/events${queryString({ projectId })}`),
+  lexiconProperties: (projectId: string) => request<LexiconProperty[]>('GET', `/api/lexicon/properties${queryString({ projectId })}`),
+  eventNames: (projectId: string) => request<EventNameCount[]>('GET', `/api/data/event-names${queryString({ projectId })}`),
+  properties: (projectId: string, event?: string) => request<PropertySummary[]>('GET', `/api/data/properties${queryString({ projectId, event })}`),
+  cohorts: (projectId: string) => request<Cohort[]>('GET', `/api/cohorts${queryString({ projectId })}`),
 };

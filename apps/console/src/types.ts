@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import type {
-  ProjectListItemSchema, BoardListItemSchema, BoardRunSchema, BoardWithCardsSchema, CardSchema, BoardCardWrite, ReportRunSchema, SavedReportSchema, ReportType, DateRangeSpec, QueryV2, Metric, EventMetric, Compare, TrendResultSchema, IrFunnelResultSchema, DrilldownPage, DrilldownSelection, PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult, LexiconEventSchema, LexiconPropertySchema, EventNameCountSchema, PropertySummarySchema, Role,
+  ProjectListItemSchema, CohortSchema, BoardListItemSchema, BoardRunSchema, BoardWithCardsSchema, CardSchema, BoardCardWrite, ReportRunSchema, SavedReportSchema, ReportType, DateRangeSpec, QueryV2, Metric, EventMetric, Compare, TrendResultSchema, IrFunnelResultSchema, DrilldownPage, DrilldownSelection, PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult, LexiconEventSchema, LexiconPropertySchema, EventNameCountSchema, PropertySummarySchema, Role,
 } from '@tally-analytics/server/schemas';
 
 export type { DateRangeSpec, QueryV2, Metric, EventMetric, Compare, PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult, DrilldownPage, DrilldownSelection, ReportType, Role, BoardCardWrite };
@@ -23,6 +23,7 @@ export type LexiconEvent = z.infer<typeof LexiconEventSchema>;
 export type LexiconProperty = z.infer<typeof LexiconPropertySchema>;
 export type EventNameCount = z.infer<typeof EventNameCountSchema>;
 export type PropertySummary = z.infer<typeof PropertySummarySchema>;
+export type Cohort = z.infer<typeof CohortSchema>;
 
 /** `GET /api/account` (the server declares this schema inside its route file). */
 export interface Account {

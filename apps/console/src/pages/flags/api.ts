@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { request } from '../../api.js';
-import type { CohortSchema, FeatureFlagSchema, FlagEventSchema, FlagResultSchema, FlagRuleSchema, FlagVariantSchema } from '@tally-analytics/server/schemas';
+import { queryString, request } from '../../api.js';
+import type { FeatureFlagSchema, FlagEventSchema, FlagResultSchema, FlagRuleSchema, FlagVariantSchema } from '@tally-analytics/server/schemas';
 
 /** The flag shapes, inferred from the server's schemas (type-only: nothing of the server is bundled). */
 export type Flag = z.infer<typeof FeatureFlagSchema>;
@@ -8,23 +8,19 @@ export type FlagVariant = z.infer<typeof FlagVariantSchema>;
 export type FlagRule = z.infer<typeof FlagRuleSchema>;
 export type FlagEvent = z.infer<typeof FlagEventSchema>;
 export type FlagResult = z.infer<typeof FlagResultSchema>;
-export type Cohort = z.infer<typeof CohortSchema>;
 export type FlagType = Flag['type'];
 export const FLAG_TYPES: FlagType[] = ['release', 'experiment', 'operational', 'kill_switch', 'permission'];
 
 export type FlagWrite = Partial<Pick<Flag, 'name' | 'description' | 'active' | 'type' | 'variants' | 'rules'>>;
 
-const pid = (projectId: string) => encodeURIComponent(projectId);
-
 export const flagsApi = {
-  list: (projectId: string, archived: boolean) => request<Flag[]>('GET', `/api/flags?projectId=${pid(projectId)}${archived ? '&archived=1' : ''}`),
+  list: (projectId: string, archived: boolean) => request<Flag[]>('GET', `/api/flags${queryString({ projectId, archived: archived ? 1 : undefined })}`),
   get: (id: number | string) => request<Flag>('GET', `/api/flags/${id}`),
-  create: (projectId: string, body: { key: string; name: string } & FlagWrite) => request<Flag>('POST', `/api/flags?projectId=${pid(projectId)}`, body),
+  create: (projectId: string, body: { key: string; name: string } & FlagWrite) => request<Flag>('POST', `/api/flags${queryString({ projectId })}`, body),
   update: (id: number, body: FlagWrite) => request<Flag>('PUT', `/api/flags/${id}`, body),
   archive: (id: number) => request<Flag>('POST', `/api/flags/${id}/archive`),
   revive: (id: number) => request<Flag>('POST', `/api/flags/${id}/revive`),
   remove: (id: number) => request<{ ok: true }>('DELETE', `/api/flags/${id}`),
   preview: (id: number, distinctId: string) => request<FlagResult>('POST', `/api/flags/${id}/preview`, { distinctId }),
   events: (id: number) => request<FlagEvent[]>('GET', `/api/flags/${id}/events?limit=50`),
-  cohorts: (projectId: string) => request<Cohort[]>('GET', `/api/cohorts?projectId=${pid(projectId)}`),
 };

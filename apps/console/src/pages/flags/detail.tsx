@@ -1,7 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useShell } from '../../context.js';
+import type { Cohort } from '../../types.js';
+import { api } from '../../api.js';
 import { navigate } from '../../router.js';
-import { FLAG_TYPES, flagsApi, type Cohort, type Flag, type FlagEvent, type FlagResult, type FlagRule, type FlagType, type FlagVariant } from './api.js';
+import { FLAG_TYPES, flagsApi, type Flag, type FlagEvent, type FlagResult, type FlagRule, type FlagType, type FlagVariant } from './api.js';
 
 /** The editor's copy of a flag: payloads and override lists as the text a person types. */
 interface Draft {
@@ -77,7 +79,7 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
   };
   useEffect(() => {
     void load();
-    flagsApi.cohorts(props.projectId).then(setCohorts, () => setCohorts([]));
+    api.cohorts(props.projectId).then(setCohorts, () => setCohorts([]));
   }, [props.flagId]);
 
   if (error && !flag) return <section class="panel flag-detail"><p class="error" role="alert">{error}</p></section>;

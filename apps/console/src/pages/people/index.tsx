@@ -1,7 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useShell } from '../../context.js';
+import type { Cohort } from '../../types.js';
+import { api } from '../../api.js';
 import { Link, usePath } from '../../router.js';
-import { peopleApi, type Cohort, type PrivacyRequest, type PrivacyType, type UsersResult } from './api.js';
+import { peopleApi, type PrivacyRequest, type PrivacyType, type UsersResult } from './api.js';
 import './people.css';
 
 export { PersonPage } from './person.js';
@@ -94,7 +96,7 @@ function Cohorts(props: { projectId: string; cohortId?: string }) {
   const [members, setMembers] = useState<string[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    peopleApi.cohorts(props.projectId).then(setCohorts, (e) => setError(e.message));
+    api.cohorts(props.projectId).then(setCohorts, (e) => setError(e.message));
   }, [props.projectId]);
   useEffect(() => {
     setMembers(null);
