@@ -63,7 +63,9 @@ forEachBackend('web console in a browser', (backend) => {
     this.timeout(60_000);
     await boardSettled(page);
     const figures = await page.$$eval('[role="figure"]', (els) => els.map((e) => e.getAttribute('aria-label')));
-    assert.deepEqual(figures, ['Daily signups', 'Notes', 'Hourly signups', 'Purchases by plan', 'Weekly retention', 'After sign-up']);
+    assert.deepEqual(figures, ['Daily signups', 'Notes', 'Hourly signups', 'Purchases by plan', 'Daily retention', 'After sign-up']);
+    // A text card's first line is its caption, not repeated in its body.
+    assert.equal(await page.$eval('[role="figure"][aria-label="Notes"] .text-card', (e) => e.textContent!), 'Sign-ups, purchases and retention of the last 30 days.');
     const alert = await page.$eval('[role="figure"][aria-label="Hourly signups"] [role="alert"]', (e) => e.textContent!);
     assert.match(alert, /query too large/i);
     for (const title of ['Daily signups', 'Purchases by plan']) {
@@ -71,7 +73,7 @@ forEachBackend('web console in a browser', (backend) => {
       assert.equal(await page.$(`[role="figure"][aria-label="${title}"] [role="alert"]`), null);
       assert.equal(await page.$(`[role="figure"][aria-label="${title}"] table`), null, 'the only table of a card is its Table view');
     }
-    for (const title of ['Weekly retention', 'After sign-up']) {
+    for (const title of ['Daily retention', 'After sign-up']) {
       assert.ok(await page.$(`[role="figure"][aria-label="${title}"] svg`), `${title} draws an svg: ${await page.$eval(`[role="figure"][aria-label="${title}"]`, (e) => e.outerHTML.slice(0, 600))}`);
     }
     // The cards' widths follow the API's spans (8 + 4 on the first row).
@@ -292,7 +294,7 @@ forEachBackend('web console in a browser', (backend) => {
     const alert = await page.$eval('[role="figure"][aria-label="After sign-up"] [role="alert"]', (e) => e.textContent!);
     assert.match(alert, /card not found.*deleted/);
     assert.ok(await page.$('[role="figure"][aria-label="Daily signups"] canvas'));
-    assert.ok(await page.$('[role="figure"][aria-label="Weekly retention"] svg'));
+    assert.ok(await page.$('[role="figure"][aria-label="Daily retention"] svg'));
   });
 
   it('goes back to sign-in when the session is refused, then returns to the page', async function () {

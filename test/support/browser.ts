@@ -82,7 +82,7 @@ export async function seedConsole(t: TestService, tenant: Tenant): Promise<Seede
     daily: await report('Daily signups', 'segmentation', ir({ event: 'Signed up', aggregation: { op: 'unique' } }, { kind: 'trend', unit: 'day', chart: 'line' })),
     byPlan: await report('Purchases by plan', 'segmentation', ir({ event: 'Purchased', aggregation: { op: 'count' } }, { kind: 'trend', unit: 'day', chart: 'bar' }, { breakdown: { property: 'plan', limit: 10 } })),
     hourly: await report('Hourly signups', 'segmentation', { ...ir({ event: 'Signed up', aggregation: { op: 'count' } }, { kind: 'trend', unit: 'hour', chart: 'line' }), dateRange: { kind: 'preset', preset: '6m' } }),
-    retention: await report('Weekly retention', 'retention', { bornEvent: 'Signed up', returnEvent: 'Purchased', from: daysAgo(29), to: today(), unit: 'day', buckets: 7 }),
+    retention: await report('Daily retention', 'retention', { bornEvent: 'Signed up', returnEvent: 'Purchased', from: daysAgo(29), to: today(), unit: 'day', buckets: 7 }),
     flows: await report('After sign-up', 'flows', { event: 'Signed up', direction: 'after', steps: 2, from: daysAgo(29), to: today(), limit: 10 }),
   };
   const note = await owner.post(`/api/annotations?projectId=${pid}`, { date: daysAgo(3), description: 'Pricing page launched' });

@@ -223,7 +223,8 @@ function CardView(props: { card: Card; index: number; count: number; run?: RunSt
         </figcaption>
         <div class="card-body" style={{ minHeight: `${height}px` }}>
           {card.card_type === 'text' ? (
-            <div class="text-card">{card.text.split('\n').map((l) => <p>{l.replace(/^#+\s*/, '')}</p>)}</div>
+            // The first line is the card's title (cardTitle), shown in the caption; the body is the rest.
+            <div class="text-card">{card.text.split('\n').slice(1).map((l) => <p>{l.replace(/^#+\s*/, '')}</p>)}</div>
           ) : !run || run.state === 'loading' ? (
             <p class="loading" role="status">Loading…</p>
           ) : run.state === 'error' ? (
