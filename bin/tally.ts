@@ -5,5 +5,9 @@
  * between them is made here, above both.
  */
 const role = process.argv[2] ?? process.env.ROLE ?? 'all';
+if (!['all', 'api', 'worker', 'operator'].includes(role)) {
+  console.error(`unknown role ${role}: use all, api, worker or operator`);
+  process.exit(1);
+}
 if (role === 'operator') await import('@tally-analytics/operator/main');
 else await import('@tally-analytics/server/main');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './support/chart.js';
@@ -67,6 +68,12 @@ describe('image inputs (Dockerfile, package-lock.json)', () => {
     }
     // What each workspace imports at run time is in its dependencies: scripts/check-package-edges.ts.
     assert.deepEqual(checkPackageEdges(repoRoot), []);
+  });
+
+  it("the image's entry (bin/tally.ts) refuses an unknown role, naming the four it takes", () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bin/tally.ts', 'bogus'], { cwd: repoRoot, encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /unknown role bogus: use all, api, worker or operator/);
   });
 
   it('the runtime stage: npm ci --omit=dev, NODE_ENV=production, a non-root user', () => {

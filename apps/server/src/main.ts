@@ -41,7 +41,7 @@ function limitHeapGrowth(role: Role): void {
 
 async function main() {
   const role = (process.argv[2] ?? process.env.ROLE ?? 'all') as Role;
-  if (!['all', 'api', 'worker'].includes(role)) throw new Error(`unknown role ${role}: use all, api or worker (the operator runs from bin/tally.ts operator)`);
+  if (!['all', 'api', 'worker'].includes(role)) throw new Error(`unknown role ${role}: use all, api or worker (the role operator is the operator package's, started by bin/tally)`);
   limitHeapGrowth(role);
   const config = loadConfig();
   const { key, generated } = resolveSuperadminKey(config);
