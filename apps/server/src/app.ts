@@ -26,6 +26,7 @@ import { OrgStore } from './orgs/store.js';
 import { MachineTokenStore } from './orgs/tokens.js';
 import { ProjectStore } from './projects/store.js';
 import { UsageStore } from './usage/store.js';
+import { AuditStore } from './audit/store.js';
 import { MemoryCounter, RateLimits } from './http/rate-limit.js';
 import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
@@ -74,6 +75,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
   return {
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage,
+    audit: new AuditStore(db),
     rateLimits: new RateLimits(config.rateLimits, rateCounter(config, db)),
     auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db), config.operatorKey),
   };

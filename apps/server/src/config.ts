@@ -48,15 +48,34 @@ export interface Config {
     timeoutMs: number;
     maxMemoryBytes: number;
   };
+  /**
+   * Fairness between organisations (query/concurrency.ts): analyses one organisation runs at once in
+   * this API process; more wait up to `queueMs` for a slot, then answer 429.
+   */
+  queryConcurrency: { perOrg: number; queueMs: number };
   /** Report and board-card answers kept per API process (results-cache/): RESULTS_CACHE_FRESH_MS, RESULTS_CACHE_MAX_MB (0: off). */
   resultsCache: { freshMs: number; maxBytes: number };
   /** RETENTION_INTERVAL_MS: how often the worker deletes events past each project's retentionDays (0: never). */
   retentionIntervalMs: number;
+  /** AUDIT_RETENTION_DAYS: audit log rows older than this are deleted by the worker's retention pass. */
+  auditRetentionDays: number;
+  /**
+   * TENANCY_ALLOW_UNMANAGED_ORGS: namespaced resources may act in organisations no Organization
+   * manages (a migration aid; unsafe between teams: docs/auth.md, "The boundary between teams").
+   */
+  tenancyAllowUnmanagedOrgs: boolean;
   logLevel: 'silent' | 'error' | 'info';
   /** How long start-up retries NATS, PostgreSQL and ClickHouse set-up before giving up (exit). */
   startupTimeoutMs: number;
 }
 
+
+/** A count where 0 would refuse everything (no query could ever run): a start-up error instead. */
+function atLeastOne(env: Env, name: string, fallback: number): number {
+  const n = int(env, name, fallback);
+  if (n < 1) throw new Error(`${name} must be at least 1 (got ${n})`);
+  return n;
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const oidcIssuer = env.OIDC_ISSUER;
@@ -122,7 +141,13 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'QUERY_TIMEOUT_MS', LIMITS.queryTimeoutMs),
       maxMemoryBytes: int(env, 'QUERY_MAX_MEMORY_MB', LIMITS.queryMaxMemoryMb) * 1024 * 1024,
     },
+    queryConcurrency: {
+      perOrg: atLeastOne(env, 'QUERY_CONCURRENCY_PER_ORG', LIMITS.queryConcurrencyPerOrg),
+      queueMs: int(env, 'QUERY_QUEUE_MS', LIMITS.queryQueueMs),
+    },
     retentionIntervalMs: int(env, 'RETENTION_INTERVAL_MS', 86_400_000),
+    auditRetentionDays: Math.max(1, int(env, 'AUDIT_RETENTION_DAYS', 365)),
+    tenancyAllowUnmanagedOrgs: ['1', 'true'].includes((env.TENANCY_ALLOW_UNMANAGED_ORGS ?? '').toLowerCase()),
     logLevel: (env.LOG_LEVEL as Config['logLevel']) ?? 'info',
     startupTimeoutMs: Math.max(1000, int(env, 'STARTUP_TIMEOUT_MS', 120_000)),
   };

@@ -9,6 +9,7 @@ import type { ProjectStore } from './projects/store.js';
 import type { UsageStore } from './usage/store.js';
 import type { RateLimits } from './http/rate-limit.js';
 import type { TenantConfigWatcher } from './tenants/watcher.js';
+import type { AuditStore } from './audit/store.js';
 
 /**
  * What every domain's routes are built from: the three ports, the shared tenancy stores and the
@@ -25,6 +26,8 @@ export interface Deps {
   orgs: OrgStore;
   projects: ProjectStore;
   usage: UsageStore;
+  /** The audit log every service writes its changes to, in the change's transaction. */
+  audit: AuditStore;
   /** Per-IP and per-project windows (ingestion); token buckets of /api/query/*, /flags/evaluate and GET /flags, /flags/local-evaluation (docs/hardening.md). */
   rateLimits: RateLimits;
   /** The tenant config of TENANT_CONFIG_PATH (Kubernetes mode), consulted before the database for project credentials. */

@@ -41,7 +41,12 @@ export const LIMITS = {
   /** Statement timeout and per-query memory cap on both engines (QUERY_TIMEOUT_MS, QUERY_MAX_MEMORY_MB). */
   queryTimeoutMs: 30_000,
   queryMaxMemoryMb: 2048,
+  /** Analyses one organisation runs at once per API process, and how long more wait for a slot (QUERY_CONCURRENCY_PER_ORG, QUERY_QUEUE_MS). */
+  queryConcurrencyPerOrg: 4,
+  queryQueueMs: 10_000,
   irBreakdownSegments: { min: 1, max: 100, default: 25 },
   flagAuditLimit: { max: 200, default: 50 },
+  /** Rows per page of GET /api/audit-log and /admin/audit-log. */
+  auditLogLimit: { max: 200, default: 50 },
   dataEventsLimit: { max: 1000, default: 100 },
 } as const;

@@ -22,9 +22,11 @@ import { privacyRoutes } from './privacy/routes.js';
 import { analysesOf } from './query/analyses.js';
 import { DataStore } from './data/store.js';
 import { LexiconStore } from './lexicon/store.js';
+import { auditRoutes } from './audit/routes.js';
+import { createServices, type Services } from './services.js';
 
 /** Every domain's routes. A new domain adds one line. */
-export function allRoutes(deps: Deps): RouteSpec[] {
+export function allRoutes(deps: Deps, services: Services = createServices(deps)): RouteSpec[] {
   const { definitions, contexts, membership, annotations } = analysesOf(deps);
   const data = new DataStore(deps.events);
   return [
@@ -46,5 +48,6 @@ export function allRoutes(deps: Deps): RouteSpec[] {
     ...annotationRoutes(deps, annotations),
     ...lexiconRoutes(deps, { store: new LexiconStore(deps.db), data }),
     ...privacyRoutes(deps),
+    ...auditRoutes(services.audit),
   ];
 }

@@ -6,6 +6,7 @@ export const OrganizationSchema = z
     id: z.number().int(), name: z.string(), monthly_event_quota: z.number().int().nullable(), created_at: z.number().int(),
     managed_by: z.string().nullable().openapi({ description: 'the resource (`Organization/<name>`) that owns the organisation, or null' }),
     members_managed_by: z.string().nullable().openapi({ description: 'the resource that owns the invited membership list (hand edits: 409), or null' }),
+    namespaces: z.array(z.string()).nullable().openapi({ description: "the Kubernetes namespaces whose resources may act for it (its Organization's spec.namespaces), or null" }),
   })
   .openapi('Organization');
 
@@ -23,8 +24,12 @@ export const MembershipSchema = z
 
 export const OrgName = z.string().trim().min(1).max(200);
 export const Quota = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-export const CreateOrgBody = z.object({ name: OrgName, monthlyEventQuota: Quota.nullable().optional() }).strict();
-export const UpdateOrgBody = z.object({ name: OrgName.optional(), monthlyEventQuota: Quota.nullable().optional() }).strict();
+/** A Kubernetes namespace name (RFC 1123 label). */
+export const NamespaceName = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a Kubernetes namespace name');
+const Namespaces = z.array(NamespaceName).max(1000)
+  .openapi({ description: "the namespaces whose resources may act for the organisation (an Organization resource's spec.namespaces)" });
+export const CreateOrgBody = z.object({ name: OrgName, monthlyEventQuota: Quota.nullable().optional(), namespaces: Namespaces.optional() }).strict();
+export const UpdateOrgBody = z.object({ name: OrgName.optional(), monthlyEventQuota: Quota.nullable().optional(), namespaces: Namespaces.nullable().optional() }).strict();
 export const InviteBody = z.object({ email: z.string().trim().email().max(320), role: RoleSchema }).strict();
 export const RoleBody = z.object({ role: RoleSchema }).strict();
 const Email = z.string().trim().email().max(320);

@@ -13,6 +13,8 @@ export interface Organization {
   managed_by: string | null;
   /** The resource that owns the invited membership list (hand edits: 409), or null. */
   members_managed_by: string | null;
+  /** The Kubernetes namespaces whose resources may act for it (its Organization's spec.namespaces), or null. */
+  namespaces: string[] | null;
 }
 
 /** Who manages an organisation (`managed_by`) and its invited membership list (`members_managed_by`). */
@@ -57,6 +59,7 @@ function toOrganization(r: Row): Organization {
   return {
     id: num(r.id), name: String(r.name), monthly_event_quota: numOrNull(r.monthly_event_quota), created_at: num(r.created_at),
     managed_by: strOrNull(r.managed_by), members_managed_by: strOrNull(r.members_managed_by),
+    namespaces: r.namespaces === null || r.namespaces === undefined ? null : (JSON.parse(String(r.namespaces)) as string[]),
   };
 }
 
@@ -90,8 +93,11 @@ function toMembership(r: Row): Membership {
 export class OrgStore {
   constructor(private db: Db) {}
 
-  async createOrg(input: { name: string; monthlyEventQuota?: number | null; managedBy?: string | null }, trx: Db = this.db): Promise<Organization> {
-    const row = { name: input.name, monthly_event_quota: input.monthlyEventQuota ?? null, created_at: nowMs(), managed_by: input.managedBy ?? null, members_managed_by: null };
+  async createOrg(input: { name: string; monthlyEventQuota?: number | null; managedBy?: string | null; namespaces?: string[] | null }, trx: Db = this.db): Promise<Organization> {
+    const row = {
+      name: input.name, monthly_event_quota: input.monthlyEventQuota ?? null, created_at: nowMs(), managed_by: input.managedBy ?? null, members_managed_by: null,
+      namespaces: input.namespaces ? JSON.stringify(input.namespaces) : null,
+    };
     const [{ id }] = await trx('organizations').insert(row).returning('id');
     return toOrganization({ id, ...row });
   }
@@ -140,12 +146,14 @@ export class OrgStore {
     return row && toOrganization(row);
   }
 
-  async updateOrg(id: number, patch: { name?: string; monthlyEventQuota?: number | null }): Promise<Organization | undefined> {
+  async updateOrg(id: number, patch: { name?: string; monthlyEventQuota?: number | null; namespaces?: string[] | null }, trx: Db = this.db): Promise<Organization | undefined> {
     const update: Record<string, unknown> = {};
     if (patch.name !== undefined) update.name = patch.name;
     if (patch.monthlyEventQuota !== undefined) update.monthly_event_quota = patch.monthlyEventQuota;
-    if (Object.keys(update).length) await this.db('organizations').where({ id }).update(update);
-    return this.getOrg(id);
+    if (patch.namespaces !== undefined) update.namespaces = patch.namespaces === null ? null : JSON.stringify(patch.namespaces);
+    if (Object.keys(update).length) await trx('organizations').where({ id }).update(update);
+    const row: Row | undefined = await trx('organizations').where({ id }).first();
+    return row && toOrganization(row);
   }
 
   /**

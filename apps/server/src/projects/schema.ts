@@ -3,6 +3,7 @@ import { z } from 'zod';
 export const ProjectSchema = z
   .object({
     id: z.number().int(),
+    org_id: z.number().int().nullable().openapi({ description: 'the organisation the project belongs to' }),
     name: z.string(),
     token: z.string().uuid(),
     created_at: z.number().int(),
@@ -14,7 +15,6 @@ export const ProjectSchema = z
   .openapi('Project');
 
 export const ProjectListItemSchema = ProjectSchema.extend({
-  org_id: z.number().int().nullable(),
   event_count: z.number().int(),
   has_flag_secret: z.boolean(),
 }).openapi('ProjectListItem');

@@ -24,9 +24,9 @@ export interface ProjectLimits {
   rateLimit?: { requestsPer10Seconds: number } | null;
 }
 
-/** The API's Project shape plus its owner and limits (no org, no secret). */
+/** The API's Project shape plus its organisation, owner and limits (no secret). */
 export const publicProject = (p: Project) => ({
-  id: p.id, name: p.name, token: p.token, created_at: p.created_at, managed_by: p.managed_by,
+  id: p.id, org_id: p.org_id, name: p.name, token: p.token, created_at: p.created_at, managed_by: p.managed_by,
   retention_days: p.retention_days, rate_limit: p.rate_limit === null ? null : { requestsPer10Seconds: p.rate_limit },
 });
 

@@ -41,10 +41,17 @@ export async function applyRetentionExclusively(
   return runExclusively(deps.db, RETENTION_LOCK, () => applyRetention(deps, now, stopping));
 }
 
+/** Deletes audit log rows older than AUDIT_RETENTION_DAYS; answers how many went. */
+export function pruneAuditLog(deps: Pick<Deps, 'audit' | 'config'>, now = Date.now()): Promise<number> {
+  return deps.audit.deleteOlderThan(now - deps.config.auditRetentionDays * DAY_MS);
+}
+
 export function retentionLoop(deps: Deps): BackgroundLoop[] {
   const intervalMs = deps.config.retentionIntervalMs;
   if (!intervalMs) return [];
   return [pollingLoop('retention', { firstDelayMs: Math.min(intervalMs, 60_000), intervalMs }, async (stopping) => {
     if (await applyRetentionExclusively(deps, Date.now(), stopping) === null) deps.log.info('retention: another process is running a pass; this one skips it');
+    const pruned = await pruneAuditLog(deps);
+    if (pruned > 0) deps.log.info('retention: audit log rows deleted', { rows: pruned, olderThanDays: deps.config.auditRetentionDays });
   }, (err) => deps.log.error('retention: run failed', { err: String(err) }))];
 }
