@@ -8,6 +8,7 @@ import { Puller } from './jetstream-pull.js';
 import { Delivery, deadSubject } from './jetstream-delivery.js';
 import { encodeBatch, messageId } from './jetstream-encoding.js';
 import { retryStartup } from '../startup.js';
+import { refusalReason, securityOptions, serversForLog } from './jetstream-connection.js';
 
 /** Timeout of stream and consumer set-up requests. */
 const SETUP_TIMEOUT_MS = 15_000;
@@ -61,8 +62,9 @@ export class JetStreamBuffer implements IngestionBuffer {
   ): Promise<JetStreamBuffer> {
     const log = opts.log ?? { info() {}, error() {} };
     const startup = { timeoutMs: opts.startupTimeoutMs ?? 0, log };
-    const nc = await retryStartup('NATS connection', () => connect({
-      servers: url.split(',').map((s) => s.trim()).filter(Boolean),
+    const servers = url.split(',').map((s) => s.trim()).filter(Boolean);
+    const connectOnce = () => connect({
+      servers,
       name: opts.name ?? `analytics-${process.pid}`,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
@@ -72,12 +74,24 @@ export class JetStreamBuffer implements IngestionBuffer {
       // case it times out: 0.5 s of the API's 20 s of CPU in a bench:pipeline profile. A timeout
       // still throws, with the client's stack instead of the caller's.
       noAsyncTraces: true,
-    }), startup);
+      ...securityOptions(cfg.security),
+    }).catch((err) => {
+      // Retried like any start-up step (the server's accounts may be reloading), but said loudly
+      // each time: this does not pass by itself.
+      const reason = refusalReason(err);
+      if (reason) log.error(`NATS refused the connection: ${reason}`, { servers: serversForLog(servers) });
+      throw err;
+    });
+    const nc = await retryStartup('NATS connection', connectOnce, startup).catch((err) => {
+      throw new Error(`NATS: cannot connect to ${serversForLog(servers)}: ${refusalReason(err) ?? (err instanceof Error ? err.message : String(err))}`);
+    });
     try {
       const jsm = await nc.jetstreamManager({ timeout: Math.max(cfg.publishTimeoutMs, 2000) });
       const js = nc.jetstream({ timeout: cfg.publishTimeoutMs });
       const buffer = new JetStreamBuffer(nc, js, jsm, cfg, log);
-      await retryStartup('JetStream stream set-up', () => buffer.ensureStreams(), startup);
+      await retryStartup('JetStream stream set-up', () => buffer.ensureStreams(), startup).catch((err) => {
+        throw new Error(`NATS: JetStream stream set-up failed: ${refusalReason(err) ?? (err instanceof Error ? err.message : String(err))}`);
+      });
       buffer.watchStatus();
       return buffer;
     } catch (err) {
@@ -234,6 +248,8 @@ export class JetStreamBuffer implements IngestionBuffer {
           this.reconnects++;
         }
         if (s.type === 'disconnect' || s.type === 'reconnect') this.log.info(`nats: ${s.type}`, { server: String(s.data) });
+        // E.g. an authorization violation on reconnecting: the client keeps trying (unready) meanwhile.
+        if (s.type === 'error') this.logThrottled('NATS reported an error', new Error(refusalReason({ code: s.data, message: String(s.data) }) ?? String(s.data)));
       }
     })().catch(() => undefined);
   }
