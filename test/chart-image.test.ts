@@ -76,6 +76,16 @@ describe('image inputs (Dockerfile, package-lock.json)', () => {
     assert.match(r.stderr, /unknown role bogus: use all, api, worker or operator/);
   });
 
+  it('`npm start -- operator` runs the operator role, as the README says (npm start is the image entry)', () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.equal(pkg.scripts.start, 'tsx bin/tally.ts');
+    // Without OPERATOR_API_URL the operator's own entry refuses to start, naming the variable: the role reached it.
+    const env = { ...process.env, OPERATOR_API_URL: '' };
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bin/tally.ts', 'operator'], { cwd: repoRoot, encoding: 'utf8', env });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /OPERATOR_API_URL is required for the operator role/);
+  });
+
   it('the runtime stage: npm ci --omit=dev, NODE_ENV=production, a non-root user', () => {
     const stages = dockerfile.split(/^FROM /m).slice(1);
     const runtime = stages[stages.length - 1]!;
