@@ -29,7 +29,9 @@ export class AppError extends Error {
 
 export const badRequest = (error: string, extra: AppError['extra'] = {}) => new AppError(400, error, extra);
 export const unauthorized = () => new AppError(401, 'unauthorized');
-export const forbidden = () => new AppError(403, 'forbidden');
+/** `reason` (with its `message`): why a check refused, as a body member clients can act on (e.g. `NamespaceNotAllowed`). */
+export const forbidden = (reason?: string, message?: string) =>
+  new AppError(403, 'forbidden', reason ? { message, body: { reason } } : {});
 export const noOrganization = () =>
   new AppError(403, 'no organization', {
     resolution: 'ask an administrator to invite your email, or create one with POST /api/account/organization',

@@ -141,8 +141,8 @@ export class OrgStore {
     return row && toOrganization(row);
   }
 
-  async getOrg(id: number): Promise<Organization | undefined> {
-    const row: Row | undefined = await this.db('organizations').where({ id }).first();
+  async getOrg(id: number, trx: Db = this.db): Promise<Organization | undefined> {
+    const row: Row | undefined = await trx('organizations').where({ id }).first();
     return row && toOrganization(row);
   }
 
