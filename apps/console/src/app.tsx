@@ -138,7 +138,7 @@ function Header(props: { shell: Shell; pathname: string; projectId?: string }) {
         {props.projectId && (
           <nav aria-label="Project">
             <ul>
-              {NAV.map((n) => {
+              {NAV.filter((n) => !n.minRole || roleAtLeast(role, n.minRole)).map((n) => {
                 const href = `/projects/${props.projectId}/${n.path}`;
                 const current = props.pathname.startsWith(href) || (n.path === 'boards' && props.pathname === `/projects/${props.projectId}`);
                 return <li><Link href={href} aria-current={current ? 'page' : undefined}>{n.label}</Link></li>;

@@ -8,6 +8,8 @@ import { InsightsPage } from './pages/insights.js';
 import { FlagsPage } from './pages/flags/index.js';
 import { PeoplePage, PersonPage } from './pages/people/index.js';
 import { EventsPage } from './pages/events/index.js';
+import { AuditLogPage } from './pages/audit/index.js';
+import type { Role } from './types.js';
 
 /**
  * Every page of the console, first match wins. To add a page: a file under pages/, one line
@@ -27,13 +29,15 @@ export const ROUTES: Route[] = [
   { pattern: '/projects/:projectId/people', page: (p) => <PeoplePage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/people/:distinctId', page: (p) => <PersonPage key={p.distinctId} projectId={p.projectId} distinctId={p.distinctId} /> },
   { pattern: '/projects/:projectId/events', page: (p) => <EventsPage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/audit-log', page: (p) => <AuditLogPage projectId={p.projectId} /> },
 ];
 
-/** The top navigation inside a project: label and the address under /projects/{id}. */
-export const NAV: Array<{ label: string; path: string }> = [
+/** The top navigation inside a project: label, the address under /projects/{id}, and the least role it is shown to. */
+export const NAV: Array<{ label: string; path: string; minRole?: Role }> = [
   { label: 'Boards', path: 'boards' },
   { label: 'Insights', path: 'insights' },
   { label: 'Flags', path: 'flags' },
   { label: 'People', path: 'people' },
   { label: 'Events', path: 'events' },
+  { label: 'Audit log', path: 'audit-log', minRole: 'admin' },
 ];

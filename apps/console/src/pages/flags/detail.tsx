@@ -3,6 +3,7 @@ import { useShell } from '../../context.js';
 import type { Cohort } from '../../types.js';
 import { api } from '../../api.js';
 import { navigate } from '../../router.js';
+import { fieldChanges } from '../../components/diff.js';
 import { FLAG_TYPES, flagsApi, type Flag, type FlagEvent, type FlagResult, type FlagRule, type FlagType, type FlagVariant } from './api.js';
 
 /** The editor's copy of a flag: payloads and override lists as the text a person types. */
@@ -52,8 +53,8 @@ const when = (ms: number) => new Date(ms).toLocaleString();
 const actor = (e: FlagEvent) =>
   e.actor_resource ? e.actor_resource : e.actor_user_id !== null ? `user ${e.actor_user_id}` : e.actor_mcp_token_id !== null ? `token ${e.actor_mcp_token_id}` : 'superadmin';
 const FIELDS = ['name', 'description', 'active', 'type', 'variants', 'rules'] as const;
-const changed = (e: FlagEvent) =>
-  !e.before || !e.after ? [] : FIELDS.filter((k) => JSON.stringify(e.before![k]) !== JSON.stringify(e.after![k]));
+/** The settings an update changed (creations and deletions list none). */
+const changed = (e: FlagEvent) => (!e.before || !e.after ? [] : fieldChanges(e.before, e.after, FIELDS).map((c) => c.field));
 
 export function FlagDetail(props: { projectId: string; flagId: string; onChanged(): void }) {
   const { canWrite } = useShell();
