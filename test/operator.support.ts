@@ -18,6 +18,8 @@ import { KINDS, type AnyResource, type KindName } from '../operator/src/kinds.js
 export const POD_NS = 'tally-system';
 export const NS = 'team-a';
 export const OPERATOR_USER = 'system:serviceaccount:tally-system:tally-operator';
+/** The Organization that adopts the world's organisation (`orgId`) for namespace NS. */
+export const PLATFORM_ORG = 'platform';
 
 /** Short timings so that faults and handovers play out in seconds. */
 export const TEST_TIMING: OperatorTiming = {
@@ -73,6 +75,16 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
   const org = (await svc.admin.post('/admin/orgs', { name: 'platform' })).body;
   const admin = fake.kubeConfig();
   const custom = admin.makeApiClient(CustomObjectsApi);
+  // `organizationId` reaches only an organisation that an Organization manages and whose namespaces
+  // list the resource's: the platform organisation is adopted by one listing team-a.
+  await custom.createClusterCustomObject({
+    group: 'analytics.tally.dev', version: 'v1', plural: 'organizations',
+    body: {
+      apiVersion: 'analytics.tally.dev/v1', kind: 'Organization',
+      metadata: { name: PLATFORM_ORG, annotations: { 'analytics.tally.dev/adopt-id': String(org.id) } },
+      spec: { displayName: 'platform', namespaces: [NS] },
+    },
+  });
   const core = admin.makeApiClient(CoreV1Api);
   const operators: RunningOperator[] = [];
   let n = 0;
@@ -88,6 +100,7 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
         leaderElect: true,
         tenantConfigSecret: 'tally-tenant-config',
         tenantConfigMaxBytes: 1_000_000,
+        allowUnmanagedOrgs: false,
         metricsPort: 0,
         metricsHost: '127.0.0.1',
         identity: `operator-${++n}`,

@@ -229,10 +229,12 @@ forEachBackend('operator', (backend) => {
       assert.equal((f.status as any).projectId, (await status('Project', 'later')).projectId);
     });
 
-    it('an unknown organisation is OrganizationNotFound', async () => {
+    it('an organisation id that no Organization manages (unknown, or made by hand) is NamespaceNotAllowed, saying to adopt it', async () => {
       await w.apply('Project', 'orphan', { displayName: 'Orphan', organizationId: 987654 });
-      const p = await waitReady(w, 'Project', 'orphan', 'OrganizationNotFound');
+      const p = await waitReady(w, 'Project', 'orphan', 'NamespaceNotAllowed');
       assert.equal(p.status?.conditions?.length, 1);
+      assert.match(readyOf(p)!.message, /not managed by an Organization resource.*adopts it with an Organization/);
+      assert.equal((p.status as any).projectId, undefined);
     });
 
     it('status is written only when it changes', async () => {

@@ -20,6 +20,12 @@ export interface OperatorConfig {
   metricsHost: string;
   /** This replica's name in the Lease (the pod name in Kubernetes). */
   identity: string;
+  /**
+   * TENANCY_ALLOW_UNMANAGED_ORGS: a Project's `organizationId` may name an organisation that no
+   * Organization resource manages, from any namespace (the behaviour before the boundary; for a
+   * migration only, unsafe between teams). Default false.
+   */
+  allowUnmanagedOrgs: boolean;
   timing: OperatorTiming;
   logLevel: 'silent' | 'error' | 'info';
 }
@@ -63,6 +69,8 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
   if (!apiKey) throw new Error('OPERATOR_KEY (or SUPERADMIN_KEY) is required for the operator role');
   const leaderElect = env.LEADER_ELECT ?? 'true';
   if (!['true', 'false'].includes(leaderElect)) throw new Error(`LEADER_ELECT must be true or false (got ${leaderElect})`);
+  const allowUnmanaged = env.TENANCY_ALLOW_UNMANAGED_ORGS ?? 'false';
+  if (!['true', 'false'].includes(allowUnmanaged)) throw new Error(`TENANCY_ALLOW_UNMANAGED_ORGS must be true or false (got ${allowUnmanaged})`);
   return {
     apiUrl: apiUrl.replace(/\/+$/, ''),
     apiKey,
@@ -74,6 +82,7 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
     metricsPort: int(env, 'METRICS_PORT', 8081),
     metricsHost: env.HOST ?? '0.0.0.0',
     identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
+    allowUnmanagedOrgs: allowUnmanaged === 'true',
     timing: DEFAULT_TIMING,
     logLevel: (env.LOG_LEVEL as OperatorConfig['logLevel']) ?? 'info',
   };

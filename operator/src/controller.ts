@@ -9,7 +9,7 @@ import {
 import { MANAGED_SELECTOR, describeKubeError, statusOf, type ListPage, type SecretSelector } from './kube.js';
 import { WorkQueue, type QueueResult } from './queue.js';
 import type { Outcome, ReconcileContext, SecretDigest } from './reconcile/context.js';
-import { apiTokenSecretName, flagSecretSecretName } from './reconcile/context.js';
+import { ManagedRecords, apiTokenSecretName, flagSecretSecretName } from './reconcile/context.js';
 import { reconcileApiToken } from './reconcile/apitoken.js';
 import { reconcileFeatureFlag } from './reconcile/featureflag.js';
 import { FlagSecretReconciler } from './reconcile/flagsecret.js';
@@ -67,12 +67,16 @@ export class Controller {
     const flagSecrets = perNamespace<FlagSecretResource>('FlagSecret', 'flagsecrets', (t, o, old) => this.onFlagSecret(t, o, old));
     const featureFlags = perNamespace<FeatureFlagResource>('FeatureFlag', 'featureflags', (t, o, old) => this.onFeatureFlag(t, o, old));
     const apiTokens = perNamespace<ApiTokenResource>('ApiToken', 'apitokens', (t, o, old) => this.onApiToken(t, o, old));
-    // Only the Secrets the operator labelled (minted ones, the tenant config): memory does not
-    // grow with the cluster's other Secrets. The tenant config's namespace is watched too.
-    const secretNamespaces = namespaces[0] === undefined ? [undefined] : [...new Set([...namespaces as string[], config.podNamespace])];
-    const labelled = new InformerSet<SecretDigest>(secretNamespaces.map((ns) => informerFor<SecretDigest>(ns ? `secrets/${ns}` : 'secrets',
+    // Only the Secrets the operator labelled (minted ones) in the watched namespaces: memory does
+    // not grow with the cluster's other Secrets.
+    const labelled = new InformerSet<SecretDigest>(namespaces.map((ns) => informerFor<SecretDigest>(ns ? `secrets/${ns}` : 'secrets',
       (p) => kube.listSecrets(ns, { labelSelector: MANAGED_SELECTOR }, p), kube.secretWatchPath(ns), digestSecret,
       (t, o) => this.onSecret(t, o), { labelSelector: MANAGED_SELECTOR })));
+    // In its own namespace the operator reads the tenant config Secret alone, by name (the chart's
+    // Role there names its Secrets with resourceNames: it cannot read the credentials Secret).
+    const byName = { fieldSelector: `metadata.name=${config.tenantConfigSecret}` };
+    informerFor<SecretDigest>('secrets/tenant-config', (p) => kube.listSecrets(config.podNamespace, byName, p), kube.secretWatchPath(config.podNamespace),
+      digestSecret, (t, o) => this.onSecret(t, o), byName);
     this.referenced = new ReferencedSecrets((ns, name) => {
       const inf = new Informer<SecretDigest>({
         name: `secret ${ns}/${name}`, watch: kube.watcher, watchPath: kube.secretWatchPath(ns), timing,
@@ -100,7 +104,7 @@ export class Controller {
       onDepth: (d) => metrics.queueDepth.set(d),
     });
     this.ctx = {
-      config, kube, api: deps.api, log: deps.log, metrics,
+      config, kube, api: deps.api, log: deps.log, metrics, records: new ManagedRecords(),
       organizations, projects, flagSecrets, featureFlags, apiTokens, secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
@@ -121,7 +125,9 @@ export class Controller {
     return Date.now() - Math.min(...this.informers.map((i) => i.lastHeard));
   }
 
-  start(): void {
+  /** Seeds the records from the last tenant config (see TenantConfigWriter.seed), then starts the informers. */
+  async start(): Promise<void> {
+    await this.tenantConfig.seed();
     this.started = true;
     for (const i of this.informers) i.start();
     this.referenced.startAll();
@@ -149,13 +155,16 @@ export class Controller {
     return refs.filter((o) => o.metadata.namespace === namespace && o.spec?.projectRef?.name === projectName).map(keyOf);
   }
 
-  /** Everything that acts for an Organization (by name, or by its organisation's id): it waits for it, or its namespaces changed. */
-  private organizationDependents(org: OrganizationResource, old: OrganizationResource | undefined): string[] {
+  /**
+   * Everything that acts for an Organization (by name, or by the id of its organisation as the
+   * records have it, before and after): it waits for it, or its namespaces changed.
+   */
+  private organizationDependents(org: OrganizationResource, formerId?: number): string[] {
     const name = org.metadata.name;
-    const ids = new Set([org.status?.organizationId, old?.status?.organizationId].filter((x): x is number => !!x));
+    const ids = new Set([this.ctx.records.organizations.get(keyOf(org)), formerId].filter((x): x is number => !!x));
     const keys: string[] = [];
     for (const p of this.ctx.projects.list()) {
-      if (p.spec?.organizationRef?.name === name || (p.spec?.organizationId && ids.has(p.spec.organizationId))) {
+      if (p.spec?.organizationRef?.name === name || (p.spec?.organizationId && (ids.has(p.spec.organizationId) || ids.size === 0))) {
         keys.push(keyOf(p), ...this.dependents(p.metadata.namespace, p.metadata.name));
       }
     }
@@ -163,22 +172,26 @@ export class Controller {
     return keys;
   }
 
+  // A status change enqueues a reconcile too: status is output only, so one written by anyone else
+  // is rewritten from the records. The operator's own writes do not loop: the reconcile that
+  // follows one finds the same status and writes nothing.
+
   private onOrganization(type: ChangeType, obj: OrganizationResource, old: OrganizationResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
-    const relevant = type !== 'update' || old?.status?.organizationId !== obj.status?.organizationId || specChanged(obj, old);
-    if (relevant) for (const k of this.organizationDependents(obj, old)) this.queue.add(k);
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
+    // What depends on the organisation it manages is enqueued when its record changes (process()).
+    if (type !== 'update' || specChanged(obj, old)) for (const k of this.organizationDependents(obj)) this.queue.add(k);
     this.queue.add(TENANT_KEY);
   }
 
   private onProject(type: ChangeType, obj: ProjectResource, old: ProjectResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
-    const changedForDependents = type !== 'update' || old?.status?.projectId !== obj.status?.projectId || !!old?.metadata.deletionTimestamp !== !!obj.metadata.deletionTimestamp;
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
+    const changedForDependents = type !== 'update' || !!old?.metadata.deletionTimestamp !== !!obj.metadata.deletionTimestamp;
     if (changedForDependents) for (const k of this.dependents(obj.metadata.namespace, obj.metadata.name)) this.queue.add(k);
     this.queue.add(TENANT_KEY);
   }
 
   private onFlagSecret(type: ChangeType, obj: FlagSecretResource, old: FlagSecretResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
     // Another FlagSecret of the same Project may win or lose a conflict now.
     if (type !== 'update' || !!old?.metadata.deletionTimestamp !== !!obj.metadata.deletionTimestamp) {
       for (const fs of this.ctx.flagSecrets.list()) {
@@ -190,11 +203,11 @@ export class Controller {
   }
 
   private onFeatureFlag(type: ChangeType, obj: FeatureFlagResource, old: FeatureFlagResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
   }
 
   private onApiToken(type: ChangeType, obj: ApiTokenResource, old: ApiTokenResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old)) this.queue.add(keyOf(obj));
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
   }
 
   private onSecret(_type: ChangeType, obj: SecretDigest): void {
@@ -224,16 +237,25 @@ export class Controller {
     const parsed = parseKey(key);
     if (!parsed) return { kind: 'done' };
     const obj = this.cacheOf(parsed.kind).get(parsed.namespace, parsed.name);
-    if (!obj) return { kind: 'done' };
+    const { records } = this.ctx;
+    if (!obj) {
+      records.forget(key);
+      return { kind: 'done' };
+    }
     const { metrics } = this.deps;
     const end = metrics.duration.startTimer({ kind: parsed.kind });
+    const before = records.signature(key);
+    let retrying = true;
     try {
       const outcome = await this.reconcile(obj);
       if (outcome === 'gone') {
         metrics.reconciles.inc({ kind: parsed.kind, result: 'ok' });
+        records.forget(key);
+        retrying = false;
         this.queue.add(TENANT_KEY);
         return { kind: 'done' };
       }
+      retrying = !!outcome.retry;
       await this.writeStatus(obj, outcome);
       if (parsed.kind !== 'FeatureFlag' && parsed.kind !== 'ApiToken') this.queue.add(TENANT_KEY);
       const failed = outcome.ready?.status === 'False';
@@ -265,7 +287,20 @@ export class Controller {
       return { kind: 'retry' };
     } finally {
       end();
+      if (this.cacheOf(parsed.kind).get(parsed.namespace, parsed.name)) {
+        records.reconciled.add(key);
+        if (retrying) records.retrying.add(key);
+        else records.retrying.delete(key);
+      }
+      // What acts through this resource's project or organisation looks again when the record moved.
+      if (records.signature(key) !== before) this.recordChanged(obj);
     }
+  }
+
+  private recordChanged(obj: AnyResource): void {
+    if (obj.kind === 'Organization') for (const k of this.organizationDependents(obj as OrganizationResource)) this.queue.add(k);
+    if (obj.kind === 'Project') for (const k of this.dependents(obj.metadata.namespace, obj.metadata.name)) this.queue.add(k);
+    this.queue.add(TENANT_KEY);
   }
 
   private reconcile(obj: AnyResource): Promise<Outcome | 'gone'> {
@@ -364,6 +399,11 @@ function specChanged(obj: AnyResource, old: AnyResource | undefined): boolean {
   return obj.metadata.generation !== old.metadata.generation || !!obj.metadata.deletionTimestamp !== !!old.metadata.deletionTimestamp
     || JSON.stringify(obj.metadata.annotations ?? {}) !== JSON.stringify(old.metadata.annotations ?? {})
     || (obj.metadata.generation === undefined && obj.metadata.resourceVersion !== old.metadata.resourceVersion);
+}
+
+/** A status that is not what it was: the operator's own write, or someone else's, which it rewrites. */
+function statusChanged(obj: AnyResource, old: AnyResource | undefined): boolean {
+  return JSON.stringify(obj.status ?? {}) !== JSON.stringify(old?.status ?? {});
 }
 
 function digestSecret(raw: any): SecretDigest {

@@ -48,7 +48,7 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
       log.info('leading: starting the controller', { identity: config.identity });
       metrics.leader.set(1);
       controller = new Controller(deps);
-      controller.start();
+      await controller.start();
     });
   };
   const follow = () => {

@@ -4,13 +4,19 @@
  * Failures are sorted by what the reconciler should do about them (ApiError.kind).
  */
 export type ApiErrorKind =
-  /** Network error, timeout, 5xx, 429, 401/403 (a wrong key is an outage of ours): retry with backoff. */
+  /** Network error, timeout, 5xx, 429, 401, 403 without a boundary reason (a wrong key is an outage of ours): retry with backoff. */
   | 'unavailable'
   /** 400/422: the API refused the content; its message goes to the condition, no retry. */
   | 'invalid'
   | 'not_found'
   /** 409: managed by another resource (or the API's own conflict). */
-  | 'conflict';
+  | 'conflict'
+  /**
+   * 403 with a boundary `reason` (AdoptionRefused, NamespaceNotAllowed): the service's own check
+   * between teams refused the write; no retry, the resource waits for a change. A 403 without a
+   * reason stays `unavailable` (a key the service does not accept).
+   */
+  | 'refused';
 
 export class ApiError extends Error {
   constructor(readonly kind: ApiErrorKind, readonly status: number | undefined, message: string, readonly body?: unknown) {
@@ -40,6 +46,8 @@ export interface ApiOrg {
   monthly_event_quota: number | null;
   managed_by?: string | null;
   members_managed_by?: string | null;
+  /** The namespaces the managing Organization lists (absent from a service that predates them). */
+  namespaces?: string[] | null;
 }
 
 export interface ApiMember { email: string; role: string; source?: 'invite' | 'group' }
@@ -104,14 +112,17 @@ export class TallyApi {
     if (res.ok) return parsed as T;
     const message = errorMessage(parsed) ?? `HTTP ${res.status}`;
     const s = res.status;
+    const boundary = s === 403 ? boundaryRefusal(parsed) : undefined;
+    if (boundary) throw new ApiError('refused', s, boundary.message, parsed);
     const kind: ApiErrorKind = s === 404 ? 'not_found' : s === 409 ? 'conflict' : s === 400 || s === 422 ? 'invalid' : 'unavailable';
     throw new ApiError(kind, s, kind === 'unavailable' ? `${method} ${path}: HTTP ${s}: ${message}` : message, parsed);
   }
 
   // --- organisations ---
 
-  createOrg(name: string, monthlyEventQuota: number | null, resource: string): Promise<ApiOrg> {
-    return this.call('POST', '/admin/orgs', resource, { name, monthlyEventQuota });
+  /** `namespaces` undefined: not sent (a service that predates them). */
+  createOrg(name: string, monthlyEventQuota: number | null, namespaces: string[] | undefined, resource: string): Promise<ApiOrg> {
+    return this.call('POST', '/admin/orgs', resource, { name, monthlyEventQuota, namespaces });
   }
 
   async findOrg(resource: string): Promise<ApiOrg | undefined> {
@@ -128,7 +139,7 @@ export class TallyApi {
     }
   }
 
-  updateOrg(id: number, body: { name?: string; monthlyEventQuota?: number | null }, resource: string): Promise<ApiOrg> {
+  updateOrg(id: number, body: { name?: string; monthlyEventQuota?: number | null; namespaces?: string[] }, resource: string): Promise<ApiOrg> {
     return this.call('PATCH', `/admin/orgs/${id}`, resource, body);
   }
 
@@ -276,6 +287,18 @@ export class TallyApi {
   releaseFlag(id: number, resource: string): Promise<unknown> {
     return this.call('POST', `/api/flags/${id}/release`, resource);
   }
+}
+
+/** The reasons of the service's boundary check that a 403 may carry (they become the Ready reason as they are). */
+export const BOUNDARY_REASONS = ['AdoptionRefused', 'NamespaceNotAllowed'] as const;
+export type BoundaryReason = (typeof BOUNDARY_REASONS)[number];
+
+/** `403 {error: "forbidden", reason, message}` of the service's boundary check, or undefined. */
+export function boundaryRefusal(body: unknown): { reason: BoundaryReason; message: string } | undefined {
+  if (!body || typeof body !== 'object') return undefined;
+  const { reason, message } = body as { reason?: unknown; message?: unknown };
+  if (!(BOUNDARY_REASONS as readonly unknown[]).includes(reason)) return undefined;
+  return { reason: reason as BoundaryReason, message: typeof message === 'string' && message ? message : `refused by the service (${String(reason)})` };
 }
 
 function errorMessage(body: unknown): string | undefined {

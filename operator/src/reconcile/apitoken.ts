@@ -3,7 +3,8 @@ import { API_VERSION, keyOf, type ApiTokenResource } from '../kinds.js';
 import { MANAGED_LABEL, statusOf } from '../kube.js';
 import { ApiError } from '../tally-api.js';
 import {
-  apiFailure, apiTokenSecretName, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ReconcileContext,
+  apiFailure, apiTokenSecretName, ensureFinalizer, hasFinalizer, notReady, organizationFor, organizationIdOf, ready, removeFinalizer, type Outcome,
+  type ReconcileContext,
 } from './context.js';
 
 /**
@@ -16,10 +17,25 @@ import {
 export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenResource): Promise<Outcome | 'gone'> {
   const resource = keyOf(obj);
   if (obj.metadata.deletionTimestamp) return finalizeApiToken(ctx, obj, resource);
+  const outcome = await reconcileLive(ctx, obj, resource);
+  // The record says in which organisation this resource minted (revocation reads it, never status).
+  const organizationId = outcome.fields?.organizationId;
+  if (outcome.ready?.status === 'True' && typeof organizationId === 'number') ctx.records.apiTokens.set(resource, organizationId);
+  return outcome;
+}
+
+/** Where this resource's tokens may be: the organisation it minted in, else its Organization's (by the records). */
+function tokenOrganization(ctx: ReconcileContext, obj: ApiTokenResource, resource: string): number | undefined {
+  const org = ctx.organizations.get('', obj.spec?.organizationRef?.name ?? '');
+  return ctx.records.apiTokens.get(resource) ?? (org ? organizationIdOf(ctx, org) : undefined);
+}
+
+async function reconcileLive(ctx: ReconcileContext, obj: ApiTokenResource, resource: string): Promise<Outcome> {
   const boundary = organizationFor(ctx, obj.metadata.namespace, { organizationRef: obj.spec?.organizationRef });
   if (!('organizationId' in boundary)) {
     // A namespace taken off the Organization's list loses its tokens too (they are credentials, not data).
-    if (boundary.ready?.reason === 'NamespaceNotAllowed' && obj.status?.tokenId) return revokeOutside(ctx, obj, resource, boundary);
+    // (tokenId only hints that there may be one: what is revoked is what the service lists as this resource's.)
+    if (boundary.ready?.reason === 'NamespaceNotAllowed' && (obj.status?.tokenId || ctx.records.apiTokens.has(resource))) return revokeOutside(ctx, obj, resource, boundary);
     return boundary;
   }
   const { organizationId } = boundary;
@@ -82,7 +98,7 @@ export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenReso
 }
 
 async function revokeOutside(ctx: ReconcileContext, obj: ApiTokenResource, resource: string, outcome: Outcome): Promise<Outcome> {
-  const organizationId = obj.status?.organizationId;
+  const organizationId = tokenOrganization(ctx, obj, resource);
   if (organizationId) {
     try {
       const live = (await ctx.api.listTokens(organizationId, resource)).filter((t) => t.managed_by === resource);
@@ -92,6 +108,7 @@ async function revokeOutside(ctx: ReconcileContext, obj: ApiTokenResource, resou
       if (!(err instanceof ApiError && err.kind === 'not_found')) return apiFailure(err, `revoking the token of ${resource}`);
     }
   }
+  ctx.records.apiTokens.delete(resource);
   // null removes the member in the status merge-patch.
   return { ...outcome, fields: { tokenId: null } };
 }
@@ -101,7 +118,7 @@ export const TOKEN_ID_ANNOTATION = 'analytics.tally.dev/token-id';
 
 async function finalizeApiToken(ctx: ReconcileContext, obj: ApiTokenResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';
-  const organizationId = obj.status?.organizationId ?? ctx.organizations.get('', obj.spec?.organizationRef?.name ?? '')?.status?.organizationId;
+  const organizationId = tokenOrganization(ctx, obj, resource);
   if (organizationId) {
     try {
       const live = (await ctx.api.listTokens(organizationId, resource)).filter((t) => t.managed_by === resource);

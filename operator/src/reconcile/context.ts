@@ -3,7 +3,7 @@ import type { Cache } from '../cache.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
 import {
-  FINALIZER, type AnyResource, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
+  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
 } from '../kinds.js';
 import type { Kube } from '../kube.js';
 import type { OperatorMetrics } from '../metrics.js';
@@ -15,8 +15,51 @@ export interface SecretDigest {
   sha256: Record<string, string>;
 }
 
+/** What the service said about a Project's project (found by `managed_by`, never read from status). */
+export interface ProjectRecord { projectId: number; organizationId: number; token: string }
+
+/**
+ * Status is output only: what the service said each resource manages, kept in memory per resource
+ * key and refreshed at each reconcile. Every decision (the boundary, references, the tenant config,
+ * deletion) reads these, never a status a tenant may have written. A reconcile that ends in a
+ * transient failure (`retry`: the API is down, or an Organization not reconciled yet since start)
+ * keeps the last record, so an outage never drops a project from the tenant config; any other
+ * ending (refused, gone, invalid) drops it.
+ */
+export class ManagedRecords {
+  readonly projects = new Map<string, ProjectRecord>();
+  readonly organizations = new Map<string, number>();
+  /** FlagSecret key → the project whose flag secret it set. */
+  readonly flagSecrets = new Map<string, number>();
+  /** FeatureFlag key → its flag (a hint only: always checked against the service's managed_by). */
+  readonly featureFlags = new Map<string, { projectId: number; flagId: number }>();
+  /** ApiToken key → the organisation its token was minted in. */
+  readonly apiTokens = new Map<string, number>();
+  /** Keys reconciled at least once since start (the tenant config waits for all of them). */
+  readonly reconciled = new Set<string>();
+  /** Keys whose last reconcile ended in a transient failure (their records are last known, not fresh). */
+  readonly retrying = new Set<string>();
+
+  /** Not yet known for sure: never reconciled since start, or its last reconcile failed transiently. */
+  undecided(key: string): boolean {
+    return !this.reconciled.has(key) || this.retrying.has(key);
+  }
+
+  /** One key's record as a string, to see whether a reconcile changed it. */
+  signature(key: string): string {
+    return JSON.stringify([this.projects.get(key), this.organizations.get(key), this.flagSecrets.get(key)]);
+  }
+
+  forget(key: string): void {
+    for (const m of [this.projects, this.organizations, this.flagSecrets, this.featureFlags, this.apiTokens] as Map<string, unknown>[]) m.delete(key);
+    this.reconciled.delete(key);
+    this.retrying.delete(key);
+  }
+}
+
 export interface ReconcileContext {
   config: OperatorConfig;
+  records: ManagedRecords;
   kube: Kube;
   api: TallyApi;
   log: Logger;
@@ -62,6 +105,10 @@ export function apiFailure(err: unknown, what: string): Outcome {
       const owner = (err.body as { resource?: unknown } | undefined)?.resource;
       return notReady('Conflict', owner ? `${what}: ${err.message} ${String(owner)}` : `${what}: ${err.message}`);
     }
+    if (err.kind === 'refused') {
+      const reason = (err.body as { reason: 'AdoptionRefused' | 'NamespaceNotAllowed' }).reason;
+      return notReady(reason, `${what}: ${err.message}`);
+    }
     return notReady('ApiUnavailable', `${what}: ${err.message}`, { retry: true });
   }
   throw err;
@@ -96,17 +143,23 @@ export function adoptId(obj: AnyResource, annotation: string): number | undefine
   return id;
 }
 
-/** The Organization resource that manages organisation `id`, if any (its status says so). */
+/** The organisation an Organization manages, as the service said at its last reconcile. */
+export const organizationIdOf = (ctx: ReconcileContext, org: OrganizationResource) => ctx.records.organizations.get(keyOf(org));
+
+/** The Organization resource that manages organisation `id`, if any (by the records, never by status). */
 export function organizationManaging(ctx: ReconcileContext, id: number): OrganizationResource | undefined {
-  return ctx.organizations.list().find((o) => o.status?.organizationId === id && !o.metadata.deletionTimestamp);
+  return ctx.organizations.list().find((o) => !o.metadata.deletionTimestamp && organizationIdOf(ctx, o) === id);
 }
+
+/** An Organization not yet reconciled since start may still turn out to manage what is asked: not a refusal yet. */
+const undecided = (ctx: ReconcileContext) => ctx.organizations.list().filter((o) => !o.metadata.deletionTimestamp && ctx.records.undecided(keyOf(o)));
 
 /**
  * The boundary between teams: the organisation a namespaced resource in `namespace` may act for.
  * By `organizationRef`: the Organization must exist, list the namespace and have its organisation.
- * By `organizationId` (as before): an organisation that an Organization manages is reachable only
- * from the namespaces it lists; one that no Organization manages stays reachable by id (installs
- * that have not moved to Organizations; adopting it with an Organization closes that door).
+ * By `organizationId` (as before): only an organisation that an Organization manages, from the
+ * namespaces it lists; one that nothing manages is NamespaceNotAllowed (adopt it with an
+ * Organization), unless TENANCY_ALLOW_UNMANAGED_ORGS restores the open behaviour for a migration.
  */
 export function organizationFor(ctx: ReconcileContext, namespace: string, spec: { organizationRef?: { name: string }; organizationId?: number }):
   { organizationId: number; organization?: OrganizationResource } | Outcome {
@@ -117,8 +170,11 @@ export function organizationFor(ctx: ReconcileContext, namespace: string, spec: 
     if (!(org.spec?.namespaces ?? []).includes(namespace)) {
       return notReady('NamespaceNotAllowed', `Organization ${refName} does not list namespace ${namespace} in spec.namespaces`);
     }
-    const id = org.status?.organizationId;
-    if (!id) return notReady('OrganizationNotFound', `Organization ${refName} has no organisation yet (not Ready)`);
+    const id = organizationIdOf(ctx, org);
+    if (!id) {
+      const pending = ctx.records.undecided(keyOf(org));
+      return notReady('OrganizationNotFound', `Organization ${refName} has no organisation yet (not Ready)`, pending ? { retry: true } : {});
+    }
     return { organizationId: id, organization: org };
   }
   const id = spec.organizationId;
@@ -127,10 +183,16 @@ export function organizationFor(ctx: ReconcileContext, namespace: string, spec: 
   if (managing && !(managing.spec?.namespaces ?? []).includes(namespace)) {
     return notReady('NamespaceNotAllowed', `organization ${id} is managed by Organization ${managing.metadata.name}, which does not list namespace ${namespace}`);
   }
+  if (!managing && !ctx.config.allowUnmanagedOrgs) {
+    const pending = undecided(ctx);
+    if (pending.length > 0) return notReady('OrganizationNotFound', `organization ${id}: waiting for Organization ${pending[0].metadata.name} to be reconciled`, { retry: true });
+    return notReady('NamespaceNotAllowed', `organization ${id} is not managed by an Organization resource: a platform team adopts it with an Organization `
+      + `(annotation ${ADOPT_ANNOTATION}) listing namespace ${namespace} in spec.namespaces`);
+  }
   return { organizationId: id as number, organization: managing };
 }
 
-/** The Project a FlagSecret or FeatureFlag refers to, if it exists, may act from here, and has its project id. */
+/** The Project a FlagSecret or FeatureFlag refers to, if it exists, may act from here, and has its project (by the records). */
 export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource | FeatureFlagResource):
   { project: ProjectResource; projectId: number } | Outcome {
   const name = obj.spec.projectRef?.name;
@@ -140,16 +202,22 @@ export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource
   // The Project's organisation must still accept this namespace (a namespace removed from an
   // Organization stops its flags and flag secrets too).
   const boundary = organizationFor(ctx, obj.metadata.namespace, project.spec ?? {});
-  if (!('organizationId' in boundary)) return boundary.ready?.reason === 'NamespaceNotAllowed' ? boundary : notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name}: ${boundary.ready?.message}`);
-  const projectId = project.status?.projectId;
-  if (!projectId) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} has no project yet (not Ready)`);
-  return { project, projectId };
+  if (!('organizationId' in boundary)) {
+    if (boundary.ready?.reason === 'NamespaceNotAllowed') return boundary;
+    return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name}: ${boundary.ready?.message}`, { retry: boundary.retry });
+  }
+  const record = ctx.records.projects.get(keyOf(project));
+  if (!record || record.organizationId !== boundary.organizationId) {
+    const pending = ctx.records.undecided(keyOf(project));
+    return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} has no project yet (not Ready)`, pending ? { retry: true } : {});
+  }
+  return { project, projectId: record.projectId };
 }
 
 /** The FlagSecret that provides a Project's flag secret: the oldest one naming it (then by name). */
-export function winningFlagSecret(ctx: ReconcileContext, namespace: string, projectName: string): FlagSecretResource | undefined {
+export function winningFlagSecret(ctx: ReconcileContext, namespace: string, projectName: string, includeDeleting = false): FlagSecretResource | undefined {
   const candidates = ctx.flagSecrets.list().filter((f) =>
-    f.metadata.namespace === namespace && f.spec?.projectRef?.name === projectName && !f.metadata.deletionTimestamp);
+    f.metadata.namespace === namespace && f.spec?.projectRef?.name === projectName && (includeDeleting || !f.metadata.deletionTimestamp));
   candidates.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
   return candidates[0];
 }

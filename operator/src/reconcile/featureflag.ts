@@ -21,15 +21,16 @@ export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFl
   const desired = flagBody(obj);
   let flag: ApiFlag | undefined;
   try {
-    const moved = obj.status?.projectId && obj.status.projectId !== projectId && obj.status.flagId;
-    if (moved) await applyDeletionPolicy(ctx, obj, resource, obj.status!.flagId!);
-    flag = fresh ? undefined : await findFlag(ctx, obj, resource, projectId);
+    // The Project's project changed: the flag this resource has elsewhere follows the deletion policy.
+    const own = await ownFlags(ctx, obj, resource);
+    for (const elsewhere of own) if (elsewhere.project_id !== projectId) await applyDeletionPolicy(ctx, obj, resource, elsewhere.id);
+    flag = fresh ? undefined : own.find((f) => f.project_id === projectId) ?? await ctx.api.findFlag(projectId, resource);
     if (!flag) {
       try {
         flag = await ctx.api.createFlag(projectId, desired, resource);
       } catch (err) {
         if (!(fresh && err instanceof ApiError && err.kind === 'conflict')) throw err;
-        flag = await findFlag(ctx, obj, resource, projectId);
+        flag = await ctx.api.findFlag(projectId, resource);
         if (!flag) throw err;
       }
     }
@@ -40,6 +41,7 @@ export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFl
     const outcome = apiFailure(err, `flag ${desired.key} of project ${projectId}`);
     return flag ? { ...outcome, fields: { projectId, flagId: flag.id } } : outcome;
   }
+  ctx.records.featureFlags.set(resource, { projectId, flagId: flag.id });
   return ready(`flag ${flag.id} (${flag.key}) of project ${projectId}`, { projectId, flagId: flag.id });
 }
 
@@ -76,13 +78,19 @@ function canonical(v: unknown): string {
   });
 }
 
-async function findFlag(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string, projectId: number): Promise<ApiFlag | undefined> {
-  const known = obj.status?.projectId === projectId ? obj.status?.flagId : undefined;
-  if (known) {
-    const f = await ctx.api.getFlag(known);
-    if (f && f.managed_by === resource && f.project_id === projectId) return f;
+/**
+ * The flags the service says this resource manages, among the ids known for it (the record, and
+ * the status's flagId as a mere hint: each is read back and kept only when its managed_by is this
+ * resource, so a forged status names nothing we act on).
+ */
+async function ownFlags(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<ApiFlag[]> {
+  const ids = new Set([ctx.records.featureFlags.get(resource)?.flagId, obj.status?.flagId].filter((x): x is number => Number.isSafeInteger(x) && (x as number) > 0));
+  const out: ApiFlag[] = [];
+  for (const id of ids) {
+    const f = await ctx.api.getFlag(id);
+    if (f && f.managed_by === resource) out.push(f);
   }
-  return ctx.api.findFlag(projectId, resource);
+  return out;
 }
 
 async function applyDeletionPolicy(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string, flagId: number): Promise<void> {
@@ -101,16 +109,18 @@ async function applyDeletionPolicy(ctx: ReconcileContext, obj: FeatureFlagResour
 async function finalizeFlag(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';
   try {
-    let flagId = obj.status?.flagId;
-    if (!flagId) {
+    // Only flags the service records as this resource's (never an id taken from status alone).
+    const flags = await ownFlags(ctx, obj, resource);
+    if (flags.length === 0) {
       const project = ctx.projects.get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
-      const projectId = obj.status?.projectId ?? project?.status?.projectId;
-      if (projectId) flagId = (await ctx.api.findFlag(projectId, resource).catch((err) => {
+      const projectId = ctx.records.featureFlags.get(resource)?.projectId ?? (project && ctx.records.projects.get(keyOf(project))?.projectId);
+      const found = projectId ? await ctx.api.findFlag(projectId, resource).catch((err) => {
         if (err instanceof ApiError && err.kind === 'not_found') return undefined;
         throw err;
-      }))?.id;
+      }) : undefined;
+      if (found) flags.push(found);
     }
-    if (flagId) await applyDeletionPolicy(ctx, obj, resource, flagId);
+    for (const f of flags) await applyDeletionPolicy(ctx, obj, resource, f.id);
   } catch (err) {
     // 409: the flag is managed by someone else now (released, then taken): nothing of ours to remove.
     if (!(err instanceof ApiError && err.kind === 'conflict')) return apiFailure(err, `${(obj.spec?.deletionPolicy ?? 'Delete') === 'Retain' ? 'releasing' : 'deleting'} flag of ${resource}`);

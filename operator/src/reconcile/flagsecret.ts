@@ -20,9 +20,18 @@ export class FlagSecretReconciler {
   constructor(private readonly ctx: ReconcileContext) {}
 
   async reconcile(obj: FlagSecretResource): Promise<Outcome | 'gone'> {
-    const ctx = this.ctx;
     const resource = keyOf(obj);
     if (obj.metadata.deletionTimestamp) return this.finalize(obj, resource);
+    const outcome = await this.reconcileLive(obj, resource);
+    // The record says which project's flag secret this resource set (the tenant config reads it, not status).
+    const { records } = this.ctx;
+    if (outcome.ready?.status === 'True') records.flagSecrets.set(resource, outcome.fields!.projectId as number);
+    else if (!outcome.retry) records.flagSecrets.delete(resource);
+    return outcome;
+  }
+
+  private async reconcileLive(obj: FlagSecretResource, resource: string): Promise<Outcome> {
+    const ctx = this.ctx;
 
     const ref = referencedProject(ctx, obj);
     if (!('projectId' in ref)) return ref;
@@ -84,9 +93,10 @@ export class FlagSecretReconciler {
 
   private async finalize(obj: FlagSecretResource, resource: string): Promise<Outcome | 'gone'> {
     if (!hasFinalizer(obj)) return 'gone';
-    const projectId = obj.status?.projectId;
-    const lostConflict = obj.status?.conditions?.some((c) => c.type === 'Ready' && c.reason === 'Conflict');
-    if (projectId && !lostConflict) {
+    // Only a flag secret the service records as set by this very resource is revoked: the
+    // project comes from the records (never status), and the service checks the owner again.
+    const projectId = this.projectManaged(obj, resource);
+    if (projectId) {
       try {
         await this.ctx.api.revokeFlagSecret(projectId, resource);
       } catch (err) {
@@ -97,5 +107,20 @@ export class FlagSecretReconciler {
     this.applied.delete(obj.metadata.uid);
     await removeFinalizer(this.ctx, obj);
     return 'gone';
+  }
+
+  /**
+   * The project whose flag secret this resource set, by the records: the one it last set, else
+   * (after a restart) its Project's when it is the FlagSecret that provides it. Never a status id:
+   * the service lets a resource revoke an unmanaged secret, so the id must be our own project's.
+   */
+  private projectManaged(obj: FlagSecretResource, resource: string): number | undefined {
+    const { records, projects } = this.ctx;
+    const set = records.flagSecrets.get(resource);
+    if (set) return set;
+    const name = obj.spec?.projectRef?.name ?? '';
+    const referenced = projects.get(obj.metadata.namespace, name);
+    const winner = winningFlagSecret(this.ctx, obj.metadata.namespace, name, true);
+    return referenced && winner?.metadata.uid === obj.metadata.uid ? records.projects.get(keyOf(referenced))?.projectId : undefined;
   }
 }

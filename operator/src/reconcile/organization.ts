@@ -21,35 +21,44 @@ export class OrganizationReconciler {
 
   constructor(private readonly ctx: ReconcileContext) {}
 
-  reconcile(obj: OrganizationResource): Promise<Outcome | 'gone'> {
+  async reconcile(obj: OrganizationResource): Promise<Outcome | 'gone'> {
     if (obj.metadata.deletionTimestamp) this.usageReadAt.delete(obj.metadata.uid);
-    return reconcileOrganization(this.ctx, obj, this.usageReadAt);
+    const outcome = await reconcileOrganization(this.ctx, obj, this.usageReadAt);
+    if (outcome === 'gone') return outcome;
+    // Status is output only: organizationId is the record's (null removes a value written by anyone else).
+    return { ...outcome, fields: { ...outcome.fields, organizationId: this.ctx.records.organizations.get(keyOf(obj)) ?? null } };
   }
 }
 
 async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationResource, usageReadAt: Map<string, number>): Promise<Outcome | 'gone'> {
   const resource = keyOf(obj);
   if (obj.metadata.deletionTimestamp) return finalizeOrganization(ctx, obj, resource);
+  // organizationId comes from the service (findOrg, adopt, create), never from status.
   const spec = obj.spec;
   const adopt = adoptId(obj, ADOPT_ANNOTATION);
   if (typeof adopt === 'object') return adopt;
   obj = await ensureFinalizer(ctx, obj);
   const quota = spec.monthlyEventQuota ?? null;
+  const namespaces = [...new Set(spec.namespaces ?? [])].sort();
   let org: ApiOrg | undefined;
   try {
-    org = await findOrg(ctx, obj, resource);
+    org = await ctx.api.findOrg(resource);
     if (!org && adopt !== undefined) {
       const taken = await adoptByAnnotation(ctx, obj, 'organization', adopt, (id) => ctx.api.adoptOrg(id, resource));
-      if ('outcome' in taken) return taken.outcome;
+      if ('outcome' in taken) return forgotten(ctx, resource, taken.outcome);
       org = taken.adopted;
     }
     if (!org) {
-      org = await ctx.api.createOrg(spec.displayName, quota, resource);
+      org = await createOrg(ctx, spec.displayName, quota, namespaces, resource);
       ctx.event(obj, 'Created', `organization ${org.id} created`);
     }
-    const changes: { name?: string; monthlyEventQuota?: number | null } = {};
+    ctx.records.organizations.set(resource, org.id);
+    const changes: { name?: string; monthlyEventQuota?: number | null; namespaces?: string[] } = {};
     if (org.name !== spec.displayName) changes.name = spec.displayName;
     if ((org.monthly_event_quota ?? null) !== quota) changes.monthlyEventQuota = quota;
+    // The service enforces the same boundary from its copy of the namespaces (a service that does
+    // not return them does not know them: nothing to compare).
+    if (org.namespaces !== undefined && JSON.stringify([...(org.namespaces ?? [])].sort()) !== JSON.stringify(namespaces)) changes.namespaces = namespaces;
     if (Object.keys(changes).length > 0) org = { ...org, ...(await ctx.api.updateOrg(org.id, changes, resource)) };
 
     if (spec.members) {
@@ -65,7 +74,7 @@ async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationRes
     if (canonicalList(mapped, 'name') !== canonicalList(groups, 'name')) await ctx.api.putGroups(org.id, groups, resource);
   } catch (err) {
     const outcome = apiFailure(err, `organization of ${resource}`);
-    return org ? { ...outcome, fields: { organizationId: org.id } } : outcome;
+    return org ? outcome : forgotten(ctx, resource, outcome);
   }
 
   const usage = await readUsage(ctx, obj, org.id, quota, usageReadAt);
@@ -81,7 +90,7 @@ async function readUsage(ctx: ReconcileContext, obj: OrganizationResource, orgId
   const month = monthOf(now);
   const current = obj.status?.usage;
   const fresh = current && now - (readAt.get(obj.metadata.uid) ?? 0) < ctx.config.timing.usageRefreshMs && current.month === month
-    && (current.monthlyEventQuota ?? null) === quota && obj.status?.organizationId === orgId;
+    && (current.monthlyEventQuota ?? null) === quota && ctx.records.organizations.get(keyOf(obj)) === orgId;
   if (fresh) return current;
   try {
     const row = (await ctx.api.usage(month)).find((u) => u.org_id === orgId);
@@ -96,21 +105,32 @@ async function readUsage(ctx: ReconcileContext, obj: OrganizationResource, orgId
   }
 }
 
-async function findOrg(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<ApiOrg | undefined> {
-  const known = obj.status?.organizationId;
-  if (known) {
-    const o = await ctx.api.getOrg(known);
-    if (o && o.managed_by === resource) return o;
+/** No organisation found for the resource: its record goes unless the failure is transient (an outage keeps it). */
+function forgotten(ctx: ReconcileContext, resource: string, outcome: Outcome): Outcome {
+  if (!outcome.retry) ctx.records.organizations.delete(resource);
+  return outcome;
+}
+
+/**
+ * Creates the organisation with its namespaces; a service that predates them (400 naming the
+ * member) gets it without, as before.
+ */
+async function createOrg(ctx: ReconcileContext, name: string, quota: number | null, namespaces: string[], resource: string): Promise<ApiOrg> {
+  try {
+    return await ctx.api.createOrg(name, quota, namespaces, resource);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.kind === 'invalid' && /namespaces/.test(err.message))) throw err;
+    ctx.log.info('the service does not take namespaces yet: organisation created without them', { resource });
+    return ctx.api.createOrg(name, quota, undefined, resource);
   }
-  return ctx.api.findOrg(resource);
 }
 
 async function finalizeOrganization(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';
   const policy = obj.spec?.deletionPolicy ?? 'Retain';
   try {
-    const org = await findOrg(ctx, obj, resource);
-    if (org) {
+    const org = await ctx.api.findOrg(resource);
+    if (org && org.managed_by === resource) {
       if (policy === 'Delete') {
         try {
           await ctx.api.deleteOrg(org.id, resource);
@@ -130,6 +150,7 @@ async function finalizeOrganization(ctx: ReconcileContext, obj: OrganizationReso
   } catch (err) {
     if (!(err instanceof ApiError && (err.kind === 'not_found' || err.kind === 'conflict'))) return apiFailure(err, `${policy === 'Delete' ? 'deleting' : 'releasing'} organization of ${resource}`);
   }
+  ctx.records.organizations.delete(resource);
   await removeFinalizer(ctx, obj);
   return 'gone';
 }

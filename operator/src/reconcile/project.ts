@@ -1,38 +1,61 @@
 import { ADOPT_ANNOTATION, keyOf, type ProjectResource } from '../kinds.js';
 import { ApiError, type ApiProject, type ProjectLimits } from '../tally-api.js';
 import {
-  adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ReconcileContext,
+  adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ProjectRecord,
+  type ReconcileContext,
 } from './context.js';
 import { adoptByAnnotation } from './adopt.js';
 
 /**
  * Project ↔ a project of its organisation. The organisation comes from `organizationRef` or
  * `organizationId`, through the namespace boundary (organizationFor): nothing reaches the service
- * from a namespace the Organization does not list. Found again by `managed_by` (never a second
- * create after a crash between create and status), or adopted by the adopt-id annotation; name,
- * retention and rate limit follow the spec. On deletion `Retain` releases the project (it stays,
- * no longer managed) and `Delete` removes it.
+ * from a namespace the Organization does not list. Found again by `managed_by` (never by status,
+ * which is output only), or adopted by the adopt-id annotation when the target is a project of
+ * that very organisation (else AdoptionRefused, checked before anything changes); name, retention
+ * and rate limit follow the spec. On deletion `Retain` releases the project (it stays, no longer
+ * managed) and `Delete` removes it: only ever the project the service records as this resource's.
  */
 export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResource): Promise<Outcome | 'gone'> {
   const resource = keyOf(obj);
   if (obj.metadata.deletionTimestamp) return finalizeProject(ctx, obj, resource);
+  return recorded(ctx, resource, await reconcileLive(ctx, obj, resource));
+}
 
+/**
+ * Keeps the record from what the reconcile found and writes the status fields from it: a transient
+ * failure keeps the last record, anything else not Ready drops it. Fields absent from the record go
+ * as null, which removes them (so a status written by anyone else does not survive).
+ */
+function recorded(ctx: ReconcileContext, resource: string, result: { outcome: Outcome; record?: ProjectRecord }): Outcome {
+  const { outcome, record } = result;
+  if (record && outcome.ready?.status === 'True') ctx.records.projects.set(resource, record);
+  else if (!outcome.retry) ctx.records.projects.delete(resource);
+  const kept = ctx.records.projects.get(resource);
+  return { ...outcome, fields: { projectId: kept?.projectId ?? null, organizationId: kept?.organizationId ?? null, token: kept?.token ?? null } };
+}
+
+async function reconcileLive(ctx: ReconcileContext, obj: ProjectResource, resource: string): Promise<{ outcome: Outcome; record?: ProjectRecord }> {
   const spec = obj.spec ?? ({} as ProjectResource['spec']);
-  if (typeof spec.displayName !== 'string' || spec.displayName.trim() === '') return notReady('Invalid', 'spec.displayName: required');
+  if (typeof spec.displayName !== 'string' || spec.displayName.trim() === '') return { outcome: notReady('Invalid', 'spec.displayName: required') };
   const boundary = organizationFor(ctx, obj.metadata.namespace, spec);
-  if (!('organizationId' in boundary)) return boundary;
+  if (!('organizationId' in boundary)) return { outcome: boundary };
   const { organizationId } = boundary;
   const adopt = adoptId(obj, ADOPT_ANNOTATION);
-  if (typeof adopt === 'object') return adopt;
+  if (typeof adopt === 'object') return { outcome: adopt };
   const limits: ProjectLimits = { retentionDays: spec.retentionDays ?? null, rateLimit: spec.rateLimit ?? null };
 
-  obj = await ensureFinalizer(ctx, obj);
   let project: ApiProject | undefined;
   try {
-    project = await findProject(ctx, obj, resource);
+    project = await ctx.api.findProject(resource);
+    if (!project && adopt !== undefined) {
+      // Checked before the finalizer or any write: a refused adoption leaves no trace in the service.
+      const refused = await adoptionRefusal(ctx, adopt, organizationId, resource);
+      if (refused) return { outcome: refused };
+    }
+    obj = await ensureFinalizer(ctx, obj);
     if (!project && adopt !== undefined) {
       const taken = await adoptByAnnotation(ctx, obj, 'project', adopt, (id) => ctx.api.adoptProject(id, resource));
-      if ('outcome' in taken) return taken.outcome;
+      if ('outcome' in taken) return { outcome: taken.outcome };
       project = taken.adopted;
     }
     if (!project) {
@@ -40,15 +63,14 @@ export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResour
         project = await ctx.api.createProject(organizationId, spec.displayName, resource, limitsToSend(limits));
       } catch (err) {
         if (err instanceof ApiError && err.kind === 'not_found') {
-          return notReady('OrganizationNotFound', `organization ${organizationId} does not exist`, { retry: true });
+          return { outcome: notReady('OrganizationNotFound', `organization ${organizationId} does not exist`, { retry: true }) };
         }
         throw err;
       }
       ctx.event(obj, 'Created', `project ${project.id} created in organization ${organizationId}`);
     }
     if (project.org_id != null && project.org_id !== organizationId) {
-      return notReady('Invalid', `the organisation is immutable (project ${project.id} belongs to organization ${project.org_id}, the spec names ${organizationId})`,
-        { fields: { projectId: project.id, token: project.token } });
+      return { outcome: notReady('Invalid', `the organisation is immutable (project ${project.id} belongs to organization ${project.org_id}, the spec names ${organizationId})`) };
     }
     const changes: { name?: string } & Partial<ProjectLimits> = {};
     if (project.name !== spec.displayName) changes.name = spec.displayName;
@@ -56,9 +78,28 @@ export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResour
     if (JSON.stringify(project.rate_limit ?? null) !== JSON.stringify(limits.rateLimit)) changes.rateLimit = limits.rateLimit;
     if (Object.keys(changes).length > 0) project = { ...project, ...(await ctx.api.updateProject(project.id, changes, resource)) };
   } catch (err) {
-    return apiFailure(err, `project of ${resource}`);
+    return { outcome: apiFailure(err, `project of ${resource}`) };
   }
-  return ready(`project ${project.id}`, { projectId: project.id, organizationId, token: project.token });
+  return { outcome: ready(`project ${project.id}`, {}), record: { projectId: project.id, organizationId, token: project.token } };
+}
+
+/**
+ * Why adopting project `id` is refused, if it is: it must be a project of the resource's own
+ * organisation (which organizationFor has already checked lists the namespace). A body without
+ * `org_id` cannot prove that, so it is refused too (fail closed). A project managed by another
+ * resource is left to the service's 409 (Conflict, as before).
+ */
+async function adoptionRefusal(ctx: ReconcileContext, id: number, organizationId: number, resource: string): Promise<Outcome | undefined> {
+  const target = await ctx.api.getProject(id);
+  if (!target) return notReady('Invalid', `${ADOPT_ANNOTATION}: project ${id} does not exist`);
+  if (target.managed_by && target.managed_by !== resource) return undefined;
+  if (target.org_id == null) {
+    return notReady('AdoptionRefused', `${ADOPT_ANNOTATION}: the service did not say which organisation project ${id} belongs to, so it is not adopted`);
+  }
+  if (target.org_id !== organizationId) {
+    return notReady('AdoptionRefused', `${ADOPT_ANNOTATION}: project ${id} is not a project of organization ${organizationId} (this Project's organisation); only a project of its own organisation can be adopted`);
+  }
+  return undefined;
 }
 
 /** Only the limits the spec sets (so a service that predates them still creates plain projects). */
@@ -69,21 +110,16 @@ function limitsToSend(limits: ProjectLimits): Partial<ProjectLimits> {
   return out;
 }
 
-async function findProject(ctx: ReconcileContext, obj: ProjectResource, resource: string): Promise<ApiProject | undefined> {
-  const known = obj.status?.projectId;
-  if (known) {
-    const p = await ctx.api.getProject(known);
-    if (p && p.managed_by === resource) return p;
-  }
-  return ctx.api.findProject(resource);
-}
-
 async function finalizeProject(ctx: ReconcileContext, obj: ProjectResource, resource: string): Promise<Outcome | 'gone'> {
-  if (!hasFinalizer(obj)) return 'gone';
+  if (!hasFinalizer(obj)) {
+    ctx.records.projects.delete(resource);
+    return 'gone';
+  }
   const policy = obj.spec?.deletionPolicy ?? 'Retain';
   try {
-    const project = await findProject(ctx, obj, resource);
-    if (project) {
+    // The service's record of what this resource manages, and nothing else (never a status id).
+    const project = await ctx.api.findProject(resource);
+    if (project && project.managed_by === resource) {
       if (policy === 'Delete') await ctx.api.deleteProject(project.id, resource);
       else await ctx.api.releaseProject(project.id, resource);
       ctx.event(obj, policy === 'Delete' ? 'Deleted' : 'Released', `project ${project.id} ${policy === 'Delete' ? 'deleted' : 'released (kept, no longer managed)'}`);
@@ -91,6 +127,7 @@ async function finalizeProject(ctx: ReconcileContext, obj: ProjectResource, reso
   } catch (err) {
     if (!(err instanceof ApiError && (err.kind === 'not_found' || err.kind === 'conflict'))) return apiFailure(err, `${policy === 'Delete' ? 'deleting' : 'releasing'} project of ${resource}`);
   }
+  ctx.records.projects.delete(resource);
   await removeFinalizer(ctx, obj);
   return 'gone';
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { withCondition, statusDiffers } from '../conditions.js';
-import { TENANT_CONFIG_KEY, keyOf, type ProjectResource } from '../kinds.js';
+import { TENANT_CONFIG_KEY, keyOf, type AnyResource, type ProjectResource } from '../kinds.js';
 import { statusOf } from '../kube.js';
 import { flagSecretSecretKey, flagSecretSecretName, winningFlagSecret, type ReconcileContext } from './context.js';
 
@@ -38,8 +38,60 @@ export const TENANT_CONDITION = 'TenantConfig';
 export class TenantConfigWriter {
   private lastHash = '';
   generation = 0;
+  private seeded = false;
+  /** Project key → project id whose flag secret the last written config had (until its FlagSecret is reconciled). */
+  private readonly seededFlagSecrets = new Map<string, number>();
 
   constructor(private readonly ctx: ReconcileContext) {}
+
+  /**
+   * After a restart the records are empty, and a config written from them would cut off every
+   * tenant's ingestion until each Project is reconciled again (longer if the service's API is
+   * down). So the records start from the last written config, which is the operator's own
+   * output in its own namespace (tenants cannot write it, unlike a status), for every resource
+   * not reconciled yet; and the config is written only once every Organization, Project and
+   * FlagSecret in the caches has been reconciled once since start (a transient failure keeps its
+   * record). Returns false when the Secret could not be read (seeding is tried again at sync).
+   */
+  async seed(): Promise<boolean> {
+    const { ctx } = this;
+    let secret: V1Secret | undefined;
+    try {
+      secret = await ctx.kube.readSecret(ctx.config.podNamespace, ctx.config.tenantConfigSecret);
+    } catch (err) {
+      ctx.log.error('tenant config not read at start: records start empty', { err: String(err) });
+      return false;
+    }
+    this.seedFrom(secret);
+    return true;
+  }
+
+  private seedFrom(secret: V1Secret | undefined): void {
+    const { records } = this.ctx;
+    const config = decode(secret) as { projects?: unknown; organizations?: unknown } | undefined;
+    const list = (x: unknown) => (Array.isArray(x) ? x : []) as Record<string, unknown>[];
+    const id = (x: unknown) => (typeof x === 'number' && Number.isSafeInteger(x) && x > 0 ? x : undefined);
+    for (const o of list(config?.organizations)) {
+      const organizationId = id(o.organizationId);
+      if (typeof o.resource !== 'string' || !organizationId || records.reconciled.has(o.resource) || records.organizations.has(o.resource)) continue;
+      records.organizations.set(o.resource, organizationId);
+    }
+    for (const e of list(config?.projects)) {
+      const projectId = id(e.projectId);
+      const organizationId = id(e.organizationId);
+      if (typeof e.resource !== 'string' || !projectId || !organizationId || typeof e.token !== 'string') continue;
+      if (!records.reconciled.has(e.resource) && !records.projects.has(e.resource)) records.projects.set(e.resource, { projectId, organizationId, token: e.token });
+      if (typeof e.flagSecretSha256 === 'string') this.seededFlagSecrets.set(e.resource, projectId);
+    }
+    this.seeded = true;
+  }
+
+  /** Every object of the kinds the config is made of has been reconciled once since start. */
+  private allReconciled(): boolean {
+    const { ctx } = this;
+    const caches = [ctx.organizations, ctx.projects, ctx.flagSecrets] as { list(): AnyResource[] }[];
+    return caches.every((c) => c.list().every((o) => o.metadata.deletionTimestamp || ctx.records.reconciled.has(keyOf(o))));
+  }
 
   /** Forget the last hash (the Secret was changed or deleted by someone else): the next sync reads it. */
   invalidate(): void {
@@ -50,9 +102,10 @@ export class TenantConfigWriter {
     const { ctx } = this;
     const out: TenantEntry[] = [];
     for (const p of ctx.projects.list()) {
-      const { projectId, token } = p.status ?? {};
-      const organizationId = p.status?.organizationId ?? p.spec.organizationId;
-      if (p.metadata.deletionTimestamp || !projectId || !token || !organizationId) continue;
+      // The records (what the service said), never status: a status may have been written by anyone.
+      const record = ctx.records.projects.get(keyOf(p));
+      if (p.metadata.deletionTimestamp || !record) continue;
+      const { projectId, organizationId, token } = record;
       const entry: TenantEntry = {
         projectId,
         organizationId,
@@ -72,7 +125,7 @@ export class TenantConfigWriter {
   organizations(): TenantOrganization[] {
     const out: TenantOrganization[] = [];
     for (const o of this.ctx.organizations.list()) {
-      const organizationId = o.status?.organizationId;
+      const organizationId = this.ctx.records.organizations.get(keyOf(o));
       if (o.metadata.deletionTimestamp || !organizationId) continue;
       out.push({ organizationId, name: o.spec.displayName, monthlyEventQuota: o.spec.monthlyEventQuota ?? null, resource: keyOf(o) });
     }
@@ -80,17 +133,22 @@ export class TenantConfigWriter {
   }
 
   private flagSecretSha(p: ProjectResource, projectId: number): string | null {
+    const { records } = this.ctx;
     const fs = winningFlagSecret(this.ctx, p.metadata.namespace, p.metadata.name);
-    const ok = fs?.status?.projectId === projectId && fs.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-    if (!fs || !ok) return null;
+    if (!fs) return null;
+    const key = keyOf(fs);
+    const set = records.reconciled.has(key) ? records.flagSecrets.get(key) : records.flagSecrets.get(key) ?? this.seededFlagSecrets.get(keyOf(p));
+    if (set !== projectId) return null;
     const digest = this.ctx.secrets.get(p.metadata.namespace, flagSecretSecretName(fs));
     return digest?.sha256[flagSecretSecretKey(fs)] ?? null;
   }
 
-  /** Writes the Secret if its content changed; false when it must be tried again (a write conflict). */
+  /** Writes the Secret if its content changed; false when it must be tried again (a write conflict, or not every resource reconciled yet). */
   async sync(): Promise<boolean> {
     const { ctx } = this;
     const { podNamespace: namespace, tenantConfigSecret: name, tenantConfigMaxBytes } = ctx.config;
+    if (!this.seeded && !(await this.seed())) return false;
+    if (!this.allReconciled()) return false;
     const projects = this.entries();
     const organizations = this.organizations();
     // Without Organizations the content (and its hash) is what it was before they existed.

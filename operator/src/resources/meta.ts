@@ -12,7 +12,7 @@ export const FINALIZER = 'analytics.tally.dev/finalizer';
 
 export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 /** Reasons the operator writes on `Ready` (docs/decisions.md, "Kubernetes contract"; others may be added). */
-export const REASONS = ['Reconciled', 'Invalid', 'ProjectNotFound', 'OrganizationNotFound', 'NamespaceNotAllowed', 'Conflict', 'ApiUnavailable'] as const;
+export const REASONS = ['Reconciled', 'Invalid', 'ProjectNotFound', 'OrganizationNotFound', 'NamespaceNotAllowed', 'AdoptionRefused', 'Conflict', 'ApiUnavailable'] as const;
 
 /** Takes over an existing organisation or project (its id) instead of creating one. */
 export const ADOPT_ANNOTATION = 'analytics.tally.dev/adopt-id';
