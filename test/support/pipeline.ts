@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
+import { freePort, spawnLogged, tempDir, waitFor, type Child } from './processes.js';
 
-/** Helpers of the pipeline tests that run the service's roles as processes (reliability, cluster). */
+/** Helpers of the pipeline tests that run the service's roles as processes (reliability, cluster, NATS security). */
 
 /** A fresh PostgreSQL database on TEST_DATABASE_URL's server: its URL, and how to drop it. */
 export async function freshPgDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
@@ -36,4 +40,60 @@ export async function adminCreate<T>(apiUrl: string, key: string, path: string, 
   });
   assert.equal(res.status, 201, await res.clone().text());
   return (await res.json()) as T;
+}
+
+/**
+ * A throwaway PKI made with openssl in `dir`: a CA, a server certificate for 127.0.0.1 and
+ * localhost signed by it, a client certificate signed by it, and an unrelated CA (for the
+ * "unknown CA" cases). EC keys, so it takes milliseconds.
+ */
+export interface TestPki { ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string; otherCa: string }
+
+export function makeTestPki(dir: string): TestPki {
+  const f = (name: string) => path.join(dir, name);
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  for (const ca of ['ca', 'other-ca']) ssl('req', '-x509', ...newKey, '-keyout', f(`${ca}.key`), '-out', f(`${ca}.crt`), '-days', '2', '-subj', `/CN=Tally test ${ca}`);
+  const sign = (name: string, ext: string) => {
+    ssl('req', ...newKey, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${name}`);
+    fs.writeFileSync(f(`${name}.ext`), ext);
+    ssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f(`${name}.crt`), '-days', '2', '-extfile', f(`${name}.ext`));
+  };
+  sign('server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  sign('client', 'extendedKeyUsage=clientAuth\n');
+  return { ca: f('ca.crt'), serverCert: f('server.crt'), serverKey: f('server.key'), clientCert: f('client.crt'), clientKey: f('client.key'), otherCa: f('other-ca.crt') };
+}
+
+/**
+ * nats-server with JetStream on a private loopback port, started from a config file that asks
+ * for a user and password or a token, and optionally TLS (with client certificates when
+ * `verifyClients`). Its store and config live in a temp dir removed by `close`.
+ */
+export class SecuredNats {
+  private constructor(readonly port: number, readonly dir: string, readonly child: Child) {}
+
+  static async start(opts: { user?: { name: string; password: string }; token?: string; tls?: TestPki; verifyClients?: boolean }): Promise<SecuredNats> {
+    const port = await freePort();
+    const dir = tempDir('nats-secured-');
+    const q = (s: string) => JSON.stringify(s);
+    const lines = [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${q(path.join(dir, 'store'))} }`];
+    if (opts.user) lines.push(`authorization { user: ${q(opts.user.name)}, password: ${q(opts.user.password)} }`);
+    if (opts.token) lines.push(`authorization { token: ${q(opts.token)} }`);
+    if (opts.tls) {
+      lines.push(`tls { cert_file: ${q(opts.tls.serverCert)}, key_file: ${q(opts.tls.serverKey)}, ca_file: ${q(opts.tls.ca)}, verify: ${opts.verifyClients ? 'true' : 'false'}, timeout: 2 }`);
+    }
+    const conf = path.join(dir, 'nats.conf');
+    fs.writeFileSync(conf, lines.join('\n') + '\n');
+    const child = spawnLogged('nats-server', '/usr/sbin/nats-server', ['-c', conf], { logDir: dir });
+    const s = new SecuredNats(port, dir, child);
+    await waitFor(`nats-server (log: ${child.logFile})`, async () => /Server is ready/.test(child.log()), 20_000, 50);
+    return s;
+  }
+
+  get url() { return `nats://127.0.0.1:${this.port}`; }
+
+  async close() {
+    await this.child.kill('SIGTERM');
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
 }

@@ -57,6 +57,17 @@ export function refusalReason(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * A TLS server that requires client certificates drops a client without one only after the
+ * handshake (TLS 1.3), which the client sees as a timeout: say so when that may be the cause.
+ */
+export function timeoutHint(err: unknown, cfg: { security: NatsSecurity }): string {
+  const code = String((err as { code?: string })?.code ?? '');
+  if (code !== ErrorCode.Timeout && code !== ErrorCode.ConnectionTimeout) return '';
+  if (!cfg.security.tls || cfg.security.tls.certFile) return '';
+  return ' (with TLS, a server that requires client certificates answers a client without one this way: set NATS_TLS_CERT and NATS_TLS_KEY)';
+}
+
 /** The servers of NATS_URL without any user:password@ they carry, for logs. */
 export function serversForLog(servers: string[]): string {
   return servers.map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(',');

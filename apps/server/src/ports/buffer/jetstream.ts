@@ -8,7 +8,7 @@ import { Puller } from './jetstream-pull.js';
 import { Delivery, deadSubject } from './jetstream-delivery.js';
 import { encodeBatch, messageId } from './jetstream-encoding.js';
 import { retryStartup } from '../startup.js';
-import { refusalReason, securityOptions, serversForLog } from './jetstream-connection.js';
+import { refusalReason, securityOptions, serversForLog, timeoutHint } from './jetstream-connection.js';
 
 /** Timeout of stream and consumer set-up requests. */
 const SETUP_TIMEOUT_MS = 15_000;
@@ -83,7 +83,7 @@ export class JetStreamBuffer implements IngestionBuffer {
       throw err;
     });
     const nc = await retryStartup('NATS connection', connectOnce, startup).catch((err) => {
-      throw new Error(`NATS: cannot connect to ${serversForLog(servers)}: ${refusalReason(err) ?? (err instanceof Error ? err.message : String(err))}`);
+      throw new Error(`NATS: cannot connect to ${serversForLog(servers)}: ${refusalReason(err) ?? (err instanceof Error ? err.message : String(err))}${timeoutHint(err, cfg)}`);
     });
     try {
       const jsm = await nc.jetstreamManager({ timeout: Math.max(cfg.publishTimeoutMs, 2000) });
