@@ -25,8 +25,8 @@ const MATRIX: Record<string, { release: string; set: string[] }> = {
   external: { release: 'tally', set: EXTERNAL },
   everything: { release: 'tally', set: EVERYTHING },
   'release one': { release: 'one', set: [] },
-  // CRDs are cluster-wide: one release installs them, the second sets crds.enabled=false.
-  'release two': { release: 'two', set: ['crds.enabled=false'] },
+  // CRDs and the tenant roles are cluster-wide: one release installs them, the second leaves them out.
+  'release two': { release: 'two', set: ['crds.enabled=false', 'tenancy.tenantRoles.enabled=false'] },
   'bundled stores, existing Secret': { release: 'tally', set: ['credentials.existingSecret=mine'] },
   'external NATS cluster': {
     release: 'tally',
@@ -223,8 +223,9 @@ describe('Helm chart charts/tally', function () {
       const svc = o.filter((x) => x.kind === 'Service' && Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => x.metadata.labels?.[k] === v));
       assert.ok(svc.some((s) => s.spec.ports.some((p: { name: string }) => p.name === sm.spec.endpoints[0].port)), `${sm.metadata.name}: no Service with port ${sm.spec.endpoints[0].port}`);
     }
-    // Only the cluster-scoped kinds (Organizations) keep a ClusterRole.
-    assert.deepEqual(o.filter((x) => x.kind === 'ClusterRole').flatMap((x) => x.rules.flatMap((r: { resources: string[] }) => r.resources)), ['organizations', 'organizations/status']);
+    // Only the cluster-scoped kinds (Organizations) keep a ClusterRole of the operator.
+    assert.deepEqual(find(o, 'ClusterRole', 'shared-tally-operator').rules.flatMap((r: { resources: string[] }) => r.resources), ['organizations', 'organizations/status']);
+    assert.deepEqual(o.filter((x) => x.kind === 'ClusterRole').map((x) => x.metadata.name).sort(), ['shared-tally-operator', 'tally-tenant-edit', 'tally-tenant-view']);
     const watchRole = find(o, 'Role', 'tally-operator');
     assert.equal(watchRole.metadata.namespace, 'apps');
     assert.equal(find(o, 'RoleBinding', 'tally-operator').subjects[0].namespace, 'shared');

@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
+import { grantsFromManifests, type Grant } from './kube/rbac.js';
 import { kubeTools } from './kube/tools.js';
 
 /** Rendering the Helm chart and kustomize trees with the real helm 3.17 / kubectl 1.32 binaries. */
@@ -127,4 +128,17 @@ export async function renderNotes(release: string, set: string[] = []): Promise<
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** The rules the rendered (Cluster)RoleBindings give a ServiceAccount, each in its binding's scope. */
+export function boundTo(objects: K8sObject[], namespace: string, serviceAccount: string): Grant[] {
+  const grants: Grant[] = [];
+  for (const b of objects.filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')) {
+    if (!b.subjects.some((s: K8sObject) => s.kind === 'ServiceAccount' && s.name === serviceAccount && s.namespace === namespace)) continue;
+    const role = objects.find((o) => o.kind === b.roleRef.kind && o.metadata.name === b.roleRef.name && (o.kind === 'ClusterRole' || o.metadata.namespace === b.metadata.namespace));
+    if (!role) throw new Error(`${b.kind}/${b.metadata.name}: no ${b.roleRef.kind}/${b.roleRef.name}`);
+    const [grant] = grantsFromManifests([role]);
+    grants.push(b.kind === 'RoleBinding' ? { namespace: b.metadata.namespace ?? namespace, rules: grant.rules } : grant);
+  }
+  return grants;
 }

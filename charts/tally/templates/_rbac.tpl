@@ -47,10 +47,17 @@
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [get, create, update]
-# The tenant config Secret: get+create+update to write it, list+watch (labelled) to notice changes.
+# The tenant config Secret, by name: get+update to write it, list+watch (field selector on its name)
+# to notice changes. No other Secret of this namespace can be read (the credentials Secret is here).
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get, list, watch, create, update]
+  resourceNames: [{{ include "tally.tenantConfigSecret" . | quote }}]
+  verbs: [get, list, watch, update]
+# create: the tenant config Secret when it is missing (RBAC cannot name a Secret to create; create
+# reads nothing).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [create]
 # create: Events about Organizations (a cluster-scoped object's Events go to this namespace).
 - apiGroups: [""]
   resources: [events]

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { POLICY_KEY, policyProblems } from './admission.js';
 import { admit, applyDefaults, unsupportedRules } from './schema.js';
 import { jsonPatch, mergePatch, strategicMergePatch } from './patch.js';
 import { Store, typeKeyOf } from './store.js';
@@ -30,6 +31,8 @@ import {
 export interface WriteOptions {
   fieldValidation?: string | null;
   dryRun?: boolean;
+  /** Validating admission of the final object (the server's policies, with the caller's identity). */
+  admit?: (object: KubeObject, old: KubeObject | undefined) => void;
 }
 
 export interface DeleteOptions {
@@ -308,12 +311,20 @@ export class Api {
     }
     if ((t.kind === 'Secret' || t.kind === 'ConfigMap') && !t.group) this.checkDataKeys(t, obj);
     if (typeKeyOf(t) === CRD_KEY) this.checkCrd(obj);
-    if (!t.schema) return obj;
+    if (typeKeyOf(t) === POLICY_KEY) {
+      const causes = policyProblems(obj);
+      if (causes.length > 0) throw invalid(t, obj.metadata.name ?? '', causes);
+    }
+    if (!t.schema) {
+      opts.admit?.(obj, old);
+      return obj;
+    }
     const result = admit(t.schema, obj, old);
     if (opts.fieldValidation === 'Strict' && result.pruned.length > 0) {
       throw badRequest(`${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: strict decoding error: ${result.pruned.map((p) => `unknown field "${p}"`).join(', ')}`);
     }
     if (result.causes.length > 0) throw invalid(t, obj.metadata.name ?? '', result.causes);
+    opts.admit?.(result.object as KubeObject, old);
     return result.object as KubeObject;
   }
 

@@ -26,7 +26,7 @@ const cel = new Environment({ unlistedVariablesAreDyn: true })
   // The Kubernetes list library's sum() (k8s.io/apiserver/pkg/cel/library/lists.go), on int lists.
   .registerFunction('list.sum(): dyn', (l: unknown[]) => l.reduce<bigint>((a, b) => a + BigInt(b as bigint), 0n));
 const compiled = new Map<string, ReturnType<typeof cel.parse>>();
-function compile(rule: string): ReturnType<typeof cel.parse> {
+export function compile(rule: string): ReturnType<typeof cel.parse> {
   let fn = compiled.get(rule);
   if (!fn) {
     fn = cel.parse(rule);
@@ -35,7 +35,7 @@ function compile(rule: string): ReturnType<typeof cel.parse> {
   return fn;
 }
 /** JSON to CEL values: integers are CEL ints (BigInt). */
-function toCel(v: unknown): unknown {
+export function toCel(v: unknown): unknown {
   if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : v;
   if (Array.isArray(v)) return v.map(toCel);
   if (isObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, toCel(x)]));

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { parseAllDocuments, stringify } from 'yaml';
 import { KubeConfig } from '@kubernetes/client-node';
+import { admitByPolicies, type UserInfo } from './admission.js';
 import { Api, PATCH_TYPES, type DeleteOptions } from './api.js';
 import { discovery } from './discovery.js';
 import { allows, forbidden, type Grant } from './rbac.js';
@@ -76,6 +77,7 @@ export class FakeKube {
   private server!: Server;
   url = '';
   private readonly rbac = new Map<string, Grant[]>();
+  private readonly groups = new Map<string, string[]>();
   private readonly failRules: FailRule[] = [];
   private watchesHang = false;
   private readonly watchCleanups = new Set<() => void>();
@@ -149,6 +151,21 @@ export class FakeKube {
   /** From now on `user`'s requests must fall inside these grants, or get 403. */
   enforceRbac(user: string, grants: Grant[]): void {
     this.rbac.set(user, grants);
+  }
+
+  /** The groups `user` is in, as admission policies see them (`request.userInfo.groups`). */
+  setGroups(user: string, groups: string[]): void {
+    this.groups.set(user, groups);
+  }
+
+  /**
+   * Who a user is to admission: the administrator is in system:masters, a ServiceAccount's
+   * username (`system:serviceaccount:<ns>:<name>`) in its groups, everyone in system:authenticated.
+   */
+  userInfo(user: string): UserInfo {
+    const sa = /^system:serviceaccount:([^:]+):[^:]+$/.exec(user);
+    const groups = user === ADMIN ? ['system:masters'] : sa ? ['system:serviceaccounts', `system:serviceaccounts:${sa[1]}`] : this.groups.get(user) ?? [];
+    return { username: user, groups: [...groups, 'system:authenticated'] };
   }
 
   // ---- faults ----
@@ -291,11 +308,20 @@ export class FakeKube {
     const { type, namespace, name, subresource } = target;
     const resource = subresource ? `${type.plural}/${subresource}` : type.plural;
     const grants = this.rbac.get(user);
-    if (grants && !allows(grants, { user, verb: verb!, group: type.group, resource, name, namespace })) {
-      throw forbidden({ user, verb: verb!, group: type.group, resource, name, namespace });
+    // A list or watch of one name (fieldSelector metadata.name=…) is authorised for that name, so
+    // resourceNames can allow it.
+    const rbacName = name ?? (verb === 'list' || verb === 'watch' ? exactName(q.get('fieldSelector')) : undefined);
+    if (grants && !allows(grants, { user, verb: verb!, group: type.group, resource, name: rbacName, namespace })) {
+      throw forbidden({ user, verb: verb!, group: type.group, resource, name: rbacName, namespace });
     }
 
-    const writeOpts = { fieldValidation: q.get('fieldValidation'), dryRun: q.has('dryRun') };
+    const dryRun = q.has('dryRun');
+    const writeOpts = {
+      fieldValidation: q.get('fieldValidation'),
+      dryRun,
+      admit: (object: KubeObject, old: KubeObject | undefined) =>
+        admitByPolicies(this.api.store, { type, subresource, namespace, name: object.metadata.name ?? '', operation: old ? 'UPDATE' : 'CREATE', object, oldObject: old, user: this.userInfo(user), dryRun }),
+    };
     const accept = req.headers.accept;
     const include = (q.get('includeObject') ?? 'Metadata') as IncludeObject;
     switch (method) {
@@ -477,4 +503,13 @@ export class FakeKube {
     }
     this.api.store.watch(watcher);
   }
+}
+
+/** The name a field selector requires (`metadata.name=x`, alone or with other terms), as the API server reads it for authorisation. */
+function exactName(selector: string | null): string | undefined {
+  for (const term of (selector ?? '').split(',')) {
+    const m = /^\s*metadata\.name\s*==?\s*(\S+)\s*$/.exec(term);
+    if (m) return m[1];
+  }
+  return undefined;
 }

@@ -78,6 +78,26 @@ export const BUILTIN_TYPES: ResourceType[] = [
     strategicMerge: true,
     columns: [{ name: 'Created At', type: 'string', jsonPath: '.metadata.creationTimestamp' }],
   }),
+  // Evaluated on every create and update (admission.ts).
+  builtin({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    plural: 'validatingadmissionpolicies',
+    singular: 'validatingadmissionpolicy',
+    kind: 'ValidatingAdmissionPolicy',
+    namespaced: false,
+    statusSubresource: true,
+    generational: true,
+  }),
+  builtin({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    plural: 'validatingadmissionpolicybindings',
+    singular: 'validatingadmissionpolicybinding',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    namespaced: false,
+    generational: true,
+  }),
 ];
 
 /** The served type of a CRD's storage version. */
