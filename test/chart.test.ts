@@ -77,7 +77,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(kinds('HorizontalPodAutoscaler'), []);
     for (const s of o.filter((x) => x.kind === 'StatefulSet')) assert.equal(s.spec.volumeClaimTemplates?.[0]?.metadata.name, 'data', s.metadata.name);
     const secret = find(o, 'Secret', 'tally-credentials');
-    assert.deepEqual(Object.keys(secret.data).sort(), ['CLICKHOUSE_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
+    assert.deepEqual(Object.keys(secret.data).sort(), ['CLICKHOUSE_PASSWORD', 'NATS_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
     for (const [k, v] of Object.entries(secret.data as Record<string, string>)) assert.ok(Buffer.from(v, 'base64').toString().length >= 32, `${k} is short or empty`);
     assert.equal(secret.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
     // The ClickHouse image is a current official one (the SQL runs on 18.16 and current releases).
@@ -204,7 +204,7 @@ describe('Helm chart charts/tally', function () {
     assert.deepEqual(o.filter((x) => x.kind === 'Secret'), []);
     const refs = podTemplates(o).flatMap(({ template }) => template.spec.containers.flatMap((c: K8sObject) => (c.env ?? []).map((e: K8sObject) => e.valueFrom?.secretKeyRef).filter(Boolean)));
     assert.deepEqual([...new Set(refs.map((r: { name: string }) => r.name))], ['mine']);
-    assert.deepEqual([...new Set(refs.map((r: { key: string }) => r.key))].sort(), ['CLICKHOUSE_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
+    assert.deepEqual([...new Set(refs.map((r: { key: string }) => r.key))].sort(), ['CLICKHOUSE_PASSWORD', 'NATS_PASSWORD', 'OPERATOR_KEY', 'POSTGRES_PASSWORD', 'SUPERADMIN_KEY']);
   });
 
   it('every optional feature: Ingress, HPA (API without fixed replicas), NetworkPolicies, ServiceMonitors, RBAC confined to the watched namespace', () => {

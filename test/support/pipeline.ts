@@ -82,11 +82,20 @@ export class SecuredNats {
     if (opts.tls) {
       lines.push(`tls { cert_file: ${q(opts.tls.serverCert)}, key_file: ${q(opts.tls.serverKey)}, ca_file: ${q(opts.tls.ca)}, verify: ${opts.verifyClients ? 'true' : 'false'}, timeout: 2 }`);
     }
+    return SecuredNats.run(port, dir, lines.join('\n') + '\n');
+  }
+
+  /**
+   * nats-server from a config text of the caller's (e.g. one a chart renders), given a loopback
+   * `port` (and `dir`, removed by `close`); `env` is its environment (the config's $VARIABLES).
+   */
+  static async run(port: number, dir: string, config: string, env: Record<string, string> = {}): Promise<SecuredNats> {
     const conf = path.join(dir, 'nats.conf');
-    fs.writeFileSync(conf, lines.join('\n') + '\n');
-    const child = spawnLogged('nats-server', '/usr/sbin/nats-server', ['-c', conf], { logDir: dir });
+    fs.writeFileSync(conf, config);
+    const child = spawnLogged('nats-server', '/usr/sbin/nats-server', ['-c', conf], { logDir: dir, env: { ...process.env, ...env } });
     const s = new SecuredNats(port, dir, child);
-    await waitFor(`nats-server (log: ${child.logFile})`, async () => /Server is ready/.test(child.log()), 20_000, 50);
+    await waitFor(`nats-server (log: ${child.logFile})`, async () => /Server is ready/.test(child.log()) || !child.running, 20_000, 50);
+    if (!child.running) throw new Error(`nats-server exited: ${child.log()}`);
     return s;
   }
 

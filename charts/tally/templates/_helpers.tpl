@@ -50,7 +50,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{/* The key of a credential in the credentials Secret: credentials.secretKeys maps the chart's names
      (superadminKey, operatorKey, postgresPassword, clickhousePassword) to an existing Secret's keys. */}}
 {{- define "tally.secretKey" -}}
-{{- $names := dict "superadminKey" "SUPERADMIN_KEY" "operatorKey" "OPERATOR_KEY" "postgresPassword" "POSTGRES_PASSWORD" "clickhousePassword" "CLICKHOUSE_PASSWORD" -}}
+{{- $names := dict "superadminKey" "SUPERADMIN_KEY" "operatorKey" "OPERATOR_KEY" "postgresPassword" "POSTGRES_PASSWORD" "clickhousePassword" "CLICKHOUSE_PASSWORD" "natsPassword" "NATS_PASSWORD" -}}
 {{- $mapped := "" -}}
 {{- if hasKey .root.Values.credentials "existingSecret" -}}{{- $mapped = get (.root.Values.credentials.secretKeys | default dict) .key -}}{{- end -}}
 {{- default (get $names .key) $mapped -}}
@@ -174,6 +174,7 @@ topologySpreadConstraints:
   value: {{ .Values.externalNats.streamReplicas | quote }}
 {{- end }}
 {{- end }}
+{{- include "tally.natsClientEnv" . }}
 {{- with .Values.oidc.issuer }}
 - name: OIDC_ISSUER
   value: {{ . | quote }}
