@@ -74,7 +74,12 @@ export function crdFor(def: KindDefinition): Record<string, unknown> {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
-    metadata: { name: `${def.plural}.${GROUP}` },
+    metadata: {
+      name: `${def.plural}.${GROUP}`,
+      // Argo CD never prunes or deletes a CRD (deleting one deletes every resource of its kind, and
+      // the operator would then delete what their deletion policies say); Helm's keep is added in the chart.
+      annotations: { 'argocd.argoproj.io/sync-options': 'Prune=false,Delete=false' },
+    },
     spec: {
       group: GROUP,
       scope: def.scope ?? 'Namespaced',

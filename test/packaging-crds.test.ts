@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { FakeKube, kubectlFor, type KubeObject } from './support/kube/index.js';
-import { helmTemplate, CHART_DIR, type K8sObject } from './support/chart.js';
+import { helmTemplate, kustomize, CHART_DIR, type K8sObject } from './support/chart.js';
 import { crdTemplate, driftedChartCrds } from '../scripts/sync-chart-crds.js';
 import { kubeTools } from './support/kube/tools.js';
 import { execFile } from 'node:child_process';
@@ -36,6 +36,22 @@ describe('chart CRDs as templates', function () {
       assert.ok(src, crd.metadata.name);
       assert.deepEqual(crd.spec, src.spec, `${crd.metadata.name}: spec differs from crds/`);
     }
+  });
+
+  it('every CRD, in crds/, the chart and the kustomize base, tells Argo CD never to prune or delete it', async () => {
+    const argo = 'argocd.argoproj.io/sync-options';
+    const options = (crd: K8sObject) => (crd.metadata.annotations?.[argo] ?? '').split(',').map((o) => o.trim()).sort();
+    const { readRepoCrds } = await import('./support/kube/index.js');
+    const source = (await readRepoCrds()) as unknown as K8sObject[];
+    const chart = await helmTemplate('tally');
+    const base = await kustomize('k8s/base');
+    assert.ok(chart.ok && base.ok, chart.stderr + base.stderr);
+    for (const [where, crds] of [['crds/', source], ['chart', crdsOf(chart.objects)], ['k8s/base', crdsOf(base.objects)]] as const) {
+      assert.equal(crds.length, source.length, where);
+      for (const crd of crds) assert.deepEqual(options(crd), ['Delete=false', 'Prune=false'], `${where} ${crd.metadata.name}`);
+    }
+    // The chart's copies keep both: Argo CD's and Helm's.
+    for (const crd of crdsOf(chart.objects)) assert.equal(crd.metadata.annotations?.['helm.sh/resource-policy'], 'keep');
   });
 
   it('crds.enabled=false renders none; a non-boolean is refused naming the value', async () => {
