@@ -29,7 +29,8 @@ export async function renderK8s(): Promise<Record<string, string>> {
   const base = await helmTemplate(['-f', BASE_VALUES]);
   const stores = await helmTemplate([
     '-f', BASE_VALUES,
-    '--set', 'postgresql.enabled=true,clickhouse.enabled=true,nats.enabled=true',
+    // The dev NATS keeps no login: the base reaches NATS as an external one, without credentials.
+    '--set', 'postgresql.enabled=true,clickhouse.enabled=true,nats.enabled=true,nats.auth.enabled=false',
     '--show-only', 'templates/postgresql.yaml', '--show-only', 'templates/clickhouse.yaml', '--show-only', 'templates/nats.yaml',
   ]);
   return { 'k8s/base/tally.yaml': base, 'k8s/overlays/dev/stores.yaml': stores };
