@@ -54,6 +54,7 @@ import { runTrend } from '../apps/server/src/query/ir/trend.js';
 import { runIrFunnel } from '../apps/server/src/query/ir/funnel.js';
 import { runDrilldown, type DrilldownSelection } from '../apps/server/src/query/ir/drilldown.js';
 import { loadConfig } from '../apps/server/src/config.js';
+import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
 import { migrateMetadataStore, openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { foldIdentityLinks } from '../apps/server/src/identity/fold.js';
@@ -211,10 +212,11 @@ async function bench(store: EventStore) {
   };
   const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
   await migrateMetadataStore(meta);
-  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, db: meta }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, doc.analysis as never, range);
+  const analyses = buildAnalyses(meta, store);
+  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, analyses }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc, doc.analysis as never, range);
   // As POST /api/query/drilldown runs it (its own context and range from the document).
   const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () =>
-    runDrilldown({ events: store, db: meta, config: loadConfig({}) }, PROJECT, doc, sel, { limit: 50, offset: 0 });
+    runDrilldown({ events: store, analyses, config: loadConfig({}) }, PROJECT, doc, sel, { limit: 50, offset: 0 });
   const uniqueByP1 = ir({ metrics: [{ id: 'A', kind: 'event', event: '$all_events', aggregation: { op: 'unique' } }], breakdown: { property: 'p1' }, analysis: { kind: 'trend', unit: 'week' } });
   const funnel3 = ir({ metrics: ['e0', 'e1', 'e2'].map((e, i) => ({ id: 'ABC'[i], kind: 'event', event: e, aggregation: { op: 'unique' } })), analysis: { kind: 'funnel', steps: ['A', 'B', 'C'], window: { value: 7, unit: 'day' } } });
   cases.push(

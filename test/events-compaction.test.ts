@@ -3,7 +3,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { drained, ev, ingest } from './ingestion.support.js';
 import { eventsCompactionLoop } from '../apps/server/src/data/compaction.js';
-import { analysesOf } from '../apps/server/src/query/analyses.js';
+import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import { flowsSql } from '../apps/server/src/query/flows.js';
 
 /**
@@ -65,7 +65,7 @@ forEachBackend('events: unmerged months and compaction', (backend) => {
     flows: { paths: [{ path: ['Viewed', 'Bought', 'Viewed'], count: 1 }, { path: ['Viewed', 'Viewed', 'Viewed'], count: 1 }], total: 2 },
   };
   /** The flows SQL the API runs now (its context reads the unmerged ranges). */
-  const flowsText = async () => flowsSql(await analysesOf(t.svc.deps).contexts.forProject(acme.project.id),
+  const flowsText = async () => flowsSql(await buildAnalyses(t.svc.deps.db, t.svc.deps.events).contexts.forProject(acme.project.id),
     { event: 'Viewed', direction: 'after', steps: 2, limit: 20 }, { fromMs: janRange[0], toEndMs: febRange[1] });
 
   it('counts each event once while copies are stored, after a merge, and with one month written again', async () => {

@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
-import { runQuery } from '../apps/server/src/query/ir/run.js';
-import { runDrilldown } from '../apps/server/src/query/ir/drilldown.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
 import type { TrendResult } from '../apps/server/src/query/ir/trend.js';
@@ -55,6 +53,8 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
     await t?.close();
   });
   const deps = () => t.svc.deps;
+  /** Runs go through the service's query executor, as the routes run them (the project's organisation does not matter here). */
+  const scope = (id: number) => ({ id, org_id: null });
   const doc = (q: unknown): QueryV2 => {
     const r = upgradeQuery(q);
     assert.ok(r.ok, JSON.stringify(r));
@@ -78,7 +78,7 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
         v: 2, dateRange: { kind: 'absolute', ...q.range }, filters: q.filters, metrics: [{ id: 'A', kind: 'event', event: q.metric.event, filters: q.metric.filters, aggregation: { op: q.op } }],
         ...(q.breakdown ? { breakdown: { property: q.breakdown } } : {}), analysis: { kind: 'trend', unit: q.unit },
       });
-      const ir = await runQuery(deps(), projectId, query) as TrendResult;
+      const ir = await t.svc.services.executor.ir(scope(projectId), query) as TrendResult;
       const rdata = withMetrics(data, [q.metric]);
       const expected = ref.segmentation(rdata, { event: 'M0', unit: q.unit, type: q.op === 'count' ? 'total' : 'unique', breakdown: q.breakdown, filters: q.filters }, toRef(q.range));
       assert.deepEqual(ir.buckets, expected.buckets);
@@ -87,9 +87,9 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
       for (const s of ir.series) {
         const segment = q.breakdown ? { segment: s.segment } : {};
         const b = q.bucket % ir.buckets.length;
-        const page = await runDrilldown(deps(), projectId, query, { kind: 'trend', metricId: 'A', bucket: b, range: 'primary', ...segment }, { limit: 500, offset: 0 });
+        const page = await t.svc.services.executor.drilldown(scope(projectId), query, { kind: 'trend', metricId: 'A', bucket: b, range: 'primary', ...segment }, { limit: 500, offset: 0 });
         assert.equal(page.total, s.data[b]);
-        const all = await runDrilldown(deps(), projectId, query, { kind: 'trend', metricId: 'A', bucket: 'total', range: 'primary', ...segment }, { limit: 500, offset: 0 });
+        const all = await t.svc.services.executor.drilldown(scope(projectId), query, { kind: 'trend', metricId: 'A', bucket: 'total', range: 'primary', ...segment }, { limit: 500, offset: 0 });
         assert.equal(all.total, s.total);
         assert.deepEqual(ids(all), [...ids(all)].sort());
       }
@@ -107,7 +107,7 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
         v: 2, dateRange: { kind: 'absolute', ...q.range }, metrics: [{ id: 'A', kind: 'event', event: q.metric.event, filters: q.metric.filters, aggregation: { op: q.op, property: 'n' } }],
         analysis: { kind: 'trend', unit: q.unit, compare: { kind: 'offset', days: q.days } },
       });
-      const ir = await runQuery(deps(), projectId, query) as TrendResult;
+      const ir = await t.svc.services.executor.ir(scope(projectId), query) as TrendResult;
       const rdata = withMetrics(data, [q.metric]);
       const r = toRef(q.range);
       const cmpR = { fromMs: r.fromMs - q.days * DAY, toEndMs: r.toEndMs - q.days * DAY };
@@ -132,7 +132,7 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
       const now = cids(evs);
       const dropped = [...before].filter((c) => !now.has(c)).sort();
       assert.equal(primary.dropped, dropped.length);
-      const page = await runDrilldown(deps(), projectId, query, { kind: 'trend_dropped', metricId: 'A' }, { limit: 500, offset: 0 });
+      const page = await t.svc.services.executor.drilldown(scope(projectId), query, { kind: 'trend_dropped', metricId: 'A' }, { limit: 500, offset: 0 });
       assert.deepEqual(ids(page), dropped);
     }, withAmounts);
   });
@@ -151,14 +151,14 @@ forEachBackend('query IR: generated datasets agree with the reference', (backend
         ...(q.breakdown ? { breakdown: { property: q.breakdown } } : {}),
         analysis: { kind: 'funnel', steps: letters.slice(0, q.steps.length), window: { value: q.windowDays, unit: 'day' } },
       });
-      const ir = await runQuery(deps(), projectId, query) as IrFunnelResult;
+      const ir = await t.svc.services.executor.ir(scope(projectId), query) as IrFunnelResult;
       const expected = ref.funnel(withMetrics(data, q.steps), { steps: q.steps.map((_, i) => `M${i}`), windowDays: q.windowDays, breakdown: q.breakdown, filters: q.filters }, toRef(q.range));
       assert.deepEqual(ir.steps.map((s) => [s.count, s.droppedCount, s.meanSecondsToConvert, s.medianSecondsToConvert, s.segments.map((g) => [g.segment ?? '(none)', g.count])]),
         expected.map((s) => [s.count, s.droppedCount, s.meanSecondsToConvert, s.medianSecondsToConvert, s.segments.map((g) => [g.name, g.count])]));
       const k = q.step % q.steps.length;
       const segment = q.breakdown ? { segment: ir.steps[0].segments[0]?.segment ?? null } : {};
-      const reached = await runDrilldown(deps(), projectId, query, { kind: 'funnel', step: k, mode: 'reached', range: 'primary', ...segment }, { limit: 500, offset: 0 });
-      const dropped = await runDrilldown(deps(), projectId, query, { kind: 'funnel', step: k, mode: 'dropped', range: 'primary', ...segment }, { limit: 500, offset: 0 });
+      const reached = await t.svc.services.executor.drilldown(scope(projectId), query, { kind: 'funnel', step: k, mode: 'reached', range: 'primary', ...segment }, { limit: 500, offset: 0 });
+      const dropped = await t.svc.services.executor.drilldown(scope(projectId), query, { kind: 'funnel', step: k, mode: 'dropped', range: 'primary', ...segment }, { limit: 500, offset: 0 });
       if (q.breakdown) {
         const seg = (j: number) => ir.steps[j].segments.find((g) => g.segment === segment.segment)?.count ?? 0;
         assert.equal(reached.total, seg(k));

@@ -4,7 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { waitFor } from './support/processes.js';
 import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
-import { resultsCacheOf } from '../apps/server/src/results-cache/index.js';
+import type { ResultsCache } from '../apps/server/src/results-cache/index.js';
 import { SizedLru } from '../apps/server/src/results-cache/lru.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
 
@@ -76,7 +76,7 @@ forEachBackend('results cache', (backend) => {
 
   it('a second board run is served from the cache with the same answers; a report run shares the entries', async function () {
     this.timeout(30_000);
-    const cache = resultsCacheOf(t.svc.deps);
+    const cache = t.svc.services.executor.cache as ResultsCache;
     const first = await runBoard();
     assert.ok(first.cards.every((c: any) => c.status === 'ok' && c.cached_at === undefined), JSON.stringify(first.cards));
     const hits = cache.hits;

@@ -30,6 +30,7 @@ import { AuditStore } from './audit/store.js';
 import { MemoryCounter, RateLimits } from './http/rate-limit.js';
 import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
+import { createServices, type Services } from './services.js';
 import { consoleMiddleware } from './console/static.js';
 import { existingLinkIndex } from './identity/link-index.js';
 import { startWorkerRole, type BackgroundLoop } from './background/worker-role.js';
@@ -116,6 +117,8 @@ export interface RunningService {
   url: string;
   server: http.Server;
   deps: Deps;
+  /** Built once for this process (services.ts): the routes' services, the query executor among them. */
+  services: Services;
   workers: BackgroundLoop[];
   close(): Promise<void>;
 }
@@ -129,8 +132,9 @@ export async function startService(
   // The api role alone still serves METRICS_PORT (when set): its metrics leave the API port.
   const workers = roles.includes('worker') ? await startWorkerRole(deps) : await startMetricsServer(deps);
   let server: http.Server | undefined;
+  const services = createServices(deps);
   if (roles.includes('api')) {
-    server = http.createServer(buildKoa(deps).callback());
+    server = http.createServer(buildKoa(deps, allRoutes(deps, services)).callback());
     instrumentHttpServer(server);
     server.keepAliveTimeout = 65_000;
     server.on('clientError', answerClientError);
@@ -142,6 +146,7 @@ export async function startService(
     url: addr ? `http://${host}:${addr.port}` : '',
     server: server!,
     deps,
+    services,
     workers,
     async close() {
       if (server) {

@@ -19,7 +19,6 @@ import { boardRoutes } from './boards/routes.js';
 import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
 import { privacyRoutes } from './privacy/routes.js';
-import { analysesOf } from './query/analyses.js';
 import { DataStore } from './data/store.js';
 import { LexiconStore } from './lexicon/store.js';
 import { auditRoutes } from './audit/routes.js';
@@ -27,7 +26,7 @@ import { createServices, type Services } from './services.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps, services: Services = createServices(deps)): RouteSpec[] {
-  const { definitions, contexts, membership, annotations } = analysesOf(deps);
+  const { definitions, membership, annotations } = services.analyses;
   const data = new DataStore(deps.events);
   return [
     ...healthRoutes(deps),
@@ -35,16 +34,16 @@ export function allRoutes(deps: Deps, services: Services = createServices(deps))
     ...accountRoutes(deps),
     ...machineTokenRoutes(deps),
     ...projectRoutes(deps),
-    ...queryRoutes(deps, { events: deps.events, contexts, metrics: definitions.metrics, annotations }),
-    ...irQueryRoutes(deps),
+    ...queryRoutes(deps, services.executor),
+    ...irQueryRoutes(deps, services.executor),
     ...cohortRoutes(deps, { store: definitions.cohorts, membership }),
     ...definitionRoutes(deps, definitions),
     ...metricsRoutes(deps),
     ...flagRoutes(deps, flagsDomain(deps.db, membership)),
     ...ingestionRoutes(deps),
     ...dataRoutes(deps, data),
-    ...reportRoutes(deps),
-    ...boardRoutes(deps),
+    ...reportRoutes(deps, services),
+    ...boardRoutes(deps, services),
     ...annotationRoutes(deps, annotations),
     ...lexiconRoutes(deps, { store: new LexiconStore(deps.db), data }),
     ...privacyRoutes(deps),

@@ -11,18 +11,24 @@ import { sendCsv } from '../http/download.js';
 import { BoardStore, type Board } from './store.js';
 import { cardsToWrite, cardViews, checkCardReports, listItem } from './cards.js';
 import { runBoard } from './run.js';
+import type { Services } from '../services.js';
 import {
   BoardListItemSchema, BoardRunBody, BoardRunQuery, BoardRunSchema, BoardWithCardsSchema, CreateBoardBody, PREVIEW_CARDS, ProjectQuery, UpdateBoardBody,
 } from './schema.js';
 
 /** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
-export function boardRoutes(deps: Deps): RouteSpec[] {
+export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): RouteSpec[] {
   const store = new BoardStore(deps.db);
   const inScope = rowInScope(deps.projects, 'board', (id) => store.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await store.cards([board.id])) });
-  /** `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing). */
-  const run = async (board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
+  /**
+   * `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing).
+   * One token of the caller's query rate limit (the bucket of /api/query/*) per run; each card then passes the query executor.
+   */
+  const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
+    const { executor } = services;
+    await executor.admit(authOf(ctx), board.project_id);
     let cards = await cardViews(deps.db, await store.cards([board.id]));
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);
@@ -34,7 +40,7 @@ export function boardRoutes(deps: Deps): RouteSpec[] {
       date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
       filters: [...board.filters, ...(adhoc.filters ?? [])],
     };
-    return runBoard(deps, effective, cards);
+    return runBoard({ executor, config: deps.config, log: deps.log }, await executor.scopeOf(board.project_id), effective, cards);
   };
   return [
     route({
@@ -93,7 +99,7 @@ export function boardRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, body: BoardRunBody, response: BoardRunSchema,
       summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add filters for this run only); each card answers on its own (any role)",
-      handler: async ({ ctx, params, body }) => run(await load(ctx, params.id), undefined, body),
+      handler: async ({ ctx, params, body }) => run(ctx, await load(ctx, params.id), undefined, body),
     }),
     route({
       method: 'get', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, query: BoardRunQuery,
@@ -101,7 +107,7 @@ export function boardRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx, params, query }) => {
         const board = await load(ctx, params.id);
         if (query.format === 'csv' && query.cardId === undefined) throw badRequest('cardId: required with format=csv (one CSV per card)');
-        const out = await run(board, query.cardId);
+        const out = await run(ctx, board, query.cardId);
         if (query.format === 'json') return out;
         const card = out.cards[0];
         if (card.status === 'error') throw new AppError(card.error.status, card.error.error, card.error.message ? { message: card.error.message } : {});

@@ -1,7 +1,7 @@
-import type { Deps } from '../deps.js';
-import { AppError, queryLimitError } from '../http/errors.js';
+import { AppError, queryLimitError, type Logger } from '../http/errors.js';
 import { QueryLimitExceeded } from '../ports/events/index.js';
-import { runReport } from '../reports/run.js';
+import { runReport, type ReportRunner } from '../reports/run.js';
+import type { ProjectScope } from '../query/executor.js';
 import { resolveDateRange } from '../reports/date-range.js';
 import type { CardView } from './cards.js';
 import type { Board } from './store.js';
@@ -30,13 +30,13 @@ async function mapLimited<T, R>(items: T[], limit: number, work: (item: T) => Pr
  * 501 for an IR analysis POST /api/query does not execute) and the others still answer, as one
  * broken tile does not blank a dashboard.
  */
-export async function runBoard(deps: Deps, board: Board, cards: CardView[], now = Date.now()) {
+export async function runBoard(deps: ReportRunner & { log: Logger }, project: ProjectScope, board: Board, cards: CardView[], now = Date.now()) {
   const reportCards = cards.filter((c): c is ReportCard => c.card_type === 'report');
   const override = { dateRange: board.date_range, filters: board.filters };
   const results = await mapLimited(reportCards, BOARD_RUN_CONCURRENCY, async (card) => {
     const base = { card_id: card.id, report_id: card.report_id, type: card.report.type, label: card.report.name };
     try {
-      const { result, warnings, cached_at } = await runReport(deps, card.report, override, now);
+      const { result, warnings, cached_at } = await runReport(deps, project, card.report, override, now);
       return { ...base, status: 'ok' as const, result, warnings, ...(cached_at !== undefined ? { cached_at } : {}) };
     } catch (thrown) {
       // A card stopped by the statement timeout or memory cap answers as the query endpoint would.

@@ -14,21 +14,18 @@ export interface Analyses {
   annotations: AnnotationStore;
 }
 
-/** Built once at start-up (routes.ts, through `analysesOf`) and handed to each domain's routes. */
+/** Built once at start-up (app.ts buildDeps) and handed to each domain through `deps.analyses`. */
 export function buildAnalyses(db: Db, events: EventStore): Analyses {
   const definitions = definitionStores(db);
   const contexts = new QueryContexts(events, definitions.derivedEvents);
   return { definitions, contexts, membership: new CohortMembership(events, contexts, definitions.cohorts), annotations: new AnnotationStore(db) };
 }
 
-const built = new WeakMap<Db, Analyses>();
-
-/** The analyses of a running service: built on first use and then shared (one per metadata store). */
-export function analysesOf(deps: { db: Db; events: EventStore }): Analyses {
-  let analyses = built.get(deps.db);
-  if (!analyses) {
-    analyses = buildAnalyses(deps.db, deps.events);
-    built.set(deps.db, analyses);
-  }
-  return analyses;
+/**
+ * What a project's answers are compiled from or carry beside its events (derived events,
+ * calculated metrics, annotations): the results cache serves an answer only while it is unchanged.
+ */
+export function analysisMetadata(analyses: Analyses) {
+  return (projectId: number) =>
+    Promise.all([analyses.definitions.derivedEvents.list(projectId), analyses.definitions.metrics.list(projectId), analyses.annotations.list(projectId)]);
 }

@@ -1,6 +1,6 @@
 import type { QueryContext } from './context.js';
 import type { DateRange } from './range.js';
-import type { AnalysisDef, IrKindDef, RunEnv } from './kinds/define.js';
+import type { AnalysisDef, IrDocument, IrKindDef, RunEnv } from './kinds/define.js';
 import { segmentation } from './kinds/segmentation.js';
 import { funnel } from './kinds/funnel.js';
 import { retention } from './kinds/retention.js';
@@ -49,6 +49,16 @@ export function irKindOf(kind: string): IrKindDef {
 export function guessAnalysis(doc: Record<string, unknown>): AnalysisName {
   const ordered = [...ANALYSES].sort((x, y) => x.guess.order - y.guess.order);
   return (ordered.find((a) => a.guess.when(doc)) ?? ordered[ordered.length - 1]).name;
+}
+
+/** The event times a v0 analysis reads over `range` (its declaration's `span`, else the range). */
+export const spanOfAnalysis = (def: AnalysisDef, body: unknown, range: DateRange): DateRange => def.span?.(body, range) ?? range;
+
+/** The event times an IR document reads: its kind's `span`, else its range and comparison period. */
+export function spanOfIr(doc: IrDocument<unknown>, range: DateRange, cmp?: DateRange): DateRange {
+  const own = irKindOf((doc.analysis as { kind: string }).kind).span?.(doc as IrDocument<never>, range, cmp);
+  if (own) return own;
+  return cmp ? { fromMs: Math.min(range.fromMs, cmp.fromMs), toEndMs: Math.max(range.toEndMs, cmp.toEndMs) } : range;
 }
 
 /**

@@ -5,7 +5,7 @@ import { route, type RouteSpec } from '../http/route.js';
 import { actorUserId, authOf, requireRole } from '../auth/context.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
-import { analysesOf } from '../query/analyses.js';
+import type { Services } from '../services.js';
 import { ReportStore, type SavedReport } from './store.js';
 import { checkReportQuery } from './query.js';
 import { checkIrQuery, withQueryV1 } from './ir.js';
@@ -15,15 +15,18 @@ import { sendCsv } from '../http/download.js';
 import { CreateReportBody, ProjectQuery, ReportRunSchema, RunFormatQuery, SavedReportSchema, UpdateReportBody } from './schema.js';
 
 /** Saved reports: every role reads and runs, member and above write; another organisation's id is 404. */
-export function reportRoutes(deps: Deps): RouteSpec[] {
+export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | 'executor'>): RouteSpec[] {
   const store = new ReportStore(deps.db);
-  const { metrics } = analysesOf(deps).definitions;
+  const { metrics } = services.analyses.definitions;
   const inScope = rowInScope(deps.projects, 'report', (id) => store.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
     checkReportQuery(metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
-  const run = async (report: SavedReport) => {
-    const { result, warnings, cached_at } = await runReport(deps, report);
+  /** Through the query executor, after the caller's query rate limit (the bucket of /api/query/*). */
+  const run = async (ctx: Context, report: SavedReport) => {
+    const { executor } = services;
+    await executor.admit(authOf(ctx), report.project_id);
+    const { result, warnings, cached_at } = await runReport({ executor, config: deps.config }, await executor.scopeOf(report.project_id), report);
     return { report_id: report.id, type: report.type, result, warnings, ran_at: Date.now(), ...(cached_at !== undefined ? { cached_at } : {}) };
   };
   return [
@@ -77,14 +80,14 @@ export function reportRoutes(deps: Deps): RouteSpec[] {
     route({
       method: 'post', path: '/api/reports/{id}/run', tag: 'Reports', auth: 'api', params: IdParams, response: ReportRunSchema,
       summary: "Runs the report's query (any role)",
-      handler: async ({ ctx, params }) => run(await load(ctx, params.id)),
+      handler: async ({ ctx, params }) => run(ctx, await load(ctx, params.id)),
     }),
     route({
       method: 'get', path: '/api/reports/{id}/run', tag: 'Reports', auth: 'api', params: IdParams, query: RunFormatQuery,
       summary: "Runs the report's query; `format=csv` answers the result as a CSV download (any role)",
       handler: async ({ ctx, params, query }) => {
         const report = await load(ctx, params.id);
-        const out = await run(report);
+        const out = await run(ctx, report);
         return query.format === 'csv' ? sendCsv(ctx, `report-${report.id}`, resultToCsv(out.result)) : out;
       },
     }),

@@ -1,19 +1,18 @@
-import type { Deps } from '../deps.js';
 import { badRequest } from '../http/errors.js';
-import { analysesOf } from '../query/analyses.js';
-import { dateRange } from '../query/range.js';
-import { boundedEvents } from '../query/guard.js';
-import { analysisNamed, runAnalysis } from '../query/registry.js';
+import { dateRange, type DateRange } from '../query/range.js';
+import { analysisNamed, spanOfAnalysis, spanOfIr } from '../query/registry.js';
 import type { PropertyFilter } from '../query/schema.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
-import { runQuery } from '../query/ir/run.js';
+import { irRanges } from '../query/ir/run.js';
 import type { QueryV2 } from '../query/ir/schema.js';
+import type { QueryExecutor, ProjectScope } from '../query/executor.js';
+import type { Cached } from '../results-cache/index.js';
+import type { Config } from '../config.js';
 import { LIMITS } from '../limits.js';
 import { isIrDocument } from './query.js';
 import { resolveDateRange } from './date-range.js';
 import type { DateRangeSpec } from '../query/ir/schema.js';
 import type { SavedReport } from './store.js';
-import { cachedReportRun, type CachedRun } from '../results-cache/index.js';
 
 /** What a board lays over each report it runs: its date range instead of the report's, its filters added. */
 export interface RunOverride {
@@ -26,15 +25,64 @@ export interface ReportRunResult {
   warnings: string[];
 }
 
-/**
- * Runs a saved report through the same compilers as the query endpoints, with the same checks
- * (date range, filter count, query size): a v0 body through its v0 analysis, an IR document
- * through the IR.
- */
-export async function runReport(deps: Deps, report: SavedReport, override: RunOverride = {}, now = Date.now()): Promise<CachedRun> {
-  // Served from the process's results cache while the data it read is unchanged (results-cache/).
-  return cachedReportRun(deps, report, override, now, () => (isIrDocument(report.query) ? runIr(deps, report, override) : runV0(deps, report, override, now)));
+/** What a report run needs: the query executor every analysis passes, and the range limit. */
+export interface ReportRunner {
+  executor: QueryExecutor;
+  config: Pick<Config, 'maxQueryRangeDays'>;
 }
+
+/**
+ * A report's query as it runs with an override: a v0 body (the override laid over it) with its
+ * analysis, or an upgraded IR document (the board's range as `dateRange`, its filters added to
+ * the global `filters`), and the warnings of getting there. Throws the 400 the run answers.
+ */
+type Prepared =
+  | { kind: 'v0'; body: unknown; range: DateRange; warnings: string[] }
+  | { kind: 'ir'; query: QueryV2; warnings: string[] };
+
+/**
+ * Runs a saved report through the query executor, as the query endpoints run it, with the same
+ * checks (date range, filter count, query size): a v0 body through its v0 analysis, an IR document
+ * through the IR. Served from the results cache while the data it read is unchanged
+ * (results-cache/): keyed by its type, stored query and override, over the days its kind reads.
+ */
+export async function runReport(
+  runner: ReportRunner, project: ProjectScope, report: SavedReport, override: RunOverride = {}, now = Date.now(),
+): Promise<Cached<ReportRunResult>> {
+  let prepared: Prepared | undefined;
+  let failure: unknown;
+  try {
+    prepared = prepare(runner, report, override, now);
+  } catch (err) {
+    // Not cacheable: the run answers the error itself.
+    failure = err;
+  }
+  const parts = { t: report.type, q: report.query, o: normalOverride(override) };
+  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), async () => {
+    if (!prepared) throw failure;
+    if (prepared.kind === 'ir') return { result: await runner.executor.ir(project, prepared.query), warnings: prepared.warnings };
+    const def = analysisNamed(report.type);
+    return { result: await runner.executor.analysis(project, def, prepared.body, prepared.range, 'report'), warnings: prepared.warnings };
+  });
+}
+
+/** The event times the prepared query reads, by its kind's declaration (undefined when its range does not resolve: the run answers that). */
+function spanOf(runner: ReportRunner, report: SavedReport, p: Prepared, now: number): DateRange | undefined {
+  if (p.kind === 'v0') return spanOfAnalysis(analysisNamed(report.type), p.body, p.range);
+  try {
+    const { range, cmp } = irRanges(runner, p.query, now);
+    return spanOfIr(p.query, range, cmp);
+  } catch {
+    return undefined;
+  }
+}
+
+function prepare(runner: ReportRunner, report: SavedReport, override: RunOverride, now: number): Prepared {
+  return isIrDocument(report.query) ? prepareIr(report, override) : prepareV0(runner, report, override, now);
+}
+
+/** An override that changes nothing (a board without range or filters) keys as no override, so a report shares its entries with its cards. */
+const normalOverride = (o: RunOverride) => ({ d: o.dateRange ?? undefined, f: o.filters?.length ? o.filters : undefined });
 
 function withFilters(own: PropertyFilter[] | undefined, added: PropertyFilter[]): PropertyFilter[] {
   const filters = [...(own ?? []), ...added];
@@ -45,21 +93,20 @@ function withFilters(own: PropertyFilter[] | undefined, added: PropertyFilter[])
 }
 
 /**
- * An IR report: upgraded (its repairs become warnings), the override laid over the current IR
- * (the board's range as `dateRange`, its filters added to the global `filters`), then run as
- * POST /api/query runs it, with the same answers (501 for retention and flows analyses).
+ * An IR report: upgraded (its repairs become warnings), the override laid over the current IR,
+ * then run as POST /api/query runs it, with the same answers (501 for retention and flows analyses).
  */
-async function runIr(deps: Deps, report: SavedReport, override: RunOverride): Promise<ReportRunResult> {
+function prepareIr(report: SavedReport, override: RunOverride): Prepared {
   const up = upgradeQuery(report.query);
   if (!up.ok) throw badRequest('invalid query', { body: { errors: up.errors } });
   let query: QueryV2 = up.query;
   if (override.dateRange) query = { ...query, dateRange: override.dateRange };
   if (override.filters?.length) query = { ...query, filters: withFilters(query.filters, override.filters) };
-  return { result: await runQuery(deps, report.project_id, query), warnings: up.warnings };
+  return { kind: 'ir', query, warnings: up.warnings };
 }
 
 /** A v0 report: its body (with the override laid over it) through its analysis's declaration, as the endpoint runs it. */
-async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now: number): Promise<ReportRunResult> {
+function prepareV0(runner: ReportRunner, report: SavedReport, override: RunOverride, now: number): Prepared {
   const def = analysisNamed(report.type);
   const warnings: string[] = [];
   const body: Record<string, unknown> = { ...report.query };
@@ -74,11 +121,6 @@ async function runV0(deps: Deps, report: SavedReport, override: RunOverride, now
   const parsed = def.body.safeParse(body);
   if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
   const spec = parsed.data as { from: unknown; to: unknown };
-  const range = dateRange(spec.from, spec.to, deps.config.maxQueryRangeDays);
-  const guard = deps.config.queryGuard;
-  def.estimate(guard, spec, range);
-  const { contexts, definitions, annotations } = analysesOf(deps);
-  const q = await contexts.forProject(report.project_id);
-  const env = { events: boundedEvents(deps.events, guard), guard, annotations, metrics: definitions.metrics };
-  return { result: await runAnalysis(def, env, q, spec, range, 'report'), warnings };
+  const range = dateRange(spec.from, spec.to, runner.config.maxQueryRangeDays);
+  return { kind: 'v0', body: spec, range, warnings };
 }

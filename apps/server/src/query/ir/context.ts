@@ -1,5 +1,4 @@
-import type { Deps } from '../../deps.js';
-import { analysesOf } from '../analyses.js';
+import type { IrDeps } from '../kinds/define.js';
 import { dialectFor, type Dialect } from '../dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from '../filters.js';
 import type { QueryContext } from '../context.js';
@@ -12,9 +11,9 @@ import type { EventMetric, QueryV2 } from './schema.js';
  */
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
-export async function irContext(deps: Pick<Deps, 'db' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
+export async function irContext(deps: Pick<IrDeps, 'analyses' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
   const [rows, overrides, unmerged] = await Promise.all([
-    analysesOf(deps).definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId), deps.events.unmergedRanges(),
+    deps.analyses.definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId), deps.events.unmergedRanges(),
   ]);
   return irMetricContext(dialectFor(deps.events.dialect, deps.events.materialized), projectId, q, rows.map((r) => ({ name: r.name, sources: r.definition.sources })), { overrides, unmerged });
 }

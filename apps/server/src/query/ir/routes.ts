@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import type { Context } from 'koa';
 import type { Deps } from '../../deps.js';
+import type { QueryExecutor } from '../executor.js';
 import { authOf } from '../../auth/context.js';
 import { resolveProject } from '../../auth/project-scope.js';
 import { jsonBody } from '../../http/body.js';
 import { badRequest } from '../../http/errors.js';
 import { route, type RouteSpec } from '../../http/route.js';
 import { nulPath } from '../../http/columns.js';
-import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSchema, runDrilldown } from './drilldown.js';
+import { DrilldownPageRequestSchema, DrilldownPageSchema, DrilldownSelectionSchema } from './drilldown.js';
 import { IrResultSchema } from './results.js';
-import { notImplemented, runQuery, unexecutedKind } from './run.js';
-import { limitQueries } from '../rate.js';
+import { notImplemented, unexecutedKind } from './run.js';
 import type { IrIssue } from './schema.js';
 import { QueryV2Schema } from './document.js';
 import { upgradeQuery, zodIssues } from './upgrade.js';
@@ -27,7 +27,7 @@ const DrilldownEnvelope = z.object({ projectId: ProjectId, query: z.unknown(), s
 const invalidQuery = (errors: IrIssue[]) => badRequest('invalid query', { body: { errors } });
 
 /** POST /api/query and /api/query/drilldown: upgrade first, then run; every role may query. */
-export function irQueryRoutes(deps: Deps): RouteSpec[] {
+export function irQueryRoutes(deps: Pick<Deps, 'projects'>, executor: QueryExecutor): RouteSpec[] {
   const prepare = async <T extends { projectId?: unknown; query: unknown }>(ctx: Context, envelope: z.ZodType<T>) => {
     const raw = jsonBody(ctx);
     const env = envelope.safeParse(raw ?? {});
@@ -37,7 +37,7 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
       // The API's 501 for retention and flows holds whatever the document's other members are;
       // the caller's project and rate limit are still checked first.
       const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
-      await limitQueries(deps, ctx, project.id);
+      await executor.admit(authOf(ctx), project.id);
       throw notImplemented(unexecuted);
     }
     const query = upgradeQuery(raw && typeof raw === 'object' && 'query' in raw ? (raw as { query: unknown }).query : undefined);
@@ -48,8 +48,8 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
     const nul = nulPath(query.query) ?? (inSelection === undefined ? undefined : inSelection ? `selection.${inSelection}` : 'selection');
     if (nul !== undefined) throw invalidQuery([{ path: nul, message: 'must not contain NUL characters' }]);
     const project = await resolveProject(deps.projects, authOf(ctx), env.data.projectId);
-    await limitQueries(deps, ctx, project.id);
-    return { body: env.data, query: query.query, warnings: query.warnings, projectId: project.id };
+    await executor.admit(authOf(ctx), project.id);
+    return { body: env.data, query: query.query, warnings: query.warnings, project };
   };
   return [
     route({
@@ -57,7 +57,7 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
       summary: 'Runs a Query IR document (any version, upgraded first): trend or funnel; retention and flows answer 501',
       handler: async ({ ctx }) => {
         const p = await prepare(ctx, QueryEnvelope);
-        const result = await runQuery(deps, p.projectId, p.query);
+        const result = await executor.ir(p.project, p.query);
         return p.warnings.length ? { ...result, warnings: p.warnings } : result;
       },
     }),
@@ -66,7 +66,7 @@ export function irQueryRoutes(deps: Deps): RouteSpec[] {
       summary: 'The canonical ids behind one number of a trend or funnel, paged',
       handler: async ({ ctx }) => {
         const p = await prepare(ctx, DrilldownEnvelope);
-        return runDrilldown(deps, p.projectId, p.query, p.body.selection, p.body.page);
+        return executor.drilldown(p.project, p.query, p.body.selection, p.body.page);
       },
     }),
   ];

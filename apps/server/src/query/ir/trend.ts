@@ -1,5 +1,4 @@
-import type { Deps } from '../../deps.js';
-import { analysesOf } from '../analyses.js';
+import type { IrDeps } from '../kinds/define.js';
 import { badRequest } from '../../http/errors.js';
 import type { QueryContext } from '../context.js';
 import { evalFormula, parseFormula } from '../formula.js';
@@ -50,7 +49,7 @@ export const segmentKey = (segment: string | null | undefined) => (segment === u
  * identity (sql.ts, tested equal to the v0 answer); property aggregations from sql.ts; calculated
  * metrics run as /api/query/metric does. The formula is evaluated per bucket and segment in Node.
  */
-export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContext, doc: QueryV2, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
+export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: QueryV2, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
   const breakdown = doc.breakdown?.property;
   const perRange = async (r: DateRange, other?: DateRange) => Promise.all(doc.metrics.map((m) => metricValues(deps, q, doc, m, a, r, other)));
   const [primary, comparison] = await Promise.all([perRange(range, cmp), cmp ? perRange(cmp) : Promise.resolve(undefined)]);
@@ -92,13 +91,13 @@ export async function runTrend(deps: Pick<Deps, 'db' | 'events'>, q: QueryContex
   return {
     kind: 'trend', unit: a.unit, range: rangeLabel(range), buckets: bucketStarts(a.unit, range).map((b) => bucketLabel(a.unit, b)),
     ...(cmp ? { comparison: { ...rangeLabel(cmp), buckets: bucketStarts(a.unit, cmp).map((b) => bucketLabel(a.unit, b)) } } : {}),
-    series, omittedSegments, annotations: await analysesOf(deps).annotations.inRange(q.projectId, range),
+    series, omittedSegments, annotations: await deps.analyses.annotations.inRange(q.projectId, range),
   };
 }
 
 /** One metric over one range: per segment, its value per bucket start and its whole-range figure. */
 async function metricValues(
-  deps: Pick<Deps, 'db' | 'events'>, q: QueryContext, doc: QueryV2, m: QueryV2['metrics'][number], a: TrendAnalysis, range: DateRange, cmp?: DateRange,
+  deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: QueryV2, m: QueryV2['metrics'][number], a: TrendAnalysis, range: DateRange, cmp?: DateRange,
 ): Promise<SegValues> {
   const out: SegValues = new Map();
   const at = (key: string) => {
@@ -107,7 +106,7 @@ async function metricValues(
     return e;
   };
   if (m.kind === 'calculated') {
-    const def = await analysesOf(deps).definitions.metrics.get(m.definitionId);
+    const def = await deps.analyses.definitions.metrics.get(m.definitionId);
     const index = doc.metrics.indexOf(m);
     if (!def || def.project_id !== q.projectId) {
       throw badRequest('invalid query', { body: { errors: [{ path: `metrics.${index}.definitionId`, message: `no calculated metric ${m.definitionId} in this project`, code: 'unknown_reference' }] } });

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import type { Deps } from '../../deps.js';
+import type { Config } from '../../config.js';
+import type { Analyses } from '../analyses.js';
 import type { EventStore } from '../../ports/events/index.js';
 import type { DefinitionStore } from '../../definitions/store.js';
 import type { CalculatedMetricDefinition } from '../../definitions/schema.js';
@@ -33,7 +34,12 @@ export interface IrDocument<A> {
 }
 
 export type IrResult = TrendResult | IrFunnelResult;
-export type IrDeps = Pick<Deps, 'db' | 'events' | 'config'>;
+/** What an IR runner reads: the event store as the executor hands it (capped, tagged), the configuration and the analyses' stores. */
+export interface IrDeps {
+  events: EventStore;
+  config: Pick<Config, 'maxQueryRangeDays' | 'queryGuard'>;
+  analyses: Pick<Analyses, 'definitions' | 'annotations'>;
+}
 
 /** What the upgrader hands a kind's `fromV1`: the metric letters and how to report repairs. */
 export interface V1Context {
@@ -68,6 +74,11 @@ export interface IrKindDef<S extends AnyObject = AnyObject> {
   compare?(a: z.output<S>): Compare | undefined;
   /** The query guard's estimate before running (400 `query too large` naming what to narrow). */
   estimate?(guard: QueryGuard, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): void;
+  /**
+   * The event times a run reads (the results cache keys and invalidates answers by them); absent:
+   * its range and comparison period. A kind reading past them (retention's return buckets) says so.
+   */
+  span?(query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): DateRange;
   /** How POST /api/query runs it; absent: the kind answers 501 there. */
   run?(deps: IrDeps, q: QueryContext, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): Promise<IrResult>;
 }
@@ -82,6 +93,8 @@ export interface AnalysisDef<N extends string = string, B extends z.ZodType = z.
   /** The guard's estimate before running (400 `query too large: …`). */
   estimate(guard: QueryGuard, body: z.output<B>, range: DateRange): void;
   run(env: RunEnv, q: QueryContext, body: z.output<B>, range: DateRange): Promise<unknown>;
+  /** The event times a run reads, when it reads past its range (retention's return buckets); absent: its range. */
+  span?(body: z.output<B>, range: DateRange): DateRange;
   /** The project's annotations inside the range join the result (`annotations`) on every run, or on report runs only. */
   annotate?: 'always' | 'reports';
   /** A saved-report type; `filterable`: a board's filters join the body's own. */

@@ -1,5 +1,6 @@
 import { checkCells, coarserUnit } from '../guard.js';
-import { bucketCount } from '../range.js';
+import { bucketCount, type DateRange } from '../range.js';
+import { DAY_MS } from '../dialects/index.js';
 import { runRetention } from '../retention.js';
 import { RetentionQuerySchema, RetentionResultSchema } from '../schema.js';
 import { RetentionAnalysisSchema } from '../ir/schema.js';
@@ -17,7 +18,12 @@ const RETENTION: IrKindDef<typeof RetentionAnalysisSchema> = {
     ref(query.analysis.born, 'analysis.born', true);
     ref(query.analysis.returning, 'analysis.returning', true);
   },
+  span: (query, range) => returnsAfter(range, query.analysis.unit, query.analysis.buckets),
 };
+
+/** A cohort born on the range's last day returns up to `buckets` units after it. */
+const returnsAfter = (range: DateRange, unit: 'day' | 'week', buckets: number): DateRange =>
+  ({ fromMs: range.fromMs, toEndMs: range.toEndMs + buckets * (unit === 'day' ? 1 : 7) * DAY_MS });
 
 /** Cohorts by birth bucket and their returns per following bucket. */
 export const retention = defineAnalysis({
@@ -28,6 +34,7 @@ export const retention = defineAnalysis({
   // One row of `buckets` counts per cohort, and a cohort per unit of the range.
   estimate: (guard, body, range) => checkCells(guard, bucketCount(body.unit, range), body.buckets, [...coarserUnit(body.unit), 'the date range (from/to)', 'buckets']),
   run: (env, q, body, range) => runRetention(env.events, q, body, range),
+  span: (body, range) => returnsAfter(range, body.unit, body.buckets),
   report: { filterable: false },
   guess: { order: 1, when: (doc) => 'bornEvent' in doc || 'returnEvent' in doc },
   ir: RETENTION,

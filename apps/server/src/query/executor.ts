@@ -1,0 +1,126 @@
+import type { Config } from '../config.js';
+import type { AuthContext } from '../auth/context.js';
+import { notFound } from '../http/errors.js';
+import type { RateLimits } from '../http/rate-limit.js';
+import type { EventStore } from '../ports/events/index.js';
+import type { ProjectStore } from '../projects/store.js';
+import type { Cached, ResultsCachePort } from '../results-cache/index.js';
+import type { Analyses } from './analyses.js';
+import { OrgSlots } from './concurrency.js';
+import { boundedEvents, taggedEvents } from './guard.js';
+import type { DateRange } from './range.js';
+import { irKindOf, runAnalysis, type AnalysisDef, type IrDeps, type IrDocument, type IrResult } from './registry.js';
+import { irContext } from './ir/context.js';
+import { runDrilldown, type DrilldownPage, type DrilldownSelection } from './ir/drilldown.js';
+import { irRanges, notImplemented } from './ir/run.js';
+import type { QueryV2 } from './ir/schema.js';
+
+/** The project an analysis runs in, and the organisation whose slots it takes. */
+export interface ProjectScope {
+  id: number;
+  org_id: number | null;
+}
+
+export interface ExecutorDeps {
+  config: Config;
+  events: EventStore;
+  analyses: Analyses;
+  rateLimits: RateLimits;
+  projects: ProjectStore;
+  cache: ResultsCachePort;
+}
+
+/**
+ * The one place every analysis run passes, whoever asks (the v0 query routes, POST /api/query and
+ * its drilldown, saved reports, board cards): in order,
+ *
+ * 1. `admit`: the caller's token bucket for the project (QUERY_RATE_*), once per request;
+ * 2. the cost guard's estimate before anything runs (400 `query too large`);
+ * 3. `cached`: the results cache, for the runs that use it (reports and cards);
+ * 4. a slot of the project's organisation (QUERY_CONCURRENCY_PER_ORG, waiting up to QUERY_QUEUE_MS,
+ *    else 429 `too many concurrent queries`), held while the engine runs;
+ * 5. the event store as the run sees it: every read capped at the guard's `maxRows` and tagged
+ *    with a leading comment naming the organisation and project (what an operator sees in
+ *    ClickHouse's system.processes and query_log); the engines enforce the statement timeout
+ *    and memory cap themselves (ports/events).
+ *
+ * Built once per process (app.ts buildDeps) and handed to the routes through `deps.executor`.
+ */
+export class QueryExecutor {
+  readonly slots: OrgSlots;
+
+  constructor(private deps: ExecutorDeps) {
+    this.slots = new OrgSlots(deps.config.queryConcurrency.perOrg, deps.config.queryConcurrency.queueMs);
+  }
+
+  get cache(): ResultsCachePort {
+    return this.deps.cache;
+  }
+
+  /**
+   * The query rate limit, per credential and project (docs/decisions.md, "Limits"): 429 `rate
+   * limited` in the `{status: 0}` envelope with Retry-After. Taken once the project is resolved
+   * and the caller authorised for it, so a refused credential costs no token.
+   */
+  async admit(auth: AuthContext, projectId: number): Promise<void> {
+    const credential = auth.kind === 'superadmin' || auth.kind === 'operator' ? 'admin' : auth.kind === 'token' ? `t${auth.tokenId}` : `u${auth.userId}`;
+    await this.deps.rateLimits.query(credential, projectId);
+  }
+
+  /** The scope of a project an authorised row (a report, a board) belongs to; 404 if it is gone meanwhile. */
+  async scopeOf(projectId: number): Promise<ProjectScope> {
+    const project = await this.deps.projects.get(projectId);
+    if (!project) throw notFound('project');
+    return project;
+  }
+
+  /** A v0 analysis, its body parsed and range resolved: `via: report` adds what report runs carry (annotations where declared). */
+  async analysis(project: ProjectScope, def: AnalysisDef, body: unknown, range: DateRange, via: 'endpoint' | 'report'): Promise<unknown> {
+    const { config, analyses } = this.deps;
+    const guard = config.queryGuard;
+    def.estimate(guard, body, range);
+    const q = await analyses.contexts.forProject(project.id);
+    return this.engine(project, true, (events) =>
+      runAnalysis(def, { events, guard, annotations: analyses.annotations, metrics: analyses.definitions.metrics }, q, body, range, via));
+  }
+
+  /**
+   * An upgraded (v2) document by its kind's declaration. Throws 400 `invalid date range`, 400
+   * `query too large: …` (the kind's estimate, before the engine runs), 400 `invalid query` for
+   * references only the project can resolve, and 501 for kinds without a runner.
+   */
+  async ir(project: ProjectScope, query: QueryV2): Promise<IrResult> {
+    const kind = irKindOf(query.analysis.kind);
+    if (!kind.run) throw notImplemented(kind.kind);
+    const { range, cmp } = irRanges(this.deps, query);
+    const doc = query as IrDocument<never>;
+    kind.estimate?.(this.deps.config.queryGuard, doc, range, cmp);
+    const q = await irContext(this.deps, project.id, query);
+    return this.engine(project, true, (events) => kind.run!({ ...this.irDeps, events }, q, doc, range, cmp));
+  }
+
+  /** The canonical ids behind one number of a trend or funnel (one row from the engine: not capped). */
+  drilldown(project: ProjectScope, query: QueryV2, sel: DrilldownSelection, page: { limit: number; offset: number }): Promise<DrilldownPage> {
+    return this.engine(project, false, (events) => runDrilldown({ ...this.irDeps, events }, project.id, query, sel, page));
+  }
+
+  /**
+   * `compute` through the results cache: `parts` name the answer within the project (the engine
+   * is added here), `span` is the event times it reads (undefined: not cacheable), `at` the run's clock.
+   */
+  cached<V extends object>(project: ProjectScope, at: number, parts: unknown, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>> {
+    return this.deps.cache.run({ projectId: project.id, at, parts: { e: this.deps.events.dialect, q: parts } }, span, compute);
+  }
+
+  private get irDeps(): IrDeps {
+    return { config: this.deps.config, analyses: this.deps.analyses, events: this.deps.events };
+  }
+
+  /** Holds a slot of the project's organisation while `work` reads the engine through the run's view of the store. */
+  private engine<T>(project: ProjectScope, capped: boolean, work: (events: EventStore) => Promise<T>): Promise<T> {
+    const org = project.org_id ?? 0;
+    const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`);
+    const events = capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged;
+    return this.slots.hold(org, () => work(events));
+  }
+}

@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { forEachBackend } from './support/backends.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
+import { loadDataset } from './reference/harness.js';
+import { REPORT_EVENTS } from './reports.support.js';
+import { OrgSlots } from '../apps/server/src/query/concurrency.js';
+import { AppError } from '../apps/server/src/http/errors.js';
+
+const seg = { event: 'view', from: '2024-01-01', to: '2024-01-14', unit: 'day', type: 'total' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('per-organisation query slots', () => {
+  it('admits up to perOrg at once per organisation, queues the rest in order, refuses after queueMs with Retry-After', async () => {
+    const slots = new OrgSlots(2, 150);
+    const a1 = await slots.acquire(1);
+    const a2 = await slots.acquire(1);
+    const b1 = await slots.acquire(2);
+    assert.deepEqual(slots.load(1), { running: 2, waiting: 0 });
+    const order: string[] = [];
+    const w1 = slots.acquire(1).then((r) => { order.push('w1'); return r; });
+    const w2 = slots.acquire(1).then((r) => { order.push('w2'); return r; });
+    assert.deepEqual(slots.load(1), { running: 2, waiting: 2 });
+    a1();
+    a1(); // a second release of the same slot changes nothing
+    const r1 = await w1;
+    assert.deepEqual(order, ['w1'], 'the longest waiter goes first');
+    assert.deepEqual(slots.load(1), { running: 2, waiting: 1 });
+    const refused = await w2.then(() => undefined, (e: unknown) => e);
+    assert.ok(refused instanceof AppError, String(refused));
+    assert.equal(refused.status, 429);
+    assert.equal(refused.error, 'too many concurrent queries');
+    assert.equal(refused.extra.headers?.['Retry-After'], '1');
+    assert.deepEqual(slots.load(1), { running: 2, waiting: 0 }, 'a refused waiter leaves the queue');
+    assert.deepEqual(slots.load(2), { running: 1, waiting: 0 }, 'the other organisation was never affected');
+    a2();
+    r1();
+    b1();
+    assert.deepEqual([slots.load(1), slots.load(2)], [{ running: 0, waiting: 0 }, { running: 0, waiting: 0 }]);
+  });
+});
+
+forEachBackend('query executor: report and board runs share the query rate limit', (backend) => {
+  let t: TestService;
+  let acme: Tenant;
+  let report: number;
+  let board: number;
+  before(async function () {
+    this.timeout(60_000);
+    t = await startTestService(backend, { QUERY_RATE_PER_SECOND: '1', QUERY_RATE_BURST: '4' });
+    acme = await createTenant(t, 'Exec');
+    const pid = acme.project.id;
+    const r = await acme.owner.post('/api/reports', { projectId: pid, name: 'views', type: 'segmentation', query: seg });
+    assert.equal(r.status, 201, r.text);
+    report = r.body.id;
+    const b = await acme.owner.post('/api/boards', { projectId: pid, name: 'Views', cards: [{ reportId: report }] });
+    assert.equal(b.status, 201, b.text);
+    board = b.body.id;
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await t?.close();
+  });
+
+  it('a query, a report run and a board run spend one bucket; once empty each answers 429 {status: 0} with Retry-After', async function () {
+    this.timeout(30_000);
+    const query = (c = acme.owner) => c.post('/api/query/segmentation', { projectId: acme.project.id, ...seg });
+    const runReport = (c = acme.owner) => c.post(`/api/reports/${report}/run`, {});
+    const runBoard = (c = acme.owner) => c.post(`/api/boards/${board}/run`, {});
+    const csvReport = (c = acme.owner) => c.get(`/api/reports/${report}/run?format=csv`);
+    // A report or board of another organisation is 404 before any token is spent.
+    const stranger = await createTenant(t, 'Exec stranger');
+    assert.equal((await runReport(stranger.owner)).status, 404);
+    assert.deepEqual([(await query()).status, (await runReport()).status, (await runBoard()).status, (await csvReport()).status], [200, 200, 200, 200]);
+    for (const r of [await runReport(), await runBoard(), await csvReport(), await query()]) {
+      assert.equal(r.status, 429, r.text);
+      assert.deepEqual(r.body, { status: 0, error: 'rate limited' });
+      assert.equal(r.headers.get('retry-after'), '1');
+    }
+    assert.equal((await runBoard(t.client(acme.tokens.viewer))).status, 200, 'another credential has its own bucket');
+    assert.equal((await runReport(stranger.owner)).status, 404, 'and a stranger still sees nothing');
+  });
+});
+
+forEachBackend('query executor: fairness between organisations', (backend) => {
+  let t: TestService;
+  let a: Tenant;
+  let b: Tenant;
+  /** Org A's engine reads wait here until released: the slot stays held however fast the engine is. */
+  let gate: { entered: number; release: () => void; opened: Promise<void> };
+  const tags: string[] = [];
+  const resetGate = () => {
+    let release!: () => void;
+    const opened = new Promise<void>((r) => (release = r));
+    gate = { entered: 0, release, opened };
+  };
+
+  before(async function () {
+    this.timeout(60_000);
+    t = await startTestService(backend, { QUERY_CONCURRENCY_PER_ORG: '1', QUERY_QUEUE_MS: '400' });
+    a = await createTenant(t, 'Fair A');
+    b = await createTenant(t, 'Fair B');
+    for (const tenant of [a, b]) await loadDataset(t.svc.deps, tenant.project.id, { events: REPORT_EVENTS, links: [] });
+    resetGate();
+    // The seam: the event store the service runs on, with org A's reads held at the gate before
+    // they run (the store answers what is assigned on it; deleting the assignment restores it).
+    const store = t.svc.deps.events;
+    const query = store.query.bind(store);
+    const held = `/* org=${a.org.id} project=${a.project.id} */`;
+    store.query = (async (sql: string) => {
+      tags.push(sql.slice(0, sql.indexOf('*/') + 2));
+      if (sql.startsWith(held)) {
+        gate.entered++;
+        await gate.opened;
+      }
+      return query(sql);
+    }) as typeof store.query;
+  });
+  after(async function () {
+    this.timeout(60_000);
+    if (t) delete (t.svc.deps.events as { query?: unknown }).query;
+    await t?.close();
+  });
+
+  const query = (tenant: Tenant) => tenant.owner.post('/api/query/segmentation', { projectId: tenant.project.id, ...seg });
+  const waitEntered = async (n: number) => {
+    for (let i = 0; i < 200 && gate.entered < n; i++) await sleep(25);
+    assert.equal(gate.entered, n, 'org A reached the engine');
+  };
+
+  it("organisation A past its slot waits, then answers 429 with Retry-After, while B's queries answer 200", async function () {
+    this.timeout(30_000);
+    resetGate();
+    const first = query(a);
+    await waitEntered(1);
+    const started = Date.now();
+    const [second, other] = await Promise.all([query(a), query(b)]);
+    assert.equal(second.status, 429, second.text);
+    assert.deepEqual(second.body, { error: 'too many concurrent queries', message: second.body.message });
+    assert.match(second.body.message, /waited 400 ms/);
+    assert.equal(second.headers.get('retry-after'), '1');
+    assert.ok(Date.now() - started >= 350, 'it waited for a slot first');
+    assert.equal(other.status, 200, other.text);
+    assert.ok(other.body.series.length > 0, 'B got its answer while A held its slot');
+    gate.release();
+    const done = await first;
+    assert.equal(done.status, 200, done.text);
+    assert.deepEqual(done.body, other.body, 'both organisations hold the same events: the same answer');
+    assert.equal((await query(a)).status, 200, 'the slot is free again');
+    assert.ok(tags.includes(`/* org=${b.org.id} project=${b.project.id} */`), `reads carry the organisation and project: ${[...new Set(tags)]}`);
+  });
+
+  it('a query that waits less than QUERY_QUEUE_MS gets the slot when it frees, in arrival order', async function () {
+    this.timeout(30_000);
+    resetGate();
+    const first = query(a);
+    await waitEntered(1);
+    const second = query(a);
+    await sleep(150);
+    gate.release();
+    const [r1, r2] = await Promise.all([first, second]);
+    assert.deepEqual([r1.status, r2.status], [200, 200], r2.text);
+  });
+
+  it('a report run and a board card take the same slots', async function () {
+    this.timeout(30_000);
+    const r = await a.owner.post('/api/reports', { projectId: a.project.id, name: 'views', type: 'segmentation', query: { ...seg, to: '2024-01-13' } });
+    assert.equal(r.status, 201, r.text);
+    const bd = await a.owner.post('/api/boards', { projectId: a.project.id, name: 'Views', cards: [{ reportId: r.body.id }] });
+    assert.equal(bd.status, 201, bd.text);
+    resetGate();
+    const first = query(a);
+    await waitEntered(1);
+    const [report, board] = await Promise.all([a.owner.post(`/api/reports/${r.body.id}/run`, {}), a.owner.post(`/api/boards/${bd.body.id}/run`, {})]);
+    assert.equal(report.status, 429, report.text);
+    assert.equal(report.body.error, 'too many concurrent queries');
+    assert.equal(report.headers.get('retry-after'), '1');
+    // A board answers each card on its own: the card carries the refusal.
+    assert.equal(board.status, 200, board.text);
+    assert.deepEqual(board.body.cards[0].error && { status: board.body.cards[0].error.status, error: board.body.cards[0].error.error }, { status: 429, error: 'too many concurrent queries' });
+    gate.release();
+    assert.equal((await first).status, 200);
+    assert.equal((await a.owner.post(`/api/reports/${r.body.id}/run`, {})).status, 200);
+  });
+});
