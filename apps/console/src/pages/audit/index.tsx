@@ -244,10 +244,10 @@ function AuditLog(props: { projectId: string }) {
                 const row = (
                   <tr role="row" class={open.has(e.id) ? 'open' : ''}>
                     <td role="cell" data-label="When"><time dateTime={new Date(e.at).toISOString()}>{new Date(e.at).toLocaleString()}</time></td>
-                    <td role="cell" data-label="Who" class="who-cell">{who(e)}</td>
+                    <td role="cell" data-label="Who" class="who-cell"><span>{who(e)}</span></td>
                     <td role="cell" data-label="Action"><code>{e.action}</code></td>
-                    <td role="cell" data-label="Target">{spoken(e.target.kind)}{e.target.id !== null && ` #${e.target.id}`}{label && <span class="muted"> {label}</span>}</td>
-                    <td role="cell" data-label="Project">{projectName(e.projectId)}</td>
+                    <td role="cell" data-label="Target"><span>{spoken(e.target.kind)}{e.target.id !== null && ` #${e.target.id}`}{label && <span class="muted"> {label}</span>}</span></td>
+                    <td role="cell" data-label="Project"><span>{projectName(e.projectId)}</span></td>
                     <td role="cell" data-label="Changes">
                       <button type="button" data-entry={e.id} aria-expanded={open.has(e.id)} aria-controls={open.has(e.id) ? detailId : undefined} onClick={() => toggle(e.id)}>
                         Details<span class="sr-only"> of entry {e.id}</span>

@@ -8,7 +8,7 @@ export type ActorKind = (typeof ACTOR_KINDS)[number];
 
 export const TARGET_KINDS = [
   'organization', 'membership', 'group_mapping', 'project', 'token', 'flag_secret', 'flag', 'experiment',
-  'report', 'board', 'cohort', 'definition', 'annotation', 'lexicon', 'privacy_request',
+  'report', 'board', 'cohort', 'derived_event', 'calculated_metric', 'annotation', 'lexicon', 'privacy_request',
 ] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
