@@ -137,6 +137,29 @@ describe('NATS security', function () {
       assert.match((await refused(s.url, {})).message, /authorization refused/);
     });
 
+    it("credentials that stop working on a running connection: unready, the server's refusal logged, and back once they work again (the client never gives up)", async function () {
+      const port = await freePort();
+      let s = await SecuredNats.start({ user: USER, port });
+      const { lines, log } = captureLog();
+      const buffer = await JetStreamBuffer.open(s.url, configFor(s.url, { NATS_USER: USER.name, NATS_PASSWORD: USER.password }), { log });
+      try {
+        await buffer.ping();
+        // The server now knows another password (as after a rotation the service has not caught up with).
+        await s.close();
+        s = await SecuredNats.start({ user: { name: USER.name, password: 'rotated' }, port });
+        await waitFor('the server refusing the reconnection', async () => lines.error.some((l) => /^NATS reported an error .*authorization refused/.test(l)), 20_000, 100);
+        await assert.rejects(buffer.ping(), 'not ready while refused');
+        await sleep(1500); // several refused attempts: the client's default is to give up after two
+        await s.close();
+        s = await SecuredNats.start({ user: USER, port });
+        // A fresh server has no stream: set-up runs again, as at the next start.
+        await waitFor('reconnected with the working password', async () => { await buffer.ensureStreams(); await buffer.ping(); return true; }, 20_000, 200);
+      } finally {
+        await buffer.close();
+        await s.close();
+      }
+    });
+
     it('token: connects with NATS_TOKEN; a wrong token is refused', async function () {
       const s = await server({ token: TOKEN });
       await roundTrip(s.url, { NATS_TOKEN: TOKEN });

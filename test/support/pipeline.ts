@@ -72,8 +72,8 @@ export function makeTestPki(dir: string): TestPki {
 export class SecuredNats {
   private constructor(readonly port: number, readonly dir: string, readonly child: Child) {}
 
-  static async start(opts: { user?: { name: string; password: string }; token?: string; tls?: TestPki; verifyClients?: boolean }): Promise<SecuredNats> {
-    const port = await freePort();
+  static async start(opts: { user?: { name: string; password: string }; token?: string; tls?: TestPki; verifyClients?: boolean; port?: number }): Promise<SecuredNats> {
+    const port = opts.port ?? await freePort();
     const dir = tempDir('nats-secured-');
     const q = (s: string) => JSON.stringify(s);
     const lines = [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${q(path.join(dir, 'store'))} }`];
