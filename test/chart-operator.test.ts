@@ -77,10 +77,15 @@ forEachBackend('chart RBAC with the real operator', (backend) => {
 
   it('leads, reconciles a Project and a FlagSecret in another namespace (finalizers, status, minted Secret), writes the tenant config, and is never refused', async function () {
     this.timeout(60_000);
-    const org = (await t.admin.post('/admin/orgs', { name: 'Chart RBAC' })).body;
+    // The organisation through an Organization listing team-a: the chart leaves TENANCY_ALLOW_UNMANAGED_ORGS
+    // false, so a Project reaches only an organisation that an Organization manages for its namespace.
+    await custom.createClusterCustomObject({
+      group: G, version: V, plural: 'organizations',
+      body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name: 'chart' }, spec: { displayName: 'Chart', namespaces: ['team-a'] } },
+    });
     await custom.createNamespacedCustomObject({
       group: G, version: V, namespace: 'team-a', plural: 'projects',
-      body: { apiVersion: `${G}/${V}`, kind: 'Project', metadata: { name: 'web', namespace: 'team-a' }, spec: { displayName: 'Web', organizationId: org.id } },
+      body: { apiVersion: `${G}/${V}`, kind: 'Project', metadata: { name: 'web', namespace: 'team-a' }, spec: { displayName: 'Web', organizationRef: { name: 'chart' } } },
     });
     const ready = await until('Project Ready', async () => {
       const p: any = await custom.getNamespacedCustomObject({ group: G, version: V, namespace: 'team-a', plural: 'projects', name: 'web' });
@@ -105,13 +110,9 @@ forEachBackend('chart RBAC with the real operator', (backend) => {
       return doc.projects?.some((p: any) => p.resource === 'Project/team-a/web') ? doc : undefined;
     });
     assert.equal(tenants.projects[0].token, ready.status.token);
-    // An Organization (cluster-scoped: the ClusterRole) and an ApiToken whose minted Secret sets
+    // The Organization (cluster-scoped: the ClusterRole) and an ApiToken whose minted Secret sets
     // blockOwnerDeletion (apitokens/finalizers), with the operator's own key, not the superadmin's.
     assert.equal(config.apiKey, OPERATOR_KEY);
-    await custom.createClusterCustomObject({
-      group: G, version: V, plural: 'organizations',
-      body: { apiVersion: `${G}/${V}`, kind: 'Organization', metadata: { name: 'chart' }, spec: { displayName: 'Chart', namespaces: ['team-a'] } },
-    });
     await custom.createNamespacedCustomObject({
       group: G, version: V, namespace: 'team-a', plural: 'apitokens',
       body: { apiVersion: `${G}/${V}`, kind: 'ApiToken', metadata: { name: 'ci', namespace: 'team-a' }, spec: { organizationRef: { name: 'chart' }, role: 'viewer' } },
