@@ -23,6 +23,10 @@ forEachBackend('flags managed by a resource', (backend) => {
     acme = await createTenant(t, 'ManagedAcme');
     other = await createTenant(t, 'ManagedOther');
     member = t.client(acme.tokens.member);
+    // Resources act only inside the boundary between teams: Acme's Organization lists their namespaces.
+    const org = as('Organization/managed-acme');
+    assert.equal((await t.admin.post(`/admin/orgs/${acme.org.id}/adopt`, undefined, org)).status, 200);
+    assert.equal((await t.admin.patch(`/admin/orgs/${acme.org.id}`, { namespaces: ['team-a', 'team-b', 'find'] }, org)).status, 200);
   });
   after(async () => t?.close());
 

@@ -20,6 +20,10 @@ forEachBackend('projects managed by a resource', (backend) => {
     t = await startTestService(backend);
     acme = await createTenant(t, 'ManagedAcme');
     globex = await createTenant(t, 'ManagedGlobex');
+    // Resources act only inside the boundary between teams: Acme's Organization lists their namespaces.
+    const org = as('Organization/managed-acme');
+    assert.equal((await t.admin.post(`/admin/orgs/${acme.org.id}/adopt`, undefined, org)).status, 200);
+    assert.equal((await t.admin.patch(`/admin/orgs/${acme.org.id}`, { namespaces: ['team-a', 'team-b', 'filter'] }, org)).status, 200);
   });
   after(async () => t?.close());
 

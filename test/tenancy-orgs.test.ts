@@ -22,6 +22,11 @@ forEachBackend('tenancy: managed organisations', (backend) => {
     await t?.close();
   });
   const op = () => t.client(OPERATOR_KEY);
+  /** An organisation made by hand joins the boundary: an Organization adopts it and records its namespaces. */
+  const adoptWith = async (orgId: number, resource: string, namespaces: string[]) => {
+    assert.equal((await op().post(`/admin/orgs/${orgId}/adopt`, undefined, as(resource))).status, 200);
+    assert.equal((await op().patch(`/admin/orgs/${orgId}`, { namespaces }, as(resource))).status, 200);
+  };
 
   it('create managed, list by managedBy, patch only through its resource, adopt, release', async () => {
     const created = await op().post('/admin/orgs', { name: 'Acme', monthlyEventQuota: 1000 }, as(ORG));
@@ -55,6 +60,7 @@ forEachBackend('tenancy: managed organisations', (backend) => {
   it('a membership list owned by a resource: replaced in one call, hand edits 409, given back', async () => {
     const tenant = await createTenant(t, 'members');
     const id = tenant.org.id;
+    await adoptWith(id, ORG, []);
     const ownerEmail = `owner.${id}.members@example.test`;
     const put = await op().put(`/admin/orgs/${id}/members`, { members: [{ email: ownerEmail, role: 'owner' }, { email: 'new@example.test', role: 'viewer' }] }, as(ORG));
     assert.equal(put.status, 200, put.text);
@@ -78,7 +84,7 @@ forEachBackend('tenancy: managed organisations', (backend) => {
   });
 
   it('delete: 409 while it has projects, then memberships, groups and tokens go with it', async () => {
-    const org = (await op().post('/admin/orgs', { name: 'Doomed' }, as('Organization/doomed'))).body;
+    const org = (await op().post('/admin/orgs', { name: 'Doomed', namespaces: ['doomed'] }, as('Organization/doomed'))).body;
     const project = (await op().post(`/admin/orgs/${org.id}/projects`, { name: 'p' }, as('Project/doomed/p'))).body;
     await op().post(`/admin/orgs/${org.id}/members`, { email: 'x@doomed.test', role: 'admin' }, as('Organization/doomed'));
     await op().put(`/admin/orgs/${org.id}/groups`, { groups: [{ name: 'doomers', role: 'member' }] }, as('Organization/doomed'));
@@ -96,6 +102,7 @@ forEachBackend('tenancy: managed organisations', (backend) => {
   it('machine tokens minted by a resource: listed by it, revoked only through it', async () => {
     const tenant = await createTenant(t, 'tokens');
     const id = tenant.org.id;
+    await adoptWith(id, 'Organization/tokens', ['ci']);
     const owner = await op().post(`/admin/orgs/${id}/tokens`, { name: 'x', role: 'owner' }, as('ApiToken/ci/x'));
     assert.equal(owner.status, 400, 'a resource mints no owner token');
     const minted = await op().post(`/admin/orgs/${id}/tokens`, { name: 'ci', role: 'member' }, as('ApiToken/ci/deploy'));
@@ -117,6 +124,7 @@ forEachBackend('tenancy: managed organisations', (backend) => {
   it('projects: adopt by a resource, 409 for another, create and patch carry retentionDays and rateLimit', async () => {
     const tenant = await createTenant(t, 'adopt');
     const pid = tenant.project.id;
+    await adoptWith(tenant.org.id, 'Organization/adopt', ['team', 'other']);
     const adopted = await op().post(`/api/projects/${pid}/adopt`, undefined, as('Project/team/web'));
     assert.equal(adopted.status, 200, adopted.text);
     assert.equal(adopted.body.managed_by, 'Project/team/web');

@@ -5,6 +5,7 @@ import { adminRoutes } from './admin/routes.js';
 import { accountRoutes } from './account/routes.js';
 import { machineTokenRoutes } from './orgs/token-routes.js';
 import { projectRoutes } from './projects/routes.js';
+import { flagSecretRoutes } from './projects/flag-secret.js';
 import { queryRoutes } from './query/routes.js';
 import { irQueryRoutes } from './query/ir/routes.js';
 import { cohortRoutes } from './cohorts/routes.js';
@@ -30,10 +31,11 @@ export function allRoutes(deps: Deps, services: Services = createServices(deps))
   const data = new DataStore(deps.events);
   return [
     ...healthRoutes(deps),
-    ...adminRoutes(deps),
-    ...accountRoutes(deps),
-    ...machineTokenRoutes(deps),
-    ...projectRoutes(deps),
+    ...adminRoutes(deps, services),
+    ...accountRoutes(deps, services.orgService),
+    ...machineTokenRoutes({ orgs: deps.orgs, ...services }),
+    ...projectRoutes(deps, services.projectService),
+    ...flagSecretRoutes({ projects: deps.projects, flagSecrets: services.flagSecrets }),
     ...queryRoutes(deps, services.executor),
     ...irQueryRoutes(deps, services.executor),
     ...cohortRoutes(deps, { store: definitions.cohorts, membership }),

@@ -4,7 +4,9 @@ import { badRequest, conflict, forbidden, notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { RoleSchema } from '../auth/roles.js';
-import { MembershipService, orgActor } from '../orgs/members.js';
+import { orgActor } from '../orgs/members.js';
+import type { OrgService } from '../orgs/service.js';
+import { actorOf } from '../audit/actor.js';
 import { publicProject } from '../projects/store.js';
 import { ProjectSchema } from '../projects/schema.js';
 import { InviteBody, MembershipSchema, MonthQuery, OrgName, OrganizationSchema, RoleBody } from '../orgs/schema.js';
@@ -22,9 +24,8 @@ const AccountSchema = z
 
 const UserIdParams = z.object({ userId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
 
-export function accountRoutes(deps: Deps): RouteSpec[] {
-  const { orgs, projects, usage, db } = deps;
-  const members = new MembershipService(db, orgs);
+export function accountRoutes(deps: Pick<Deps, 'orgs' | 'usage'>, orgService: OrgService): RouteSpec[] {
+  const { orgs, usage } = deps;
   return [
     route({
       method: 'get', path: '/api/account', tag: 'Account', auth: 'account', response: AccountSchema,
@@ -73,13 +74,8 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
         if (auth.kind !== 'user') throw badRequest('no user', { resolution: 'the superadmin creates organisations with POST /admin/orgs' });
         if (auth.orgId !== null) throw conflict('already in an organization');
         if (!auth.email) throw badRequest('email required', { message: 'the ID token carries no email to make the owner membership with' });
-        return db.transaction(async (trx) => {
-          const organization = await orgs.createOrg({ name: body.name }, trx);
-          const membership = await orgs.upsertMembership(organization.id, auth.email!, 'owner', trx);
-          await trx('memberships').where({ id: membership.id }).update({ user_id: auth.userId });
-          const project = await projects.create({ orgId: organization.id, name: 'Default project' }, trx);
-          return { organization, project: publicProject(project) };
-        });
+        const { organization, project } = await orgService.onboard({ kind: 'user', id: auth.userId, resource: null }, body.name, auth.email);
+        return { organization, project: publicProject(project) };
       },
     }),
     route({
@@ -106,7 +102,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: 'Invites an email with a role, or changes the role of that email (admin; owner role: owner only)',
       handler: async ({ ctx, body }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        return members.invite(actor.orgId, body.email, body.role, actor);
+        return orgService.invite(actorOf(ctx), actor.orgId, body.email, body.role, actor);
       },
     }),
     route({
@@ -114,7 +110,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: "Changes a member's role (admin; owner role: owner only; the last owner stays owner)",
       handler: async ({ ctx, params, body }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        return members.changeRole(actor.orgId, params.userId, body.role, actor);
+        return orgService.changeRole(actorOf(ctx), actor.orgId, params.userId, body.role, actor);
       },
     }),
     route({
@@ -122,7 +118,7 @@ export function accountRoutes(deps: Deps): RouteSpec[] {
       summary: 'Removes a member (admin; an owner: owner only; never the last owner)',
       handler: async ({ ctx, params }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        await members.remove(actor.orgId, params.userId, actor);
+        await orgService.remove(actorOf(ctx), actor.orgId, params.userId, actor);
         return { ok: true };
       },
     }),

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { badRequest, forbidden, noOrganization, unauthorized } from '../http/errors.js';
 import { operatorMayCall } from './operator.js';
+import { RESOURCE_HEADER } from './managed.js';
 import { invalidFlagSecret, type ProjectCredentials, type TokenProject } from './credentials.js';
 import type { AuthKind } from '../http/route.js';
 import type { OrgStore } from '../orgs/store.js';
@@ -10,6 +11,7 @@ import type { IdTokenVerifier } from './oidc.js';
 import type { AuthContext } from './context.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 /** `Authorization: Bearer <value>`, or undefined. */
 export function bearerToken(ctx: Context): string | undefined {
@@ -116,6 +118,10 @@ export class Authenticator {
     }
     if (token && (kind === 'admin' || kind === 'api' || kind === 'account') && this.isOperatorKey(token)) {
       if (!route || !operatorMayCall(route.method, route.path)) throw forbidden();
+      // Every change the operator key makes is for a resource, named in the audit log.
+      if (!SAFE_METHODS.has(route.method.toUpperCase()) && !ctx.get(RESOURCE_HEADER)) {
+        throw badRequest('X-Tally-Resource required', { message: 'the operator key writes only for a resource: send it as X-Tally-Resource' });
+      }
       ctx.state.auth = { kind: 'operator' };
       return;
     }

@@ -2,14 +2,12 @@ import type { Db } from '../ports/metadata/knex.js';
 import type { CohortChecker } from './cohorts.js';
 import { RemoteEvaluator } from './evaluator.js';
 import { LiveFlagsCache } from './live.js';
-import { FlagSecrets } from './secret.js';
 import { FlagService } from './service.js';
 import { FlagStore } from './store.js';
 
 /** The flags domain's stores and services, built once at start-up. */
 export interface FlagsDomain {
   service: FlagService;
-  secrets: FlagSecrets;
   live: LiveFlagsCache;
   evaluator: RemoteEvaluator;
 }
@@ -17,5 +15,5 @@ export interface FlagsDomain {
 export function flagsDomain(db: Db, cohorts: CohortChecker): FlagsDomain {
   const store = new FlagStore(db);
   const live = new LiveFlagsCache({ load: (projectId) => store.list(projectId, { includeArchived: false }), revisionOf: (projectId) => store.revision(projectId) });
-  return { service: new FlagService(store, live, cohorts), secrets: new FlagSecrets(db), live, evaluator: new RemoteEvaluator(db, cohorts) };
+  return { service: new FlagService(store, live, cohorts), live, evaluator: new RemoteEvaluator(db, cohorts) };
 }

@@ -7,8 +7,7 @@ import { jsonBody } from '../http/body.js';
 import { sendJsonText } from '../http/respond.js';
 import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
 import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
-import { loadProjectInScope, resolveProject } from '../auth/project-scope.js';
-import { IdParams } from '../projects/schema.js';
+import { resolveProject } from '../auth/project-scope.js';
 import { etagMatches } from './live.js';
 import { resourceOf } from '../auth/managed.js';
 import type { Actor } from './service.js';
@@ -24,20 +23,18 @@ import {
   FlagEventsQuery,
   FlagIdParams,
   FlagResultSchema,
-  FlagSecretResponse,
   ListFlagsQuery,
   LocalEvaluationResponse,
   PreviewBody,
-  SetFlagSecretBody,
   UpdateFlagBody,
   type FeatureFlag,
 } from './schema.js';
 
 const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), machineTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
 
-/** Flag management (`/api/flags`, flag secrets) and the runtime endpoints (`/flags/*`). */
+/** Flag management (`/api/flags`) and the runtime endpoints (`/flags/*`); flag secrets are the project's (projects/flag-secret.ts). */
 export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {
-  const { service, secrets } = flags;
+  const { service } = flags;
 
   /** A flag by id, reachable by the caller (another organisation's flag is 404). */
   async function loadFlag(ctx: Context, id: number): Promise<FeatureFlag> {
@@ -53,13 +50,6 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
   async function writable(ctx: Context, id: number): Promise<{ flag: FeatureFlag; actor: Actor }> {
     const flag = await loadFlag(ctx, id);
     return { flag, actor: actorOf(ctx, requireRole(ctx, 'member')) };
-  }
-
-  /** A project whose flag secret the caller may change (owner), and the resource acting. */
-  async function secretOwner(ctx: Context, id: number): Promise<{ projectId: number; resource: string | null }> {
-    const project = await loadProjectInScope(deps.projects, authOf(ctx), id);
-    const auth = requireRole(ctx, 'owner');
-    return { projectId: project.id, resource: resourceOf(ctx, auth) };
   }
 
   // docs/decisions.md, "Limits": remote evaluation per project token (one per project), definitions per flag secret (one per project).
@@ -140,32 +130,6 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       method: 'get', path: '/api/flags/{id}/events', tag: 'Flags', auth: 'api', params: FlagIdParams, query: FlagEventsQuery, response: z.array(FlagEventSchema),
       summary: "A flag's audit trail, newest first",
       handler: async ({ ctx, params, query }) => service.events((await loadFlag(ctx, params.id)).id, query.limit),
-    }),
-    route({
-      method: 'post', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'api', params: IdParams, response: FlagSecretResponse,
-      summary: 'Mints or rotates the project flag secret (owner); returned once, stored as a SHA-256 hash; 409 when managed by a resource',
-      handler: async ({ ctx, params }) => {
-        const { projectId, resource } = await secretOwner(ctx, params.id);
-        return { secret: await secrets.rotate(projectId, resource) };
-      },
-    }),
-    route({
-      method: 'put', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'admin', params: IdParams, body: SetFlagSecretBody,
-      summary: 'Sets the project flag secret to the given uuid (superadmin key); with X-Tally-Resource that resource owns it',
-      handler: async ({ ctx, params, body }) => {
-        const { projectId, resource } = await secretOwner(ctx, params.id);
-        await secrets.set(projectId, body.secret, resource);
-        return { ok: true };
-      },
-    }),
-    route({
-      method: 'delete', path: '/api/projects/{id}/flag-secret', tag: 'Flags', auth: 'api', params: IdParams,
-      summary: 'Revokes the project flag secret (owner); idempotent; the owning resource revokes and releases it',
-      handler: async ({ ctx, params }) => {
-        const { projectId, resource } = await secretOwner(ctx, params.id);
-        await secrets.revoke(projectId, resource);
-        return { ok: true };
-      },
     }),
     route({
       method: 'post', path: '/flags/evaluate', tag: 'Flags', auth: 'projectToken', body: EvaluateBody, rawBody: true, response: EvaluateResponse,

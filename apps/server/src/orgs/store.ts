@@ -110,25 +110,21 @@ export class OrgStore {
   }
 
   /** Sets who manages the organisation and/or its membership list (the fields given). */
-  async setManagement(id: number, management: Management): Promise<void> {
-    if (Object.keys(management).length) await this.db('organizations').where({ id }).update(management);
+  async setManagement(id: number, management: Management, trx: Db = this.db): Promise<void> {
+    if (Object.keys(management).length) await trx('organizations').where({ id }).update(management);
   }
 
   /**
-   * Deletes an organisation with its memberships, group mappings and machine tokens, in one
-   * transaction; `409 organization has projects` while it still has any (their events would go too).
+   * Deletes an organisation (locked by the caller's transaction) with its memberships, group
+   * mappings and machine tokens; `409 organization has projects` while it still has any (their
+   * events would go too).
    */
-  async deleteOrg(id: number): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      const org = await this.lockOrg(trx, id);
-      if (!org) return false;
-      const [{ n }] = await trx('projects').where({ org_id: id }).count({ n: '*' });
-      if (Number(n) > 0) throw conflict('organization has projects', { message: 'delete or move its projects first' });
-      for (const table of ['memberships', 'org_groups', 'machine_tokens', 'usage_org_monthly']) await trx(table).where({ org_id: id }).delete();
-      await trx('users').where({ current_org_id: id }).update({ current_org_id: null });
-      await trx('organizations').where({ id }).delete();
-      return true;
-    });
+  async deleteOrg(trx: Db, id: number): Promise<void> {
+    const [{ n }] = await trx('projects').where({ org_id: id }).count({ n: '*' });
+    if (Number(n) > 0) throw conflict('organization has projects', { message: 'delete or move its projects first' });
+    for (const table of ['memberships', 'org_groups', 'machine_tokens', 'usage_org_monthly']) await trx(table).where({ org_id: id }).delete();
+    await trx('users').where({ current_org_id: id }).update({ current_org_id: null });
+    await trx('organizations').where({ id }).delete();
   }
 
   /**
@@ -170,43 +166,50 @@ export class OrgStore {
   }
 
   /**
-   * Replaces the invited membership list in one transaction (the resource's `members`): invites new
-   * emails, re-roles listed ones, removes unlisted invited ones; group-derived memberships stay.
-   * The organisation's membership list is then owned by `resource`.
+   * Replaces the invited membership list (the resource's `members`) in the caller's transaction,
+   * which holds the organisation's lock: invites new emails, re-roles listed ones, removes unlisted
+   * invited ones; group-derived memberships stay. The list is then owned by `resource`. Answers
+   * what changed, each membership before and after (null: absent).
    */
-  async replaceInvited(orgId: number, members: Array<{ email: string; role: Role }>, resource: string): Promise<void> {
-    await this.db.transaction(async (trx) => {
-      await this.lockOrg(trx, orgId);
-      const wanted = new Map(members.map((m) => [normEmail(m.email), m.role]));
-      const current: Row[] = await trx('memberships').where({ org_id: orgId, source: 'invite' }).select('id', 'email', 'role');
-      for (const r of current) if (!wanted.has(String(r.email))) await trx('memberships').where({ id: r.id }).delete();
-      for (const [email, role] of wanted) await this.upsertMembership(orgId, email, role, trx);
-      await trx('organizations').where({ id: orgId }).update({ members_managed_by: resource });
-    });
+  async replaceInvited(trx: Db, orgId: number, members: Array<{ email: string; role: Role }>, resource: string):
+    Promise<Array<{ before: Membership | null; after: Membership | null }>> {
+    const changes: Array<{ before: Membership | null; after: Membership | null }> = [];
+    const wanted = new Map(members.map((m) => [normEmail(m.email), m.role]));
+    const current = ((await trx('memberships').where({ org_id: orgId, source: 'invite' }).select('*')) as Row[]).map(toMembership);
+    for (const m of current) {
+      if (wanted.has(m.email)) continue;
+      await trx('memberships').where({ id: m.id }).delete();
+      changes.push({ before: m, after: null });
+    }
+    for (const [email, role] of wanted) {
+      const before = (await this.membershipOfEmail(orgId, email, trx)) ?? null;
+      if (before?.role === role && before.source === 'invite') continue;
+      changes.push({ before, after: await this.upsertMembership(orgId, email, role, trx) });
+    }
+    await trx('organizations').where({ id: orgId }).update({ members_managed_by: resource });
+    return changes;
   }
 
-  async groups(orgId: number): Promise<GroupMapping[]> {
-    const rows: Row[] = await this.db('org_groups').where({ org_id: orgId }).orderBy('name').select('name', 'role');
+  async groups(orgId: number, trx: Db = this.db): Promise<GroupMapping[]> {
+    const rows: Row[] = await trx('org_groups').where({ org_id: orgId }).orderBy('name').select('name', 'role');
     return rows.map((r) => ({ name: String(r.name), role: r.role as Role }));
   }
 
   /**
-   * Replaces the organisation's group mapping, then brings the group-derived memberships of users
-   * already signed in in line with the groups they were last seen with (one transaction).
+   * Replaces the organisation's group mapping (in the caller's transaction, which holds the
+   * organisation's lock), then brings the group-derived memberships of users already signed in in
+   * line with the groups they were last seen with.
    */
-  async replaceGroups(orgId: number, groups: GroupMapping[]): Promise<void> {
-    await this.db.transaction(async (trx) => {
-      await this.lockOrg(trx, orgId);
-      await trx('org_groups').where({ org_id: orgId }).delete();
-      if (groups.length) await trx('org_groups').insert(groups.map((g) => ({ org_id: orgId, name: g.name, role: g.role })));
-      const held: Row[] = await trx('memberships as m').join('users as u', 'u.id', 'm.user_id')
-        .where({ 'm.org_id': orgId, 'm.source': 'group' }).select('m.id', 'm.role', 'u.groups');
-      for (const r of held) {
-        const role = groupRole(groups, parseGroups(r.groups));
-        if (role === null) await trx('memberships').where({ id: r.id }).delete();
-        else if (role !== r.role) await trx('memberships').where({ id: r.id }).update({ role });
-      }
-    });
+  async replaceGroups(trx: Db, orgId: number, groups: GroupMapping[]): Promise<void> {
+    await trx('org_groups').where({ org_id: orgId }).delete();
+    if (groups.length) await trx('org_groups').insert(groups.map((g) => ({ org_id: orgId, name: g.name, role: g.role })));
+    const held: Row[] = await trx('memberships as m').join('users as u', 'u.id', 'm.user_id')
+      .where({ 'm.org_id': orgId, 'm.source': 'group' }).select('m.id', 'm.role', 'u.groups');
+    for (const r of held) {
+      const role = groupRole(groups, parseGroups(r.groups));
+      if (role === null) await trx('memberships').where({ id: r.id }).delete();
+      else if (role !== r.role) await trx('memberships').where({ id: r.id }).update({ role });
+    }
   }
 
   async listMemberships(orgId: number, trx: Db = this.db): Promise<Array<Membership & { name: string | null }>> {

@@ -1,14 +1,15 @@
 import { z } from 'zod';
-import type { Deps } from '../deps.js';
-import { conflict, notFound } from '../http/errors.js';
+import { notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { requireRole } from '../auth/context.js';
 import { RoleSchema } from '../auth/roles.js';
-import { resourceOf } from '../auth/managed.js';
+import { actorOf } from '../audit/actor.js';
 import { IdParams } from '../projects/schema.js';
 import { checkOwnerChange, orgActor } from './members.js';
 import { ManagedByQuery } from './schema.js';
-import { MachineTokenStore, type MachineToken } from './tokens.js';
+import type { OrgStore } from './store.js';
+import type { MachineTokenStore, MachineToken } from './tokens.js';
+import type { MachineTokenService } from './token-service.js';
 
 export const MachineTokenSchema = z
   .object({
@@ -32,19 +33,12 @@ const publicToken = (t: MachineToken, token: string | null = null) => ({
   id: t.id, name: t.name, role: t.role, token, created_at: t.createdAt, last_used_at: t.lastUsedAt, managed_by: t.managedBy,
 });
 
-/** The outcome of a revoke as HTTP: 404 absent, 409 managed by another resource. */
-function revoked(result: Awaited<ReturnType<MachineTokenStore['revoke']>>) {
-  if (result.outcome === 'absent') throw notFound('token');
-  if (result.outcome === 'managed') throw conflict('managed by resource', { body: { resource: result.by } });
-  return { ok: true };
-}
-
 /**
  * Machine-access tokens (service accounts) of the caller's organisation: admin or owner only; only
  * an owner mints an owner token (as with member roles). The superadmin has no organisation here.
  */
-export function machineTokenRoutes(deps: Deps): RouteSpec[] {
-  const tokens = new MachineTokenStore(deps.db);
+export function machineTokenRoutes(deps: { orgs: OrgStore; machineTokens: MachineTokenStore; tokenService: MachineTokenService }): RouteSpec[] {
+  const { machineTokens: tokens, tokenService } = deps;
   const orgOr404 = async (id: number) => {
     if (!(await deps.orgs.getOrg(id))) throw notFound('organization');
   };
@@ -61,10 +55,9 @@ export function machineTokenRoutes(deps: Deps): RouteSpec[] {
       method: 'post', path: '/api/org/tokens', tag: 'Account', auth: 'api', body: CreateTokenBody, response: MachineTokenSchema, status: 201,
       summary: 'Mints a machine-access token acting with `role` in the organisation (admin; owner role: owner only); the value is shown once',
       handler: async ({ ctx, body }) => {
-        const auth = requireRole(ctx, 'admin');
-        const actor = orgActor(auth);
+        const actor = orgActor(requireRole(ctx, 'admin'));
         checkOwnerChange(actor, null, body.role);
-        const created = await tokens.create({ orgId: actor.orgId, name: body.name, role: body.role, createdBy: actorUserId(auth) });
+        const created = await tokenService.create(actorOf(ctx), actor.orgId, body);
         return publicToken(created, created.token);
       },
     }),
@@ -73,7 +66,8 @@ export function machineTokenRoutes(deps: Deps): RouteSpec[] {
       summary: 'Revokes a machine-access token at once (admin); another organisation’s id is 404',
       handler: async ({ ctx, params }) => {
         const actor = orgActor(requireRole(ctx, 'admin'));
-        return revoked(await tokens.revoke(actor.orgId, params.id));
+        await tokenService.revoke(actorOf(ctx), actor.orgId, params.id);
+        return { ok: true };
       },
     }),
     route({
@@ -88,15 +82,17 @@ export function machineTokenRoutes(deps: Deps): RouteSpec[] {
       method: 'post', path: '/admin/orgs/{id}/tokens', tag: 'Admin', auth: 'admin', params: IdParams, body: CreateManagedTokenBody, response: MachineTokenSchema, status: 201,
       summary: 'Mints a machine-access token of an organisation (viewer, member or admin), managed by X-Tally-Resource when sent; the value is shown once',
       handler: async ({ ctx, params, body }) => {
-        await orgOr404(params.id);
-        const created = await tokens.create({ orgId: params.id, name: body.name, role: body.role, createdBy: null, managedBy: resourceOf(ctx, authOf(ctx)) });
+        const created = await tokenService.create(actorOf(ctx), params.id, body);
         return publicToken(created, created.token);
       },
     }),
     route({
       method: 'delete', path: '/admin/orgs/{id}/tokens/{tokenId}', tag: 'Admin', auth: 'admin', params: OrgTokenParams,
       summary: 'Revokes a machine-access token; one a resource manages only with that X-Tally-Resource (else 409)',
-      handler: async ({ ctx, params }) => revoked(await tokens.revoke(params.id, params.tokenId, resourceOf(ctx, authOf(ctx)))),
+      handler: async ({ ctx, params }) => {
+        await tokenService.revoke(actorOf(ctx), params.id, params.tokenId);
+        return { ok: true };
+      },
     }),
   ];
 }

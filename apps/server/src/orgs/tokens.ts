@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../ports/metadata/knex.js';
-import { nowMs } from '../ports/metadata/knex.js';
+import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
 import { ROLES, type Role } from '../auth/roles.js';
 
 /** A machine-access token (service account) of an organisation. The secret itself is never stored. */
@@ -55,12 +55,12 @@ export class MachineTokenStore {
   constructor(private db: Db) {}
 
   /** Mints a token; the returned `token` is the only time its value exists outside the caller. */
-  async create(input: { orgId: number; name: string; role: Role; createdBy: number | null; managedBy?: string | null }): Promise<MachineToken & { token: string }> {
+  async create(input: { orgId: number; name: string; role: Role; createdBy: number | null; managedBy?: string | null }, trx: Db = this.db): Promise<MachineToken & { token: string }> {
     const token = MACHINE_TOKEN_PREFIX + randomBytes(32).toString('base64url');
     const row = {
       org_id: input.orgId, name: input.name, role: input.role, token_hash: hashOf(token), created_by: input.createdBy, created_at: nowMs(), managed_by: input.managedBy ?? null,
     };
-    const [{ id }] = await this.db('machine_tokens').insert(row).returning('id');
+    const [{ id }] = await trx('machine_tokens').insert(row).returning('id');
     return { ...toMachineToken({ id, ...row, last_used_at: null }), token };
   }
 
@@ -71,18 +71,14 @@ export class MachineTokenStore {
     return ((await q) as MachineTokenRow[]).map(toMachineToken);
   }
 
-  /**
-   * Revokes a live token of the organisation unless a resource other than `resource` manages it
-   * (one conditional update): `revoked`, `absent` (no live token by that id) or `managed` (with its owner).
-   */
-  async revoke(orgId: number, id: number, resource: string | null = null): Promise<{ outcome: 'revoked' | 'absent' } | { outcome: 'managed'; by: string }> {
-    const live = () => this.db('machine_tokens').where({ id, org_id: orgId }).whereNull('revoked_at');
-    const q = live();
-    if (resource === null) q.whereNull('managed_by');
-    else q.where((w) => w.whereNull('managed_by').orWhere({ managed_by: resource }));
-    if ((await q.update({ revoked_at: nowMs() })) > 0) return { outcome: 'revoked' };
-    const row: { managed_by: string | null } | undefined = await live().first('managed_by');
-    return row?.managed_by ? { outcome: 'managed', by: row.managed_by } : { outcome: 'absent' };
+  /** The live (not revoked) token `id` of the organisation, locked until the transaction ends. */
+  async lockLive(trx: Db, orgId: number, id: number): Promise<MachineToken | undefined> {
+    const row: MachineTokenRow | undefined = await lockForUpdate(trx, trx('machine_tokens').where({ id, org_id: orgId }).whereNull('revoked_at').first(COLUMNS));
+    return row && toMachineToken(row);
+  }
+
+  async revoke(trx: Db, id: number): Promise<void> {
+    await trx('machine_tokens').where({ id }).update({ revoked_at: nowMs() });
   }
 
   /** The live token with this value (and marks it used), or undefined. */

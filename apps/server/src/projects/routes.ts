@@ -4,8 +4,9 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf, isInstallation, requireRole } from '../auth/context.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { publicProject, type Project } from './store.js';
-import { assertOwnedBy, requireResource, resourceOf } from '../auth/managed.js';
-import { notFound } from '../http/errors.js';
+import { requireResource } from '../auth/managed.js';
+import { actorOf } from '../audit/actor.js';
+import type { ProjectService } from './service.js';
 import { CreateProjectBody, IdParams, ListProjectsQuery, ProjectListItemSchema, ProjectSchema, UpdateProjectBody } from './schema.js';
 
 /** Events stored per project (each dedup key once), counted in the event store in one grouped query. */
@@ -13,7 +14,7 @@ export async function eventCounts(deps: Deps, projects: Project[]): Promise<Map<
   return deps.events.countEvents(projects.map((p) => p.id));
 }
 
-export function projectRoutes(deps: Deps): RouteSpec[] {
+export function projectRoutes(deps: Deps, service: ProjectService): RouteSpec[] {
   const { projects } = deps;
   return [
     route({
@@ -36,8 +37,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: "Creates a project in the caller's organisation (admin); the superadmin creates one without organisation (managed by X-Tally-Resource when sent)",
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'admin');
-        const managedBy = resourceOf(ctx, auth);
-        return publicProject(await projects.create({ orgId: isInstallation(auth) ? null : auth.orgId, managedBy, ...body }));
+        return publicProject(await service.create(actorOf(ctx), isInstallation(auth) ? null : auth.orgId, body));
       },
     }),
     route({
@@ -50,10 +50,8 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: 'Renames a project or sets its retentionDays and rateLimit (admin); a managed project only through its resource (else 409)',
       handler: async ({ ctx, params, body }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        assertOwnedBy(project.managed_by, resourceOf(ctx, requireRole(ctx, 'admin')));
-        const updated = await projects.update(project.id, body);
-        if (!updated) throw notFound('project');
-        return publicProject(updated);
+        requireRole(ctx, 'admin');
+        return publicProject(await service.update(actorOf(ctx), project.id, body));
       },
     }),
     route({
@@ -61,11 +59,8 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: "Deletes a project, its metadata and its events (admin); a managed project only through its resource (else 409)",
       handler: async ({ ctx, params }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        assertOwnedBy(project.managed_by, resourceOf(ctx, requireRole(ctx, 'admin')));
-        await projects.delete(project.id);
-        // Events, links and profiles go asynchronously; the project is gone for reads at once.
-        deps.events.deleteProject(project.id)
-          .catch((err) => deps.log.error('project delete: event store cleanup failed', { projectId: project.id, err: String(err) }));
+        requireRole(ctx, 'admin');
+        await service.delete(actorOf(ctx), project.id);
         return { ok: true };
       },
     }),
@@ -74,10 +69,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: 'A resource takes over an existing project (superadmin or operator key with X-Tally-Resource); 409 when another resource manages it',
       handler: async ({ ctx, params }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        const resource = requireResource(ctx);
-        assertOwnedBy(project.managed_by, resource);
-        if (project.managed_by !== resource) await projects.setManagedBy(project.id, resource);
-        return publicProject({ ...project, managed_by: resource });
+        return publicProject(await service.adopt(actorOf(ctx), project.id, requireResource(ctx)));
       },
     }),
     route({
@@ -85,9 +77,7 @@ export function projectRoutes(deps: Deps): RouteSpec[] {
       summary: 'The owning resource lets go of its project (superadmin key and its X-Tally-Resource): managed_by becomes null; idempotent',
       handler: async ({ ctx, params }) => {
         const project = await loadProjectInScope(projects, authOf(ctx), params.id);
-        assertOwnedBy(project.managed_by, resourceOf(ctx, authOf(ctx)));
-        if (project.managed_by !== null) await projects.setManagedBy(project.id, null);
-        return publicProject({ ...project, managed_by: null });
+        return publicProject(await service.release(actorOf(ctx), project.id));
       },
     }),
   ];

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../ports/metadata/knex.js';
-import { nowMs } from '../ports/metadata/knex.js';
+import { lockForUpdate, nowMs } from '../ports/metadata/knex.js';
 import { isRowId } from '../http/columns.js';
 
 export interface Project {
@@ -82,12 +82,20 @@ export class ProjectStore {
   }
 
   /** Renames and/or sets the limits (absent members unchanged); the token cache forgets, so ingestion sees a new limit at once here. */
-  async update(id: number, patch: { name?: string } & ProjectLimits): Promise<Project | undefined> {
+  async update(id: number, patch: { name?: string } & ProjectLimits, trx: Db = this.db): Promise<Project | undefined> {
     const update: Record<string, unknown> = limitColumns(patch);
     if (patch.name !== undefined) update.name = patch.name;
-    if (Object.keys(update).length) await this.db('projects').where({ id }).update(update);
+    if (Object.keys(update).length) await trx('projects').where({ id }).update(update);
     this.forgetTokens();
-    return this.get(id);
+    const row: ProjectRow | undefined = await trx('projects').where({ id }).first(COLUMNS);
+    return row && toProject(row);
+  }
+
+  /** The project's row, locked until the transaction ends (PostgreSQL `FOR UPDATE`; SQLite runs one writer at a time). */
+  async lock(trx: Db, id: number): Promise<Project | undefined> {
+    if (!isRowId(id)) return undefined;
+    const row: ProjectRow | undefined = await lockForUpdate(trx, trx('projects').where({ id }).first(COLUMNS));
+    return row && toProject(row);
   }
 
   /** Projects with a retention, for the retention job. */
@@ -178,8 +186,8 @@ export class ProjectStore {
   }
 
   /** Sets or clears the owning resource (release: the resource lets go, the project stays). */
-  async setManagedBy(id: number, managedBy: string | null): Promise<void> {
-    await this.db('projects').where({ id }).update({ managed_by: managedBy });
+  async setManagedBy(id: number, managedBy: string | null, trx: Db = this.db): Promise<void> {
+    await trx('projects').where({ id }).update({ managed_by: managedBy });
   }
 
   async setFlagSecretHash(id: number, hash: string | null): Promise<void> {
@@ -191,12 +199,13 @@ export class ProjectStore {
     this.forgetTokens();
   }
 
-  async delete(id: number): Promise<void> {
-    await this.db('projects').where({ id }).delete();
+  async delete(id: number, trx: Db = this.db): Promise<void> {
+    await trx('projects').where({ id }).delete();
     this.forgetTokens();
   }
 
-  private forgetTokens(): void {
+  /** Forgets every remembered token lookup (after a change commits, so no read in between refills it with the old row). */
+  forgetTokens(): void {
     this.tokenGeneration++;
     this.tokenCache.clear();
     this.tokenReads.clear();
