@@ -134,7 +134,8 @@ export function relativeLift(control: VariantSummary, variant: VariantSummary): 
   return { ok: true, mean, variance, unitsControl: nc, unitsVariant: nv, varianceControl: vc, varianceVariant: vv };
 }
 
-type Lift = Extract<RelativeLift, { ok: true }>;
+/** A lift that can be compared: the inputs of the engines below. */
+export type Lift = Extract<RelativeLift, { ok: true }>;
 
 function checkLevel(level: number): void {
   if (!(level > 0 && level < 1)) throw new RangeError(`confidenceLevel must be in (0, 1), got ${level}`);
