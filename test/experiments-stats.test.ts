@@ -476,6 +476,17 @@ describe('experiments statistics: edge cases and the whole result', () => {
     const s = sequential[0].variants[1];
     assert.deepEqual(s.lift, sequentialComparison(lift, 0.95).lift);
     assert.equal(s.significant, s.lift!.low > 0 || s.lift!.high < 0);
+    // pValue stays Welch's fixed-sample p-value as the contract defines it; the decision rests on
+    // the always-valid one. Here they disagree: significant at a fixed sample, not yet sequentially.
+    assert.equal(s.pValue, plain[0].variants[1].pValue);
+    assert.equal(s.sequentialPValue, sequentialComparison(lift, 0.95).pValue);
+    assert.ok((s.pValue as number) < 0.05 && (s.sequentialPValue as number) >= 0.05 && s.significant === false);
+    const sequentialHolm = analyzeMetrics(metrics, 'control', { engine: 'frequentist', confidenceLevel: 0.95, sequential: true, correction: 'holm' });
+    const deciding = adjustPValues(sequential.flatMap((m) => m.variants.slice(1)).map((v) => v.sequentialPValue as number), 'holm');
+    sequentialHolm.flatMap((m) => m.variants.slice(1)).forEach((v, i) => {
+      assert.equal(v.adjustedPValue, expected[i]);
+      assert.equal(v.significant, deciding[i] < 0.05);
+    });
     assert.throws(() => analyzeMetrics(metrics, 'nobody', { engine: 'bayesian', confidenceLevel: 0.95 }), RangeError);
     assert.throws(() => analyzeMetrics(metrics, 'control', { engine: 'bayesian', confidenceLevel: 1 }), RangeError);
   });

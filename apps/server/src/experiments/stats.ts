@@ -56,8 +56,15 @@ export interface Comparison {
   lift: LiftInterval | null;
   /** Bayesian engine: P(lift > 0). */
   chanceToWin?: number | null;
-  /** Frequentist engine: the two-sided p-value (the always-valid one when sequential). */
+  /** Frequentist engine: Welch's two-sided p-value, 2·(1 − F_t(|t|; ν)), sequential or not. */
   pValue?: number | null;
+  /**
+   * Frequentist engine with `sequential`: the always-valid p-value (below 1 − level exactly when the
+   * widened interval excludes 0). `significant` is then decided on it, so looking at the results as
+   * often as one likes keeps the error rate: the fixed-sample pValue is reported as the contract
+   * defines it, not used for the decision.
+   */
+  sequentialPValue?: number | null;
   /** Frequentist engine with a correction: the corrected p-value. */
   adjustedPValue?: number | null;
   significant: boolean | null;
@@ -262,10 +269,13 @@ export interface MetricResult {
   variants: VariantResult[];
 }
 
-const nullComparison = (engine: Engine, correction: Correction, reason: string): Comparison =>
+const nullComparison = (engine: Engine, correction: Correction, sequential: boolean, reason: string): Comparison =>
   engine === 'bayesian'
     ? { lift: null, chanceToWin: null, significant: null, reason }
-    : { lift: null, pValue: null, ...(correction === 'none' ? {} : { adjustedPValue: null }), significant: null, reason };
+    : {
+        lift: null, pValue: null, ...(sequential ? { sequentialPValue: null } : {}), ...(correction === 'none' ? {} : { adjustedPValue: null }),
+        significant: null, reason,
+      };
 
 /**
  * Every metric's variants with their summaries and, for each variant but the control, the
@@ -281,7 +291,7 @@ export function analyzeMetrics(metrics: readonly MetricTotals[], control: string
   if (!(tuning > 0)) throw new RangeError(`sequentialTuning must be > 0, got ${tuning}`);
 
   const results: MetricResult[] = [];
-  const tested: Array<{ result: VariantResult; pValue: number }> = [];
+  const tested: Array<{ result: VariantResult; pValue: number; decidingPValue: number }> = [];
   for (const metric of metrics) {
     const controlTotals = metric.variants.find((v) => v.key === control);
     if (!controlTotals) throw new RangeError(`metric ${metric.id} has no totals for the control "${control}"`);
@@ -295,25 +305,35 @@ export function analyzeMetrics(metrics: readonly MetricTotals[], control: string
       }
       const lift = relativeLift(controlSummary, summary);
       if (!lift.ok) {
-        variants.push({ key: totals.key, ...summary, ...nullComparison(engine, correction, lift.reason) });
+        variants.push({ key: totals.key, ...summary, ...nullComparison(engine, correction, sequential, lift.reason) });
         continue;
       }
       if (engine === 'bayesian') {
         variants.push({ key: totals.key, ...summary, ...bayesianComparison(lift, level) });
         continue;
       }
-      const { lift: interval, pValue } = sequential ? sequentialComparison(lift, level, tuning) : welchComparison(lift, level);
-      const result: VariantResult = { key: totals.key, ...summary, lift: interval, pValue, significant: pValue < 1 - level };
-      if (correction !== 'none') tested.push({ result, pValue });
+      const welch = welchComparison(lift, level);
+      let result: VariantResult;
+      if (sequential) {
+        const always = sequentialComparison(lift, level, tuning);
+        result = { key: totals.key, ...summary, lift: always.lift, pValue: welch.pValue, sequentialPValue: always.pValue, significant: always.pValue < 1 - level };
+        tested.push({ result, pValue: welch.pValue, decidingPValue: always.pValue });
+      } else {
+        result = { key: totals.key, ...summary, lift: welch.lift, pValue: welch.pValue, significant: welch.pValue < 1 - level };
+        tested.push({ result, pValue: welch.pValue, decidingPValue: welch.pValue });
+      }
       variants.push(result);
     }
     results.push({ id: metric.id, kind: metric.kind, variants });
   }
-  if (correction !== 'none') {
+  if (correction !== 'none' && tested.length > 0) {
+    // adjustedPValue corrects the reported p-values; the decision corrects the p-values it is made on
+    // (the always-valid ones when sequential), so the correction holds for peeking too.
     const adjusted = adjustPValues(tested.map((t) => t.pValue), correction);
+    const deciding = sequential ? adjustPValues(tested.map((t) => t.decidingPValue), correction) : adjusted;
     tested.forEach(({ result }, i) => {
       result.adjustedPValue = adjusted[i];
-      result.significant = adjusted[i] < 1 - level;
+      result.significant = deciding[i] < 1 - level;
     });
   }
   return results;
