@@ -1,8 +1,10 @@
 /**
  * What `OPERATOR_KEY` may call: exactly what the Kubernetes operator does (organisations, their
  * members, groups and machine tokens, projects, flag secrets, flags, usage counts), listed by the
- * route declaration's `METHOD path`. Every other route answers `403 forbidden` to it, so a leaked
- * operator key reads no tenant's events, reports, exports or privacy downloads.
+ * route declaration's `METHOD path`. Every other route answers `403 forbidden` to it, so the key
+ * itself reads no tenant's events, reports, exports or privacy downloads (it can mint a machine
+ * token that does, inside the boundary between teams: docs/auth.md, "Threat model"). Its writes
+ * name their resource (authenticate.ts) and are held to auth/boundary.ts.
  */
 export const OPERATOR_ROUTES: ReadonlySet<string> = new Set([
   'POST /admin/orgs',
