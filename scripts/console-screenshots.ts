@@ -2,6 +2,7 @@
  * Screenshots of the web console's main pages for docs/console.md (docs/console/*.png):
  * `npm run console:screenshots`. Starts the whole service on the embedded stores with a seeded
  * project (test/support/browser.ts), drives Debian's chromium (CHROMIUM_PATH) through the pages.
+ * Names after `--` take only those shots (`npm run console:screenshots -- audit-log`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +11,9 @@ import { createTenant, startTestService } from '../test/support/service.js';
 import { boardSettled, launchBrowser, seedConsole, signInWithToken } from '../test/support/browser.js';
 
 const OUT = path.resolve('docs/console');
+
+/** `npm run console:screenshots -- audit-log board`: only these shots (all when none is named). */
+const only = process.argv.slice(2);
 
 async function main() {
   fs.mkdirSync(OUT, { recursive: true });
@@ -20,9 +24,10 @@ async function main() {
   try {
     const page = await browser.newPage();
     page.on('console', (m) => m.type() === 'error' && console.error('page:', m.text()));
-    const shot = async (name: string) => {
+    const shot = async (name: string, on = page) => {
+      if (only.length && !only.includes(name)) return;
       await new Promise((r) => setTimeout(r, 300));
-      await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+      await on.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
       console.log(`docs/console/${name}.png`);
     };
     const board = `/projects/${tenant.project.id}/boards/${seed.boardId}`;
@@ -56,6 +61,21 @@ async function main() {
     await page.goto(t.url + board);
     await boardSettled(page);
     await shot('board-phone');
+    // The audit log is an admin's page: a fresh browser context (light theme, desktop) signed in as
+    // the organisation's admin, after a report's rename so one entry has a change to show.
+    const renamed = await tenant.owner.put(`/api/reports/${seed.reports.daily}`, { name: 'Daily sign-ups', description: 'Unique people signing up per day' });
+    if (renamed.status !== 200) throw new Error(`rename report: ${renamed.status} ${JSON.stringify(renamed.body)}`);
+    const adminContext = await browser.createBrowserContext();
+    const admin = await adminContext.newPage();
+    await admin.goto(`${t.url}/projects/${tenant.project.id}/audit-log`);
+    await signInWithToken(admin, tenant.tokens.admin);
+    await admin.waitForSelector('.audit-table');
+    const update = (await tenant.owner.get('/api/audit-log?action=report.updated')).body.entries[0];
+    if (update) {
+      await admin.click(`button[data-entry="${update.id}"]`);
+      await admin.waitForSelector('.audit-detail table');
+    }
+    await shot('audit-log', admin);
   } finally {
     await browser.close();
     await t.close();

@@ -46,8 +46,8 @@ forEachBackend('web console: audit log', (backend) => {
     const all: Entry[] = [];
     let cursor: string | null = null;
     do {
-      const q = new URLSearchParams({ ...filters, limit: '200', ...(cursor ? { cursor } : {}) });
-      const res = await t.client(tenant.tokens.admin).get(`/api/audit-log?${q}`);
+      const q: URLSearchParams = new URLSearchParams({ ...filters, limit: '200', ...(cursor ? { cursor } : {}) });
+      const res: { status: number; text: string; body: { entries: Entry[]; nextCursor: string | null } } = await t.client(tenant.tokens.admin).get(`/api/audit-log?${q}`);
       assert.equal(res.status, 200, res.text);
       all.push(...res.body.entries);
       cursor = res.body.nextCursor;

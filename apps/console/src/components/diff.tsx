@@ -27,8 +27,12 @@ export function fieldChanges(before: unknown, after: unknown, keys?: readonly st
   return fields.filter((k) => !same(b[k], a[k])).map((k) => ({ field: k, before: b[k], after: a[k] }));
 }
 
-/** A value as the diff shows it: JSON, `—` when the field is absent. */
-const shown = (v: unknown) => (v === undefined ? '—' : JSON.stringify(v, null, typeof v === 'object' && v !== null && JSON.stringify(v).length > 60 ? 2 : undefined));
+/** A value as the diff shows it: JSON, `—` when the field is absent; a time field (`…_at`, Unix ms) also as a UTC time. */
+const shown = (field: string, v: unknown) => {
+  if (v === undefined) return '—';
+  const json = JSON.stringify(v, null, typeof v === 'object' && v !== null && JSON.stringify(v).length > 60 ? 2 : undefined);
+  return field.endsWith('_at') && typeof v === 'number' && v > 0 ? `${json} (${new Date(v).toISOString().replace('T', ' ').slice(0, 19)} UTC)` : json;
+};
 
 /** The changed fields as a table: field, before, after. */
 export function FieldChangesTable(props: { changes: FieldChange[]; caption: string }) {
@@ -41,8 +45,8 @@ export function FieldChangesTable(props: { changes: FieldChange[]; caption: stri
         {props.changes.map((c) => (
           <tr>
             <th scope="row"><code>{c.field}</code></th>
-            <td class="before"><pre>{shown(c.before)}</pre></td>
-            <td class="after"><pre>{shown(c.after)}</pre></td>
+            <td class="before"><pre>{shown(c.field, c.before)}</pre></td>
+            <td class="after"><pre>{shown(c.field, c.after)}</pre></td>
           </tr>
         ))}
       </tbody>
