@@ -12,7 +12,6 @@ import { cohortRoutes } from './cohorts/routes.js';
 import { definitionRoutes } from './definitions/routes.js';
 import { metricsRoutes } from './metrics/routes.js';
 import { flagRoutes } from './flags/routes.js';
-import { flagsDomain } from './flags/domain.js';
 import { ingestionRoutes } from './ingestion/routes.js';
 import { dataRoutes } from './data/routes.js';
 import { reportRoutes } from './reports/routes.js';
@@ -21,13 +20,12 @@ import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
 import { privacyRoutes } from './privacy/routes.js';
 import { DataStore } from './data/store.js';
-import { LexiconStore } from './lexicon/store.js';
 import { auditRoutes } from './audit/routes.js';
 import { createServices, type Services } from './services.js';
 
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps, services: Services = createServices(deps)): RouteSpec[] {
-  const { definitions, membership, annotations } = services.analyses;
+  const { membership } = services.analyses;
   const data = new DataStore(deps.events);
   return [
     ...healthRoutes(deps),
@@ -38,17 +36,17 @@ export function allRoutes(deps: Deps, services: Services = createServices(deps))
     ...flagSecretRoutes({ projects: deps.projects, flagSecrets: services.flagSecrets }),
     ...queryRoutes(deps, services.executor),
     ...irQueryRoutes(deps, services.executor),
-    ...cohortRoutes(deps, { store: definitions.cohorts, membership }),
-    ...definitionRoutes(deps, definitions),
+    ...cohortRoutes(deps, { service: services.definitions.cohorts, membership }),
+    ...definitionRoutes(deps, services.definitions),
     ...metricsRoutes(deps),
-    ...flagRoutes(deps, flagsDomain(deps.db, membership)),
+    ...flagRoutes(deps, services.flags),
     ...ingestionRoutes(deps),
     ...dataRoutes(deps, data),
     ...reportRoutes(deps, services),
     ...boardRoutes(deps, services),
-    ...annotationRoutes(deps, annotations),
-    ...lexiconRoutes(deps, { store: new LexiconStore(deps.db), data }),
-    ...privacyRoutes(deps),
+    ...annotationRoutes(deps, services.annotations),
+    ...lexiconRoutes(deps, { service: services.lexicon, data }),
+    ...privacyRoutes(deps, services.privacy),
     ...auditRoutes(services.audit),
   ];
 }

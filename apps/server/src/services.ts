@@ -3,6 +3,19 @@ import type { AuditStore } from './audit/store.js';
 import { analysisMetadata, buildAnalyses, type Analyses } from './query/analyses.js';
 import { QueryExecutor } from './query/executor.js';
 import { DataVersions, ResultsCache, RESULTS_CACHE_DEFAULTS } from './results-cache/index.js';
+import { flagsDomain, type FlagsDomain } from './flags/domain.js';
+import { ReportService } from './reports/service.js';
+import { ReportStore } from './reports/store.js';
+import { checkReportQuery } from './reports/query.js';
+import { checkIrQuery } from './reports/ir.js';
+import { BoardService } from './boards/service.js';
+import { BoardStore } from './boards/store.js';
+import { definitionServices, type DefinitionServices } from './definitions/service.js';
+import { AnnotationService } from './annotations/service.js';
+import { LexiconService } from './lexicon/service.js';
+import { LexiconStore } from './lexicon/store.js';
+import { PrivacyService } from './privacy/service.js';
+import { PrivacyStore } from './privacy/store.js';
 import { TenancyBoundary } from './auth/boundary.js';
 import { OrgService } from './orgs/service.js';
 import { MachineTokenStore } from './orgs/tokens.js';
@@ -22,6 +35,15 @@ export interface Services {
   analyses: Analyses;
   /** Every analysis run passes it: rate limit, cost guard, results cache, per-organisation slots (query/executor.ts). */
   executor: QueryExecutor;
+  /** Flags' rules and writes, the flag secrets, the live flags and remote evaluation. */
+  flags: FlagsDomain;
+  reports: ReportService;
+  boards: BoardService;
+  /** Derived events, calculated metrics and cohorts. */
+  definitions: DefinitionServices;
+  annotations: AnnotationService;
+  lexicon: LexiconService;
+  privacy: PrivacyService;
   /** The boundary between teams: what a write through a Kubernetes resource may touch (auth/boundary.ts). */
   boundary: TenancyBoundary;
   /** Organisations, memberships and group mappings. */
@@ -35,11 +57,22 @@ export interface Services {
 export function createServices(deps: Deps): Services {
   const analyses = buildAnalyses(deps.db, deps.events);
   const cache = new ResultsCache(new DataVersions(deps.db), deps.config.resultsCache ?? RESULTS_CACHE_DEFAULTS, analysisMetadata(analyses));
+  const { db, audit } = deps;
+  const checkReport = (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) =>
+    checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
+  const tenancy = tenancyServices(deps);
   return {
     audit: deps.audit,
     analyses,
     executor: new QueryExecutor({ config: deps.config, events: deps.events, analyses, rateLimits: deps.rateLimits, projects: deps.projects, cache }),
-    ...tenancyServices(deps),
+    flags: flagsDomain(db, analyses.membership, audit, tenancy.boundary),
+    reports: new ReportService(db, new ReportStore(db), audit, checkReport),
+    boards: new BoardService(db, new BoardStore(db), audit),
+    definitions: definitionServices(db, analyses.definitions, audit),
+    annotations: new AnnotationService(db, analyses.annotations, audit),
+    lexicon: new LexiconService(db, new LexiconStore(db), audit),
+    privacy: new PrivacyService(db, new PrivacyStore(db), audit),
+    ...tenancy,
   };
 }
 

@@ -2,15 +2,16 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { actorOf } from '../audit/actor.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
-import type { AnnotationStore } from './store.js';
+import type { AnnotationService } from './service.js';
 import { AnnotationSchema, CreateAnnotationBody, ListAnnotationsQuery, UpdateAnnotationBody } from './schema.js';
 
 /** Annotations: every role reads, member and above write; another organisation's id is 404. */
-export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[] {
-  const inScope = rowInScope(deps.projects, 'annotation', (id) => store.get(id));
+export function annotationRoutes(deps: Deps, service: AnnotationService): RouteSpec[] {
+  const inScope = rowInScope(deps.projects, 'annotation', (id) => service.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   return [
     route({
@@ -18,7 +19,7 @@ export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[
       summary: "The project's annotations, oldest day first (optionally only days from..to)",
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return store.list(project.id, { from: query.from, to: query.to });
+        return service.list(project.id, { from: query.from, to: query.to });
       },
     }),
     route({
@@ -28,7 +29,7 @@ export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[
       handler: async ({ ctx, body, query }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
-        return store.create({ projectId: project.id, createdBy: actorUserId(auth), date: body.date, description: body.description });
+        return service.create(actorOf(ctx), { projectId: project.id, date: body.date, description: body.description });
       },
     }),
     route({
@@ -42,8 +43,7 @@ export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[
       handler: async ({ ctx, params, body }) => {
         const a = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        await store.update(a.id, body);
-        return (await store.get(a.id))!;
+        return service.update(actorOf(ctx), a.id, body);
       },
     }),
     route({
@@ -52,7 +52,7 @@ export function annotationRoutes(deps: Deps, store: AnnotationStore): RouteSpec[
       handler: async ({ ctx, params }) => {
         const a = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        await store.delete(a.id);
+        await service.delete(actorOf(ctx), a.id);
         return { ok: true };
       },
     }),

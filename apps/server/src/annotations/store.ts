@@ -23,9 +23,9 @@ function toAnnotation(r: Record<string, unknown>): Annotation {
 export class AnnotationStore {
   constructor(private db: Db) {}
 
-  async get(id: number): Promise<Annotation | undefined> {
+  async get(id: number, trx: Db = this.db): Promise<Annotation | undefined> {
     if (!isRowId(id)) return undefined;
-    const r = await this.db('annotations').where({ id }).first();
+    const r = await trx('annotations').where({ id }).first();
     return r ? toAnnotation(r) : undefined;
   }
 
@@ -37,19 +37,19 @@ export class AnnotationStore {
     return (await q.orderBy([{ column: 'date' }, { column: 'id' }])).map(toAnnotation);
   }
 
-  async create(input: { projectId: number; createdBy: number | null; date: string; description: string }): Promise<Annotation> {
+  async create(trx: Db, input: { projectId: number; createdBy: number | null; date: string; description: string }): Promise<Annotation> {
     const now = nowMs();
     const row = { project_id: input.projectId, created_by: input.createdBy, date: input.date, description: input.description, created_at: now, updated_at: now };
-    const [{ id }] = await this.db('annotations').insert(row).returning('id');
+    const [{ id }] = await trx('annotations').insert(row).returning('id');
     return toAnnotation({ id, ...row });
   }
 
-  async update(id: number, patch: { date?: string; description?: string }): Promise<void> {
-    await this.db('annotations').where({ id }).update({ ...patch, updated_at: nowMs() });
+  async update(trx: Db, id: number, patch: { date?: string; description?: string }): Promise<void> {
+    await trx('annotations').where({ id }).update({ ...patch, updated_at: nowMs() });
   }
 
-  async delete(id: number): Promise<void> {
-    await this.db('annotations').where({ id }).delete();
+  async delete(trx: Db, id: number): Promise<void> {
+    await trx('annotations').where({ id }).delete();
   }
 
   /**

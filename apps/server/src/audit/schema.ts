@@ -6,7 +6,7 @@ export const ACTOR_KINDS = ['user', 'token', 'superadmin', 'operator'] as const;
 /** What a row is about. */
 export const TARGET_KINDS = [
   'organization', 'membership', 'group_mapping', 'project', 'token', 'flag_secret', 'flag', 'experiment',
-  'report', 'board', 'cohort', 'definition', 'annotation', 'lexicon', 'privacy_request',
+  'report', 'board', 'cohort', 'derived_event', 'calculated_metric', 'annotation', 'lexicon', 'privacy_request',
 ] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 

@@ -70,6 +70,15 @@ export class AuditStore {
     });
   }
 
+  /**
+   * Records a change to something a project holds (flag, report, board, cohort, …): the
+   * organisation is read from the project row inside the same transaction.
+   */
+  async recordInProject(trx: Db, actor: Actor, projectId: number, change: Omit<AuditChange, 'organizationId' | 'projectId'>): Promise<void> {
+    const project = await trx('projects').where({ id: projectId }).first('org_id');
+    await this.record(trx, actor, { ...change, organizationId: project ? Number(project.org_id) : null, projectId });
+  }
+
   /** Newest first; `cursor` is the id of the last row of the previous page. */
   async list(f: AuditFilters): Promise<{ entries: AuditEntry[]; nextCursor: string | null }> {
     const q = this.db('audit_log').select('*').orderBy('id', 'desc').limit(f.limit + 1);

@@ -2,14 +2,15 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { actorOf } from '../audit/actor.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { AppError, badRequest, notFound } from '../http/errors.js';
 import { IdParams } from '../projects/schema.js';
 import { resultToCsv } from '../reports/csv.js';
 import { sendCsv } from '../http/download.js';
-import { BoardStore, type Board } from './store.js';
-import { cardsToWrite, cardViews, checkCardReports, listItem } from './cards.js';
+import type { Board } from './store.js';
+import { cardsToWrite, cardViews, listItem } from './cards.js';
 import { runBoard } from './run.js';
 import type { Services } from '../services.js';
 import {
@@ -17,11 +18,11 @@ import {
 } from './schema.js';
 
 /** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
-export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): RouteSpec[] {
-  const store = new BoardStore(deps.db);
-  const inScope = rowInScope(deps.projects, 'board', (id) => store.get(id));
+export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'boards'>): RouteSpec[] {
+  const { boards } = services;
+  const inScope = rowInScope(deps.projects, 'board', (id) => boards.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
-  const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await store.cards([board.id])) });
+  const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await boards.cards([board.id])) });
   /**
    * `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing).
    * One token of the caller's query rate limit (the bucket of /api/query/*) per run; each card then passes the query executor.
@@ -29,7 +30,7 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): R
   const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     const { executor } = services;
     await executor.admit(authOf(ctx), board.project_id);
-    let cards = await cardViews(deps.db, await store.cards([board.id]));
+    let cards = await cardViews(deps.db, await boards.cards([board.id]));
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);
       if (cards.length === 0) throw notFound('card');
@@ -48,9 +49,9 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): R
       summary: "The project's boards with their card count and a preview of their first cards",
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        const boards = await store.list(project.id);
-        const views = await cardViews(deps.db, await store.cards(boards.map((b) => b.id)));
-        return boards.map((b) => listItem(b, views.filter((c) => c.board_id === b.id), PREVIEW_CARDS));
+        const list = await boards.list(project.id);
+        const views = await cardViews(deps.db, await boards.cards(list.map((b) => b.id)));
+        return list.map((b) => listItem(b, views.filter((c) => c.board_id === b.id), PREVIEW_CARDS));
       },
     }),
     route({
@@ -60,11 +61,7 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): R
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
         const cards = body.cards ? cardsToWrite(body.cards) : undefined;
-        const id = await store.write(
-          { projectId: project.id, createdBy: actorUserId(auth), name: body.name, dateRange: body.date_range ?? null, filters: body.filters ?? [], cards },
-          (trx) => checkCardReports(trx, project.id, cards ?? []),
-        );
-        return withCards((await store.get(id))!);
+        return withCards(await boards.create(actorOf(ctx), project.id, { name: body.name, dateRange: body.date_range ?? null, filters: body.filters ?? [], cards }));
       },
     }),
     route({
@@ -77,13 +74,9 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): R
       summary: 'Changes a board; `cards` replaces the whole card set in one transaction (member)',
       handler: async ({ ctx, params, body }) => {
         const board = await load(ctx, params.id);
-        const auth = requireRole(ctx, 'member');
+        requireRole(ctx, 'member');
         const cards = body.cards ? cardsToWrite(body.cards) : undefined;
-        await store.write(
-          { id: board.id, projectId: board.project_id, createdBy: actorUserId(auth), name: body.name, dateRange: body.date_range, filters: body.filters, cards },
-          (trx) => checkCardReports(trx, board.project_id, cards ?? []),
-        );
-        return withCards((await store.get(board.id))!);
+        return withCards(await boards.update(actorOf(ctx), board.id, { name: body.name, dateRange: body.date_range, filters: body.filters, cards }));
       },
     }),
     route({
@@ -92,7 +85,7 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor'>): R
       handler: async ({ ctx, params }) => {
         const board = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        await store.delete(board.id);
+        await boards.delete(actorOf(ctx), board.id);
         return { ok: true };
       },
     }),

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
 import { isRowId } from '../http/columns.js';
@@ -49,9 +48,9 @@ function toCard(r: Record<string, unknown>): CardRow {
 export class BoardStore {
   constructor(private db: Db) {}
 
-  async get(id: number): Promise<Board | undefined> {
+  async get(id: number, trx: Db = this.db): Promise<Board | undefined> {
     if (!isRowId(id)) return undefined;
-    const r = await this.db('boards').where({ id }).first();
+    const r = await trx('boards').where({ id }).first();
     return r ? toBoard(r) : undefined;
   }
 
@@ -60,48 +59,42 @@ export class BoardStore {
   }
 
   /** Cards of the given boards in display order (position, then the order they were written). */
-  async cards(boardIds: number[]): Promise<CardRow[]> {
+  async cards(boardIds: number[], trx: Db = this.db): Promise<CardRow[]> {
     if (boardIds.length === 0) return [];
-    return (await this.db('board_cards').whereIn('board_id', boardIds).orderBy([{ column: 'position' }, { column: 'id' }])).map(toCard);
+    return (await trx('board_cards').whereIn('board_id', boardIds).orderBy([{ column: 'position' }, { column: 'id' }])).map(toCard);
   }
 
   /**
-   * Creates or updates a board and, when `cards` is given, replaces its card set, all in one
-   * transaction. `validate` runs inside it (the reports it checks cannot vanish half-way on
-   * SQLite; on PostgreSQL a report deleted meanwhile fails the insert and rolls everything back).
+   * Creates or updates a board and, when `cards` is given, replaces its card set, inside the
+   * caller's transaction (boards/service.ts). Answers the board's id.
    */
   async write(
+    trx: Db,
     input: { id?: number; projectId: number; createdBy: number | null; name?: string; dateRange?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: NewCard[] },
-    validate: (trx: Knex.Transaction) => Promise<void>,
   ): Promise<number> {
-    return this.db.transaction(async (trx) => {
-      await validate(trx);
-      const now = nowMs();
-      const row: Record<string, unknown> = { updated_at: now };
-      if (input.name !== undefined) row.name = input.name;
-      if (input.dateRange !== undefined) row.date_range = input.dateRange === null ? null : JSON.stringify(input.dateRange);
-      if (input.filters !== undefined) row.filters = JSON.stringify(input.filters);
-      let id = input.id;
-      if (id === undefined) {
-        const [{ id: created }] = await trx('boards')
-          .insert({ project_id: input.projectId, created_by: input.createdBy, filters: '[]', date_range: null, ...row, created_at: now })
-          .returning('id');
-        id = Number(created);
-      } else {
-        await trx('boards').where({ id }).update(row);
-      }
-      if (input.cards !== undefined) {
-        await trx('board_cards').where({ board_id: id }).delete();
-        if (input.cards.length) await trx('board_cards').insert(input.cards.map((c) => ({ ...c, board_id: id })));
-      }
-      return id;
-    });
+    const now = nowMs();
+    const row: Record<string, unknown> = { updated_at: now };
+    if (input.name !== undefined) row.name = input.name;
+    if (input.dateRange !== undefined) row.date_range = input.dateRange === null ? null : JSON.stringify(input.dateRange);
+    if (input.filters !== undefined) row.filters = JSON.stringify(input.filters);
+    let id = input.id;
+    if (id === undefined) {
+      const [{ id: created }] = await trx('boards')
+        .insert({ project_id: input.projectId, created_by: input.createdBy, filters: '[]', date_range: null, ...row, created_at: now })
+        .returning('id');
+      id = Number(created);
+    } else {
+      await trx('boards').where({ id }).update(row);
+    }
+    if (input.cards !== undefined) {
+      await trx('board_cards').where({ board_id: id }).delete();
+      if (input.cards.length) await trx('board_cards').insert(input.cards.map((c) => ({ ...c, board_id: id })));
+    }
+    return id;
   }
 
-  async delete(id: number): Promise<void> {
-    await this.db.transaction(async (trx) => {
-      await trx('board_cards').where({ board_id: id }).delete();
-      await trx('boards').where({ id }).delete();
-    });
+  async delete(trx: Db, id: number): Promise<void> {
+    await trx('board_cards').where({ board_id: id }).delete();
+    await trx('boards').where({ id }).delete();
   }
 }

@@ -4,7 +4,8 @@ import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { LIMITS } from '../limits.js';
-import type { DefinitionRow, DefinitionStore } from '../definitions/store.js';
+import type { DefinitionRow } from '../definitions/store.js';
+import type { DefinitionService } from '../definitions/service.js';
 import { scopedLoader } from '../definitions/load.js';
 import { definitionCrudRoutes, nameAndDescription } from '../definitions/crud.js';
 import type { CohortMembership } from './membership.js';
@@ -15,18 +16,20 @@ import {
 
 /** What the cohort routes are built from (once, at start-up). */
 export interface CohortDomain {
-  store: DefinitionStore<CohortDefinition>;
+  /** Writes with their audit rows; reads through `service.store`. */
+  service: DefinitionService<CohortDefinition>;
   membership: CohortMembership;
 }
 
 export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain): RouteSpec[] {
-  const { store, membership } = domain;
+  const { service, membership } = domain;
+  const { store } = service;
   const withSize = async (c: DefinitionRow<CohortDefinition>) => ({ ...c, size: await membership.size(c.project_id, c.definition) });
   /** A cohort by id; another organisation's (or a missing one) is 404. */
   const load = scopedLoader(deps.projects, store, 'cohort');
   return [
     ...definitionCrudRoutes(deps.projects, {
-      tag: 'Cohorts', base: '/api/cohorts', what: 'cohort', store, schema: CohortSchema, createBody: CreateCohortBody, updateBody: UpdateCohortBody,
+      tag: 'Cohorts', base: '/api/cohorts', what: 'cohort', service, schema: CohortSchema, createBody: CreateCohortBody, updateBody: UpdateCohortBody,
       summaries: {
         list: "The project's cohorts with their current size", create: 'Creates a cohort (member)', get: 'One cohort with its current size',
         update: 'Updates a cohort (member)', delete: 'Deletes a cohort (member)',

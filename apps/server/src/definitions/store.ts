@@ -66,14 +66,14 @@ export class DefinitionStore<T> {
   }
 
   /** Also for references inside bodies (a flag rule's cohortId, a metric's definitionId): past an id column, none. */
-  async get(id: number): Promise<DefinitionRow<T> | undefined> {
+  async get(id: number, trx: Db = this.db): Promise<DefinitionRow<T> | undefined> {
     if (!isRowId(id)) return undefined;
-    const r = await this.db<StoredRow>(this.table).where({ id }).first();
+    const r = await trx<StoredRow>(this.table).where({ id }).first();
     return r ? DefinitionStore.toDefinition<T>(r) : undefined;
   }
 
-  async byName(projectId: number, name: string): Promise<DefinitionRow<T> | undefined> {
-    const r = await this.db<StoredRow>(this.table).where({ project_id: projectId, name }).first();
+  async byName(projectId: number, name: string, trx: Db = this.db): Promise<DefinitionRow<T> | undefined> {
+    const r = await trx<StoredRow>(this.table).where({ project_id: projectId, name }).first();
     return r ? DefinitionStore.toDefinition<T>(r) : undefined;
   }
 
@@ -82,27 +82,27 @@ export class DefinitionStore<T> {
     return rows.map((r) => DefinitionStore.toDefinition<T>(r));
   }
 
-  async create(input: NewDefinition<T>): Promise<DefinitionRow<T>> {
+  async create(input: NewDefinition<T>, trx: Db = this.db): Promise<DefinitionRow<T>> {
     const now = nowMs();
     const row = {
       project_id: input.projectId, created_by: input.createdBy, name: input.name, description: input.description,
       definition: JSON.stringify(input.definition), created_at: now, updated_at: now,
     };
-    const [ret] = await this.db(this.table).insert(row).returning('id');
+    const [ret] = await trx(this.table).insert(row).returning('id');
     const id = typeof ret === 'object' ? ret.id : ret;
     return DefinitionStore.toDefinition<T>({ id, ...row });
   }
 
-  async update(id: number, patch: DefinitionPatch<T>): Promise<void> {
+  async update(id: number, patch: DefinitionPatch<T>, trx: Db = this.db): Promise<void> {
     const row: Record<string, unknown> = { updated_at: nowMs() };
     if (patch.name !== undefined) row.name = patch.name;
     if (patch.description !== undefined) row.description = patch.description;
     if (patch.definition !== undefined) row.definition = JSON.stringify(patch.definition);
-    await this.db(this.table).where({ id }).update(row);
+    await trx(this.table).where({ id }).update(row);
   }
 
-  async delete(id: number): Promise<void> {
-    await this.db(this.table).where({ id }).delete();
+  async delete(id: number, trx: Db = this.db): Promise<void> {
+    await trx(this.table).where({ id }).delete();
   }
 }
 

@@ -1,4 +1,6 @@
 import type { Db } from '../ports/metadata/knex.js';
+import type { AuditStore } from '../audit/store.js';
+import type { TenancyBoundary } from '../auth/boundary.js';
 import type { CohortChecker } from './cohorts.js';
 import { RemoteEvaluator } from './evaluator.js';
 import { LiveFlagsCache } from './live.js';
@@ -12,8 +14,8 @@ export interface FlagsDomain {
   evaluator: RemoteEvaluator;
 }
 
-export function flagsDomain(db: Db, cohorts: CohortChecker): FlagsDomain {
+export function flagsDomain(db: Db, cohorts: CohortChecker, audit: AuditStore, boundary: TenancyBoundary): FlagsDomain {
   const store = new FlagStore(db);
   const live = new LiveFlagsCache({ load: (projectId) => store.list(projectId, { includeArchived: false }), revisionOf: (projectId) => store.revision(projectId) });
-  return { service: new FlagService(store, live, cohorts), live, evaluator: new RemoteEvaluator(db, cohorts) };
+  return { service: new FlagService(store, live, cohorts, audit, boundary), live, evaluator: new RemoteEvaluator(db, cohorts) };
 }

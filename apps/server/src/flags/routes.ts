@@ -5,12 +5,12 @@ import { refuseNul, route, type RouteSpec } from '../http/route.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { sendJsonText } from '../http/respond.js';
-import { actorTokenId, actorUserId, authOf, orgScope, requireRole, type AuthContext } from '../auth/context.js';
+import { authOf, orgScope, requireRole } from '../auth/context.js';
 import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { etagMatches } from './live.js';
 import { resourceOf } from '../auth/managed.js';
-import type { Actor } from './service.js';
+import { actorOf, type Actor } from '../audit/actor.js';
 import type { FlagsDomain } from './domain.js';
 import {
   CreateFlagBody,
@@ -30,8 +30,6 @@ import {
   type FeatureFlag,
 } from './schema.js';
 
-const actorOf = (ctx: Context, auth: AuthContext): Actor => ({ userId: actorUserId(auth), machineTokenId: actorTokenId(auth), resource: resourceOf(ctx, auth) });
-
 /** Flag management (`/api/flags`) and the runtime endpoints (`/flags/*`); flag secrets are the project's (projects/flag-secret.ts). */
 export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {
   const { service } = flags;
@@ -49,7 +47,8 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
   /** A flag the caller may change (member), and who changes it. */
   async function writable(ctx: Context, id: number): Promise<{ flag: FeatureFlag; actor: Actor }> {
     const flag = await loadFlag(ctx, id);
-    return { flag, actor: actorOf(ctx, requireRole(ctx, 'member')) };
+    requireRole(ctx, 'member');
+    return { flag, actor: actorOf(ctx) };
   }
 
   // docs/decisions.md, "Limits": remote evaluation per project token (one per project), definitions per flag secret (one per project).
@@ -70,7 +69,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       handler: async ({ ctx, body }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? ctx.query.projectId);
-        return service.create(project.id, body, actorOf(ctx, auth));
+        return service.create(project.id, body, actorOf(ctx));
       },
     }),
     route({
@@ -107,7 +106,7 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
       summary: 'The owning resource lets go of its flag (superadmin key and its X-Tally-Resource): managed_by becomes null',
       handler: async ({ ctx, params }) => {
         const flag = await loadFlag(ctx, params.id);
-        return service.release(flag.id, actorOf(ctx, authOf(ctx)));
+        return service.release(flag.id, actorOf(ctx));
       },
     }),
     route({

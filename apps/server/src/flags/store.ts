@@ -134,9 +134,16 @@ export class FlagStore {
     return row ? toFlag(row) : undefined;
   }
 
-  /** Locks the project row (serialises creates in one project); false when it does not exist. */
-  async lockProject(trx: Db, projectId: number): Promise<boolean> {
-    return Boolean(await lockForUpdate(trx, trx('projects').where({ id: projectId }).first('id')));
+  /** Locks the project row (serialises creates in one project); its organisation, undefined when the project does not exist. */
+  async lockProject(trx: Db, projectId: number): Promise<{ orgId: number | null } | undefined> {
+    const row = await lockForUpdate(trx, trx('projects').where({ id: projectId }).first('id', 'org_id'));
+    return row ? { orgId: num(row.org_id) } : undefined;
+  }
+
+  /** The organisation of a project (null: none, or no such project). */
+  async orgOf(trx: Db, projectId: number): Promise<number | null> {
+    const row = await trx('projects').where({ id: projectId }).first('org_id');
+    return row ? num(row.org_id) : null;
   }
 
   async keyTaken(trx: Db, projectId: number, key: string): Promise<boolean> {

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { actorOf } from '../audit/actor.js';
 import { resolveProject } from '../auth/project-scope.js';
-import type { LexiconStore } from './store.js';
+import type { LexiconService } from './service.js';
 import type { DataStore } from '../data/store.js';
 import { lexiconEvents, lexiconProperties } from './merge.js';
 import {
@@ -15,7 +16,8 @@ import {
  * entries. Every role reads; member and above write. Hidden names stay listed, flagged, so a
  * client can filter them out of pickers and still show them where data carries them.
  */
-export function lexiconRoutes(deps: Deps, { store, data }: { store: LexiconStore; data: DataStore }): RouteSpec[] {
+export function lexiconRoutes(deps: Deps, { service, data }: { service: LexiconService; data: DataStore }): RouteSpec[] {
+  const { store } = service;
   return [
     route({
       method: 'get', path: '/api/lexicon/events', tag: 'Lexicon', auth: 'api', query: LexiconListQuery, response: z.array(LexiconEventSchema),
@@ -40,7 +42,7 @@ export function lexiconRoutes(deps: Deps, { store, data }: { store: LexiconStore
       handler: async ({ ctx, params, query, body }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, query.projectId);
-        await store.upsert(project.id, 'event', params.name, body, actorUserId(auth));
+        await service.write(actorOf(ctx), project.id, 'event', params.name, body);
         return (await lexiconEvents(data, store, project.id, params.name))[0];
       },
     }),
@@ -51,7 +53,7 @@ export function lexiconRoutes(deps: Deps, { store, data }: { store: LexiconStore
       handler: async ({ ctx, params, query, body }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, query.projectId);
-        await store.upsert(project.id, 'property', params.key, body, actorUserId(auth));
+        await service.write(actorOf(ctx), project.id, 'property', params.key, body);
         return (await lexiconProperties(data, store, project.id, params.key))[0];
       },
     }),

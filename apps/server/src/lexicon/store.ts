@@ -3,6 +3,7 @@ import { nowMs } from '../ports/metadata/knex.js';
 import type { LexiconEntryBody, LexiconKind } from './schema.js';
 
 export interface LexiconEntry {
+  id: number;
   kind: LexiconKind;
   name: string;
   description: string | null;
@@ -14,7 +15,7 @@ export interface LexiconEntry {
 
 function toEntry(r: Record<string, unknown>): LexiconEntry {
   return {
-    kind: r.kind as LexiconKind, name: String(r.name), description: (r.description as string | null) ?? null,
+    id: Number(r.id), kind: r.kind as LexiconKind, name: String(r.name), description: (r.description as string | null) ?? null,
     displayName: (r.display_name as string | null) ?? null, hidden: Boolean(Number(r.hidden)) || r.hidden === true,
     tags: JSON.parse(String(r.tags)), updated_at: Number(r.updated_at),
   };
@@ -28,13 +29,13 @@ export class LexiconStore {
     return (await this.db('lexicon_entries').where({ project_id: projectId, kind }).orderBy('name')).map(toEntry);
   }
 
-  async get(projectId: number, kind: LexiconKind, name: string): Promise<LexiconEntry | undefined> {
-    const r = await this.db('lexicon_entries').where({ project_id: projectId, kind, name }).first();
+  async get(projectId: number, kind: LexiconKind, name: string, trx: Db = this.db): Promise<LexiconEntry | undefined> {
+    const r = await trx('lexicon_entries').where({ project_id: projectId, kind, name }).first();
     return r ? toEntry(r) : undefined;
   }
 
   /** Insert or merge in one statement, so two concurrent PUTs cannot both insert. */
-  async upsert(projectId: number, kind: LexiconKind, name: string, patch: LexiconEntryBody, by: number | null): Promise<LexiconEntry> {
+  async upsert(trx: Db, projectId: number, kind: LexiconKind, name: string, patch: LexiconEntryBody, by: number | null): Promise<LexiconEntry> {
     const now = nowMs();
     const set: Record<string, unknown> = { updated_at: now, updated_by: by };
     if (patch.description !== undefined) set.description = patch.description;
@@ -45,7 +46,7 @@ export class LexiconStore {
       project_id: projectId, kind, name, description: patch.description ?? null, display_name: patch.displayName ?? null,
       hidden: patch.hidden ?? false, tags: JSON.stringify([...new Set(patch.tags ?? [])]), updated_by: by, created_at: now, updated_at: now,
     };
-    await this.db('lexicon_entries').insert(insert).onConflict(['project_id', 'kind', 'name']).merge(set);
-    return (await this.get(projectId, kind, name))!;
+    await trx('lexicon_entries').insert(insert).onConflict(['project_id', 'kind', 'name']).merge(set);
+    return (await this.get(projectId, kind, name, trx))!;
   }
 }

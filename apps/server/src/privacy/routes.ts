@@ -2,11 +2,13 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorTokenId, actorUserId, authOf, requireRole, type AuthContext } from '../auth/context.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { actorOf } from '../audit/actor.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import { conflict } from '../http/errors.js';
-import { PrivacyStore, viewOf } from './store.js';
+import { viewOf } from './store.js';
+import type { PrivacyService } from './service.js';
 import { CreatePrivacyRequestBody, PrivacyRequestSchema, ProjectQuery } from './schema.js';
 import { downloadStream } from './download.js';
 
@@ -15,11 +17,10 @@ import { downloadStream } from './download.js';
  * person left); delete: owner only. Reads of requests: admin and above. Another organisation's
  * request is 404.
  */
-export function privacyRoutes(deps: Deps): RouteSpec[] {
-  const store = new PrivacyStore(deps.db);
+export function privacyRoutes(deps: Deps, service: PrivacyService): RouteSpec[] {
+  const { store } = service;
   const inScope = rowInScope(deps.projects, 'privacy request', (id) => store.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
-  const actorOf = (auth: AuthContext) => ({ kind: auth.kind, userId: actorUserId(auth), tokenId: actorTokenId(auth) });
   return [
     route({
       method: 'post', path: '/api/privacy/requests', tag: 'Privacy', auth: 'api', query: ProjectQuery, body: CreatePrivacyRequestBody,
@@ -28,7 +29,7 @@ export function privacyRoutes(deps: Deps): RouteSpec[] {
       handler: async ({ ctx, body, query }) => {
         const auth = requireRole(ctx, body.type === 'delete' ? 'owner' : 'admin');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
-        return viewOf(await store.create({ projectId: project.id, type: body.type, distinctIds: body.distinctIds, actor: actorOf(auth) }));
+        return viewOf(await service.create(actorOf(ctx), { projectId: project.id, type: body.type, distinctIds: body.distinctIds }));
       },
     }),
     route({

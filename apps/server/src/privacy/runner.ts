@@ -4,6 +4,7 @@ import { int } from '../env.js';
 import { IdentityStore } from '../identity/store.js';
 import { existingLinkIndex } from '../identity/link-index.js';
 import { PrivacyStore, type PrivacyRequest } from './store.js';
+import { PrivacyService } from './service.js';
 
 /**
  * Runs privacy requests in the background (a worker of the `worker` role). A request is claimed
@@ -50,18 +51,20 @@ export async function executeRequest(deps: Deps, store: PrivacyStore, r: Privacy
 }
 
 export function privacyLoop(deps: Deps, settings = runnerSettings()): BackgroundLoop {
-  const store = new PrivacyStore(deps.db);
+  // The worker role's own composition (it serves no routes): the outcome goes to the audit log through the service.
+  const service = new PrivacyService(deps.db, new PrivacyStore(deps.db), deps.audit);
+  const { store } = service;
 
   const runOne = async (): Promise<boolean> => {
     const r = await store.claim(settings.staleMs);
     if (!r) return false;
     const beat = setInterval(() => void store.heartbeat(r.id).catch(() => undefined), Math.max(50, Math.floor(settings.staleMs / 4)));
     try {
-      await store.complete(r, await executeRequest(deps, store, r));
+      await service.complete(r, await executeRequest(deps, store, r));
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       deps.log.error('privacy request failed', { err: message, request: r.id });
-      if (r.attempts >= settings.maxAttempts) await store.fail(r.id, message);
+      if (r.attempts >= settings.maxAttempts) await service.fail(r, message);
       else await store.retry(r.id, message);
     } finally {
       clearInterval(beat);

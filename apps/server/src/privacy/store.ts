@@ -3,6 +3,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import { nowMs } from '../ports/metadata/knex.js';
 import { isRowId } from '../http/columns.js';
 import type { PrivacyRequestView, PrivacyStatus, PrivacyType } from './schema.js';
+import type { Actor } from '../audit/actor.js';
 
 /** A stored request, with what the runner needs beside the public view. */
 export interface PrivacyRequest extends PrivacyRequestView {
@@ -26,29 +27,39 @@ export const viewOf = (r: PrivacyRequest): PrivacyRequestView => ({
   id: r.id, project_id: r.project_id, type: r.type, status: r.status, created_at: r.created_at, completed_at: r.completed_at, error: r.error,
 });
 
-export interface Actor { kind: string; userId: number | null; tokenId: number | null }
+type ActorKind = Actor['kind'];
 
 export class PrivacyStore {
   constructor(private db: Db) {}
 
-  /** The request and its audit row (who, when, which ids as SHA-256 hashes) in one transaction. */
-  async create(input: { projectId: number; type: PrivacyType; distinctIds: string[]; actor: Actor }): Promise<PrivacyRequest> {
+  /**
+   * The request and its privacy audit row (who, when, which ids as SHA-256 hashes), inside the
+   * caller's transaction (privacy/service.ts, which adds the audit log's row).
+   */
+  async create(trx: Db, input: { projectId: number; type: PrivacyType; distinctIds: string[]; actor: Actor }): Promise<PrivacyRequest> {
     const now = nowMs();
     const ids = [...new Set(input.distinctIds)];
-    return this.db.transaction(async (trx) => {
-      const row = { project_id: input.projectId, type: input.type, status: 'pending', distinct_ids: JSON.stringify(ids), attempts: 0, created_by: input.actor.userId, created_at: now };
-      const [{ id }] = await trx('privacy_requests').insert(row).returning('id');
-      await trx('privacy_audit').insert({
-        request_id: id, project_id: input.projectId, type: input.type, actor_kind: input.actor.kind, actor_user_id: input.actor.userId,
-        actor_token_id: input.actor.tokenId, id_hashes: JSON.stringify(ids.map(hashId)), created_at: now,
-      });
-      return toRequest({ id, ...row, completed_at: null, error: null, cluster_ids: null });
+    const userId = input.actor.kind === 'user' ? input.actor.id : null;
+    const row = { project_id: input.projectId, type: input.type, status: 'pending', distinct_ids: JSON.stringify(ids), attempts: 0, created_by: userId, created_at: now };
+    const [{ id }] = await trx('privacy_requests').insert(row).returning('id');
+    await trx('privacy_audit').insert({
+      request_id: id, project_id: input.projectId, type: input.type, actor_kind: input.actor.kind, actor_user_id: userId,
+      actor_token_id: input.actor.kind === 'token' ? input.actor.id : null, id_hashes: JSON.stringify(ids.map(hashId)), created_at: now,
     });
+    return toRequest({ id, ...row, completed_at: null, error: null, cluster_ids: null });
   }
 
-  async get(id: number): Promise<PrivacyRequest | undefined> {
+  /** Who asked for a request, from its privacy audit row (no resource: requests do not come through one). */
+  async requesterOf(trx: Db, requestId: number): Promise<Actor> {
+    const r = await trx('privacy_audit').where({ request_id: requestId }).orderBy('id').first('actor_kind', 'actor_user_id', 'actor_token_id');
+    const kind = (r?.actor_kind ?? 'superadmin') as ActorKind;
+    const id = kind === 'user' ? r.actor_user_id : kind === 'token' ? r.actor_token_id : null;
+    return { kind, id: id == null ? null : Number(id), resource: null };
+  }
+
+  async get(id: number, trx: Db = this.db): Promise<PrivacyRequest | undefined> {
     if (!isRowId(id)) return undefined;
-    const r = await this.db('privacy_requests').where({ id }).first();
+    const r = await trx('privacy_requests').where({ id }).first();
     return r ? toRequest(r) : undefined;
   }
 
@@ -92,14 +103,14 @@ export class PrivacyStore {
    * A completed delete forgets the ids themselves: `cluster_ids` keeps their SHA-256 hashes (the
    * tombstones, see tombstones.ts) and the audit row the hashes of the ids asked for.
    */
-  async complete(r: PrivacyRequest, clusterIds: string[]): Promise<void> {
+  async complete(trx: Db, r: PrivacyRequest, clusterIds: string[]): Promise<void> {
     const patch: Record<string, unknown> = { status: 'completed', completed_at: nowMs(), error: null };
     if (r.type === 'delete') Object.assign(patch, { distinct_ids: '[]', cluster_ids: JSON.stringify(clusterIds.map(hashId)) });
-    await this.db('privacy_requests').where({ id: r.id }).update(patch);
+    await trx('privacy_requests').where({ id: r.id }).update(patch);
   }
 
-  async fail(id: number, error: string): Promise<void> {
-    await this.db('privacy_requests').where({ id }).update({ status: 'failed', completed_at: nowMs(), error: error.slice(0, 2000) });
+  async fail(trx: Db, id: number, error: string): Promise<void> {
+    await trx('privacy_requests').where({ id }).update({ status: 'failed', completed_at: nowMs(), error: error.slice(0, 2000) });
   }
 
   /** Back to pending after a failed attempt that may succeed later. */

@@ -2,26 +2,23 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
-import { actorUserId, authOf, requireRole } from '../auth/context.js';
+import { authOf, requireRole } from '../auth/context.js';
+import { actorOf } from '../audit/actor.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import type { Services } from '../services.js';
-import { ReportStore, type SavedReport } from './store.js';
-import { checkReportQuery } from './query.js';
-import { checkIrQuery, withQueryV1 } from './ir.js';
+import type { SavedReport } from './store.js';
+import { withQueryV1 } from './ir.js';
 import { runReport } from './run.js';
 import { resultToCsv } from './csv.js';
 import { sendCsv } from '../http/download.js';
 import { CreateReportBody, ProjectQuery, ReportRunSchema, RunFormatQuery, SavedReportSchema, UpdateReportBody } from './schema.js';
 
 /** Saved reports: every role reads and runs, member and above write; another organisation's id is 404. */
-export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | 'executor'>): RouteSpec[] {
-  const store = new ReportStore(deps.db);
-  const { metrics } = services.analyses.definitions;
-  const inScope = rowInScope(deps.projects, 'report', (id) => store.get(id));
+export function reportRoutes(deps: Deps, services: Pick<Services, 'executor' | 'reports'>): RouteSpec[] {
+  const { reports } = services;
+  const inScope = rowInScope(deps.projects, 'report', (id) => reports.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
-  const check = (projectId: number, type: SavedReport['type'], query: Record<string, unknown>) =>
-    checkReportQuery(metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   /** Through the query executor, after the caller's query rate limit (the bucket of /api/query/*). */
   const run = async (ctx: Context, report: SavedReport) => {
     const { executor } = services;
@@ -35,7 +32,7 @@ export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | '
       summary: "The project's saved reports",
       handler: async ({ ctx, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), query.projectId);
-        return (await store.list(project.id)).map(withQueryV1);
+        return (await reports.list(project.id)).map(withQueryV1);
       },
     }),
     route({
@@ -44,8 +41,7 @@ export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | '
       handler: async ({ ctx, body, query }) => {
         const auth = requireRole(ctx, 'member');
         const project = await resolveProject(deps.projects, auth, body.projectId ?? query.projectId);
-        const stored = await check(project.id, body.type, body.query);
-        return store.create({ projectId: project.id, createdBy: actorUserId(auth), name: body.name, description: body.description ?? null, type: body.type, query: stored });
+        return reports.create(actorOf(ctx), { projectId: project.id, name: body.name, description: body.description ?? null, type: body.type, query: body.query });
       },
     }),
     route({
@@ -59,12 +55,7 @@ export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | '
       handler: async ({ ctx, params, body }) => {
         const report = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        const patch = { ...body };
-        if (body.type !== undefined || body.query !== undefined) {
-          patch.query = await check(report.project_id, body.type ?? report.type, body.query ?? report.query);
-        }
-        await store.update(report.id, patch);
-        return (await store.get(report.id))!;
+        return reports.update(actorOf(ctx), report, body);
       },
     }),
     route({
@@ -73,7 +64,7 @@ export function reportRoutes(deps: Deps, services: Pick<Services, 'analyses' | '
       handler: async ({ ctx, params }) => {
         const report = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        await store.delete(report.id);
+        await reports.delete(actorOf(ctx), report.id);
         return { ok: true };
       },
     }),

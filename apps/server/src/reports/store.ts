@@ -27,9 +27,9 @@ export function toReport(r: Record<string, unknown>): SavedReport {
 export class ReportStore {
   constructor(private db: Db) {}
 
-  async get(id: number): Promise<SavedReport | undefined> {
+  async get(id: number, trx: Db = this.db): Promise<SavedReport | undefined> {
     if (!isRowId(id)) return undefined;
-    const r = await this.db('reports').where({ id }).first();
+    const r = await trx('reports').where({ id }).first();
     return r ? toReport(r) : undefined;
   }
 
@@ -42,26 +42,27 @@ export class ReportStore {
     return (await this.db('reports').where({ project_id: projectId }).orderBy('id')).map(toReport);
   }
 
-  async create(input: { projectId: number; createdBy: number | null; name: string; description: string | null; type: ReportType; query: Record<string, unknown> }): Promise<SavedReport> {
+  async create(trx: Db, input: { projectId: number; createdBy: number | null; name: string; description: string | null; type: ReportType; query: Record<string, unknown> }): Promise<SavedReport> {
     const now = nowMs();
     const row = {
       project_id: input.projectId, created_by: input.createdBy, name: input.name, description: input.description,
       type: input.type, query: JSON.stringify(input.query), created_at: now, updated_at: now,
     };
-    const [{ id }] = await this.db('reports').insert(row).returning('id');
+    const [{ id }] = await trx('reports').insert(row).returning('id');
     return toReport({ id, ...row });
   }
 
-  async update(id: number, patch: { name?: string; description?: string | null; type?: ReportType; query?: Record<string, unknown> }): Promise<void> {
+  async update(trx: Db, id: number, patch: { name?: string; description?: string | null; type?: ReportType; query?: Record<string, unknown> }): Promise<void> {
     const row: Record<string, unknown> = { updated_at: nowMs() };
     if (patch.name !== undefined) row.name = patch.name;
     if (patch.description !== undefined) row.description = patch.description;
     if (patch.type !== undefined) row.type = patch.type;
     if (patch.query !== undefined) row.query = JSON.stringify(patch.query);
-    await this.db('reports').where({ id }).update(row);
+    await trx('reports').where({ id }).update(row);
   }
 
-  async delete(id: number): Promise<void> {
-    await this.db('reports').where({ id }).delete();
+  /** The board cards showing it go with it (foreign key, ON DELETE CASCADE). */
+  async delete(trx: Db, id: number): Promise<void> {
+    await trx('reports').where({ id }).delete();
   }
 }
