@@ -71,12 +71,12 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
     }),
     route({
       method: 'put', path: '/api/boards/{id}', tag: 'Boards', auth: 'api', params: IdParams, body: UpdateBoardBody, response: BoardWithCardsSchema,
-      summary: 'Changes a board; `cards` replaces the whole card set in one transaction (member)',
+      summary: 'Changes a board; `cards` replaces the whole card set in one transaction; with `version`, refused (409 `board changed`) when someone saved since (member)',
       handler: async ({ ctx, params, body }) => {
         const board = await load(ctx, params.id);
         requireRole(ctx, 'member');
         const cards = body.cards ? cardsToWrite(body.cards) : undefined;
-        return withCards(await boards.update(actorOf(ctx), board.id, { name: body.name, dateRange: body.date_range, filters: body.filters, cards }));
+        return withCards(await boards.update(actorOf(ctx), board.id, { name: body.name, dateRange: body.date_range, filters: body.filters, cards, version: body.version }));
       },
     }),
     route({

@@ -69,7 +69,11 @@ export const CreateBoardBody = z
   })
   .strict();
 export const UpdateBoardBody = z
-  .object({ name: Name.optional(), date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), cards: Cards.optional() })
+  .object({
+    name: Name.optional(), date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), cards: Cards.optional(),
+    /** The board's `version` the change was made on: when someone saved since, 409 `board changed` and nothing is written. */
+    version: z.number().int().positive().max(2_147_483_647).optional(),
+  })
   .strict();
 
 const cardBase = {
@@ -86,6 +90,8 @@ const boardFields = {
   id: z.number().int(), project_id: z.number().int(), created_by: z.number().int().nullable(), name: z.string(),
   date_range: DateRangeSpecSchema.nullable(), filters: z.array(z.record(z.string(), z.unknown())),
   created_at: z.number().int(), updated_at: z.number().int(),
+  /** 1 when created, one more on every write; send it back with a change to refuse overwriting someone else's. */
+  version: z.number().int(),
 };
 export const BoardSchema = z.object(boardFields).openapi('Board');
 export const BoardWithCardsSchema = z.object({ ...boardFields, cards: z.array(CardSchema) }).openapi('BoardWithCards');

@@ -1,5 +1,5 @@
 import type { Db } from '../ports/metadata/knex.js';
-import { notFound } from '../http/errors.js';
+import { conflict, notFound } from '../http/errors.js';
 import type { Actor } from '../audit/actor.js';
 import { creatorOf } from '../audit/actor.js';
 import type { AuditStore } from '../audit/store.js';
@@ -17,6 +17,8 @@ export interface BoardChange {
   filters?: PropertyFilter[];
   /** Replaces the whole card set when given. */
   cards?: NewCard[];
+  /** The version the change was made on; another write since then refuses it (409 `board changed`). */
+  version?: number;
 }
 
 /**
@@ -56,10 +58,18 @@ export class BoardService {
 
   update(actor: Actor, id: number, change: BoardChange): Promise<Board> {
     return this.db.transaction(async (trx) => {
+      const claimed = change.version !== undefined && (await this.boards.claimVersion(trx, id, change.version));
       const before = await this.snapshot(trx, id);
       if (!before) throw notFound('board');
+      if (change.version !== undefined && !claimed) {
+        throw conflict('board changed', {
+          message: `someone saved this board since you loaded it (your version ${change.version}, now ${before.version}): reload it and make your change again`,
+          body: { version: before.version },
+        });
+      }
       await checkCardReports(trx, before.project_id, change.cards ?? []);
-      await this.boards.write(trx, { id, projectId: before.project_id, createdBy: before.created_by, ...change });
+      const { version: _expected, ...fields } = change;
+      await this.boards.write(trx, { id, projectId: before.project_id, createdBy: before.created_by, ...fields });
       const after = (await this.snapshot(trx, id))!;
       await this.audit.recordInProject(trx, actor, before.project_id, { action: 'board.updated', target: { kind: 'board', id }, before, after });
       return after;

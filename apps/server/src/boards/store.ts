@@ -13,6 +13,8 @@ export interface Board {
   filters: PropertyFilter[];
   created_at: number;
   updated_at: number;
+  /** 1 when created, one more on every write (the version check of concurrent edits). */
+  version: number;
 }
 
 export interface CardRow {
@@ -34,6 +36,7 @@ function toBoard(r: Record<string, unknown>): Board {
     id: Number(r.id), project_id: Number(r.project_id), created_by: r.created_by == null ? null : Number(r.created_by),
     name: String(r.name), date_range: r.date_range == null ? null : JSON.parse(String(r.date_range)),
     filters: JSON.parse(String(r.filters)), created_at: Number(r.created_at), updated_at: Number(r.updated_at),
+    version: r.version == null ? 1 : Number(r.version),
   };
 }
 
@@ -84,13 +87,22 @@ export class BoardStore {
         .returning('id');
       id = Number(created);
     } else {
-      await trx('boards').where({ id }).update(row);
+      await trx('boards').where({ id }).update({ ...row, version: trx.raw('version + 1') });
     }
     if (input.cards !== undefined) {
       await trx('board_cards').where({ board_id: id }).delete();
       if (input.cards.length) await trx('board_cards').insert(input.cards.map((c) => ({ ...c, board_id: id })));
     }
     return id;
+  }
+
+  /**
+   * Locks the board's row for this transaction if it is still at `version` (answers false if not),
+   * so two writes made on the same version cannot both pass the check.
+   */
+  async claimVersion(trx: Db, id: number, version: number): Promise<boolean> {
+    const n = await trx('boards').where({ id, version }).update({ version });
+    return Number(n) > 0;
   }
 
   async delete(trx: Db, id: number): Promise<void> {
