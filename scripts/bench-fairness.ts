@@ -13,6 +13,8 @@
  * again while A floods. Aim: B's p95 under the flood within 2x its idle p95. The service runs with
  * QUERY_CONCURRENCY_PER_ORG (default 4) and QUERY_QUEUE_MS (default 10000) from the environment,
  * so the same command with QUERY_CONCURRENCY_PER_ORG=1000 shows the flood without the limit.
+ * BENCH_RANKS=0 drops the reads' ranks before the engine sees them (no ClickHouse priority, DuckDB's
+ * queue in arrival order): the same run without the engine-side share, to compare back to back.
  *
  *   eval "$(bash scripts/services.sh --env)" && npm run bench:fairness            # ClickHouse
  *   BENCH_ENGINES=embedded npm run bench:fairness                                  # DuckDB
@@ -38,6 +40,7 @@ const backend = wanted ? backends.find((b) => b.name === wanted) : backends[back
 if (!backend) throw new Error(`BENCH_ENGINES=${wanted}: not configured (embedded, or production with scripts/services.sh --env)`);
 
 const perOrg = process.env.QUERY_CONCURRENCY_PER_ORG ?? '4';
+const ranked = process.env.BENCH_RANKS !== '0';
 const queueMs = process.env.QUERY_QUEUE_MS ?? '10000';
 const t = await startTestService(backend, { QUERY_CONCURRENCY_PER_ORG: perOrg, QUERY_QUEUE_MS: queueMs, QUERY_TIMEOUT_MS: '60000' });
 const percentile = (xs: number[], p: number) => {
@@ -48,12 +51,16 @@ try {
   const a = await createTenant(t, 'Flooding');
   const b = await createTenant(t, 'Light');
   const store = t.svc.deps.events;
+  if (!ranked) {
+    const query = store.query.bind(store);
+    store.query = ((sql: string) => query(sql)) as typeof store.query;
+  }
   const loaded = Date.now();
   const shape = { t0: T0, spanMs: DAYS * 86_400_000 - 8 * 60_000, ids: 20_000 };
   await seedDataset(store, N, { ...shape, project: a.project.id });
   await store.command(`INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, properties, prop_keys, prop_values, prop_types, received_at, person_id, person_key)
     ${datasetSql(store.dialect, N, B_EVENTS, { ...shape, project: b.project.id, ids: 1000 })}`);
-  console.log(`${backend.name}: ${N} events for A, ${B_EVENTS} for B loaded in ${Date.now() - loaded} ms; QUERY_CONCURRENCY_PER_ORG=${perOrg} QUERY_QUEUE_MS=${queueMs}`);
+  console.log(`${backend.name}: ${N} events for A, ${B_EVENTS} for B loaded in ${Date.now() - loaded} ms; QUERY_CONCURRENCY_PER_ORG=${perOrg} QUERY_QUEUE_MS=${queueMs}; ranks ${ranked ? 'passed to the engine' : 'dropped (BENCH_RANKS=0)'}`);
 
   const heavy = (tenant: Tenant) => tenant.owner.post('/api/query/funnel', { projectId: tenant.project.id, steps: ['e0', 'e1', 'e2'], windowDays: 7, ...range });
   const light = async () => {
@@ -96,7 +103,7 @@ try {
   console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   if (jsonLine) {
     console.log(JSON.stringify({
-      engine: backend.name, eventsA: N, eventsB: B_EVENTS, flood: FLOOD, samples: SAMPLES, perOrg: Number(perOrg), queueMs: Number(queueMs),
+      engine: backend.name, eventsA: N, eventsB: B_EVENTS, flood: FLOOD, samples: SAMPLES, perOrg: Number(perOrg), queueMs: Number(queueMs), ranked,
       heavyAloneMs: heavyMs, idle, flooded, ratio, aimMet: ratio <= 2, a: { ...counts, p50Ms: Math.round(percentile(floodMs, 50) ?? 0) }, load1,
     }));
   }

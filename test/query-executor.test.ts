@@ -5,6 +5,9 @@ import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
 import { OrgSlots } from '../apps/server/src/query/concurrency.js';
 import { AppError } from '../apps/server/src/http/errors.js';
+import { RankedStatementQueue } from '../apps/server/src/ports/events/duckdb-queue.js';
+import type { ReadOptions } from '../apps/server/src/ports/events/index.js';
+import { registry } from '../apps/server/src/metrics/registry.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-14', unit: 'day', type: 'total' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,6 +39,75 @@ describe('per-organisation query slots', () => {
     r1();
     b1();
     assert.deepEqual([slots.load(1), slots.load(2)], [{ running: 0, waiting: 0 }, { running: 0, waiting: 0 }]);
+  });
+
+  it('ranks each slot within its organisation (the smallest free rank; a slot passed to a waiter keeps its rank)', async () => {
+    const slots = new OrgSlots(3, 1000);
+    const [a1, a2, a3, b1] = [await slots.take(1), await slots.take(1), await slots.take(1), await slots.take(2)];
+    assert.deepEqual([a1.rank, a2.rank, a3.rank, b1.rank], [1, 2, 3, 1], "every organisation's first slot is rank 1");
+    a2.release();
+    const again = await slots.take(1);
+    assert.equal(again.rank, 2, 'the freed rank is taken again, not a fourth');
+    const waiter = slots.take(1);
+    a1.release();
+    assert.equal((await waiter).rank, 1, 'the waiter gets the released slot with its rank');
+    const ranks: number[] = [];
+    await slots.hold(2, async (rank) => { ranks.push(rank); });
+    assert.deepEqual(ranks, [2], 'hold hands the rank to its work');
+  });
+
+  it('counts refusals and waiting queries in the metrics', async () => {
+    const org = 987_654;
+    const value = async (name: string) => {
+      const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+      return (metric?.values as Array<{ value: number; labels: Record<string, unknown> }> | undefined)?.find((v) => v.labels.org === String(org))?.value ?? 0;
+    };
+    const slots = new OrgSlots(1, 100);
+    const refusedBefore = await value('tally_query_concurrency_refused_total');
+    const held = await slots.take(org);
+    assert.equal(await value('tally_query_running'), 1);
+    const waiter = slots.take(org).catch((e: unknown) => e);
+    assert.equal(await value('tally_query_waiting'), 1, 'one waiting');
+    assert.ok((await waiter) instanceof AppError);
+    assert.equal(await value('tally_query_waiting'), 0, 'the refused query no longer waits');
+    assert.equal(await value('tally_query_concurrency_refused_total'), refusedBefore + 1);
+    held.release();
+    assert.equal(await value('tally_query_running'), 0);
+  });
+});
+
+describe("DuckDB's statement queue by rank", () => {
+  it('runs one statement at a time, unranked first, then by rank, one rank in arrival order; a statement passed over for maxPassMs goes next', async () => {
+    const queue = new RankedStatementQueue(200);
+    const order: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let running = 0;
+    const statement = (name: string, rank?: number, wait?: Promise<void>) => queue.run(async () => {
+      running++;
+      assert.equal(running, 1, 'one statement at a time');
+      await wait;
+      order.push(name);
+      running--;
+      return name;
+    }, rank);
+    const all = [statement('first (rank 3)', 3, gate), statement('a2', 2), statement('b2', 2), statement('a1', 1), statement('write'), statement('b1', 1)];
+    assert.deepEqual(queue.ranks(), [2, 2, 1, 0, 1], 'the first runs, the others wait');
+    open();
+    assert.deepEqual(await Promise.all(all), ['first (rank 3)', 'a2', 'b2', 'a1', 'write', 'b1'], 'each caller gets its own answer');
+    assert.deepEqual(order, ['first (rank 3)', 'write', 'a1', 'b1', 'a2', 'b2']);
+
+    order.length = 0;
+    let openSlow!: () => void;
+    const slow = new Promise<void>((r) => (openSlow = r));
+    const passed = [statement('slow', 1, slow), statement('rank 4', 4), statement('rank 1', 1)];
+    await sleep(250);
+    openSlow();
+    await Promise.all(passed);
+    assert.deepEqual(order, ['slow', 'rank 4', 'rank 1'], 'the rank-4 statement had waited past maxPassMs');
+    await queue.drained();
+    await assert.rejects(queue.run(async () => { throw new Error('boom'); }), /boom/);
+    assert.equal(await queue.run(async () => 'after a failure'), 'after a failure', 'a failed statement does not stop the queue');
   });
 });
 
@@ -88,6 +160,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
   /** Org A's engine reads wait here until released: the slot stays held however fast the engine is. */
   let gate: { entered: number; release: () => void; opened: Promise<void> };
   const tags: string[] = [];
+  const ranks: Array<number | undefined> = [];
   const resetGate = () => {
     let release!: () => void;
     const opened = new Promise<void>((r) => (release = r));
@@ -106,13 +179,14 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     const store = t.svc.deps.events;
     const query = store.query.bind(store);
     const held = `/* org=${a.org.id} project=${a.project.id} */`;
-    store.query = (async (sql: string) => {
+    store.query = (async (sql: string, opts?: ReadOptions) => {
       tags.push(sql.slice(0, sql.indexOf('*/') + 2));
+      ranks.push(opts?.rank);
       if (sql.startsWith(held)) {
         gate.entered++;
         await gate.opened;
       }
-      return query(sql);
+      return query(sql, opts);
     }) as typeof store.query;
   });
   after(async function () {
@@ -147,6 +221,26 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual(done.body, other.body, 'both organisations hold the same events: the same answer');
     assert.equal((await query(a)).status, 200, 'the slot is free again');
     assert.ok(tags.includes(`/* org=${b.org.id} project=${b.project.id} */`), `reads carry the organisation and project: ${[...new Set(tags)]}`);
+    assert.deepEqual([...new Set(ranks)], [1], 'and their slot\'s rank (one slot per organisation here: rank 1)');
+  });
+
+  it('a read of a better rank goes before reads of worse ranks already in the engine', async function () {
+    this.timeout(60_000);
+    const store = t.svc.deps.events;
+    // Big enough on ClickHouse that three share the engine for a while (about a second each on an
+    // idle machine); DuckDB runs one statement at a time, so there the order is the queue's.
+    const heavy = store.dialect === 'clickhouse'
+      ? 'SELECT count() AS n FROM numbers(40000000) WHERE sipHash64(number) % 7 = 1'
+      : 'SELECT count(*) AS n FROM range(2000000) t(x) WHERE hash(x) % 7 = 1';
+    const done: string[] = [];
+    const read = (name: string, rank: number) => store.query<{ n: number }>(heavy, { rank }).then((rows) => { done.push(name); return Number(rows[0].n); });
+    const first = read('first (rank 2)', 2);
+    const second = read('second (rank 2)', 2);
+    if (store.dialect === 'clickhouse') await sleep(200); // both running before the better one starts
+    const better = read('better (rank 1)', 1);
+    const answers = await Promise.all([first, second, better]);
+    assert.equal(new Set(answers).size, 1, `the same count each time: ${answers}`);
+    assert.ok(done.indexOf('better (rank 1)') < done.indexOf('second (rank 2)'), `the rank-1 read started last and finished before the second rank-2 read: ${done}`);
   });
 
   it('a query that waits less than QUERY_QUEUE_MS gets the slot when it frees, in arrival order', async function () {

@@ -1,5 +1,6 @@
 import { AppError } from '../http/errors.js';
 import { LIMITS } from '../limits.js';
+import { queryMetrics } from './metrics.js';
 
 /** `429 too many concurrent queries` with `Retry-After` (whole seconds, at least 1). */
 export function tooManyConcurrentQueries(queueMs: number): AppError {
@@ -10,77 +11,106 @@ export function tooManyConcurrentQueries(queueMs: number): AppError {
   });
 }
 
+/**
+ * One slot of an organisation: its rank among the organisation's slots held now (1 for the first;
+ * the smallest free one when taken) and its release (call it once the engine is done; later calls
+ * do nothing).
+ */
+export interface Slot {
+  rank: number;
+  release: () => void;
+}
+
 interface Waiter {
-  grant(release: () => void): void;
+  grant(slot: Slot): void;
 }
 
 /**
  * Fairness between organisations: at most `perOrg` analyses of one organisation hold the engine at
  * once in this process; more wait in arrival order up to `queueMs` for a slot, then are refused
  * (429), so one team's flood queues behind itself and never in front of another team's queries.
- * Counted per API process (replicas each allow `perOrg`): the engines' own per-query bounds cap
- * what each running query may take.
+ * Inside the engine, each slot's rank is the read's rank (ports/events ReadOptions): every
+ * organisation's first analysis goes before any organisation's second, so a flooding organisation's
+ * extra analyses yield to a quiet one's. Counted per API process (replicas each allow `perOrg`):
+ * the engines' own per-query bounds cap what each running query may take.
  */
 export class OrgSlots {
-  private running = new Map<number, number>();
+  /** The ranks each organisation holds now. */
+  private held = new Map<number, Set<number>>();
   private waiting = new Map<number, Waiter[]>();
 
   constructor(readonly perOrg: number, readonly queueMs: number) {}
 
   /** Analyses of `orgId` holding a slot now, and waiting for one. */
   load(orgId: number): { running: number; waiting: number } {
-    return { running: this.running.get(orgId) ?? 0, waiting: this.waiting.get(orgId)?.length ?? 0 };
+    return { running: this.held.get(orgId)?.size ?? 0, waiting: this.waiting.get(orgId)?.length ?? 0 };
   }
 
   /** Resolves with the slot's release (call it once the engine is done; later calls do nothing). */
-  acquire(orgId: number): Promise<() => void> {
-    const n = this.running.get(orgId) ?? 0;
-    if (n < this.perOrg) {
-      this.running.set(orgId, n + 1);
-      return Promise.resolve(this.releaser(orgId));
+  async acquire(orgId: number): Promise<() => void> {
+    return (await this.take(orgId)).release;
+  }
+
+  /** Resolves with a slot of `orgId`, after waiting for one if all are held; 429 after `queueMs`. */
+  take(orgId: number): Promise<Slot> {
+    const org = String(orgId);
+    const ranks = this.held.get(orgId) ?? new Set<number>();
+    if (ranks.size < this.perOrg) {
+      let rank = 1;
+      while (ranks.has(rank)) rank++;
+      ranks.add(rank);
+      this.held.set(orgId, ranks);
+      queryMetrics.running.inc({ org });
+      return Promise.resolve(this.slot(orgId, rank));
     }
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId) ?? [];
       this.waiting.set(orgId, queue);
       const waiter: Waiter = {
-        grant: (release) => {
+        grant: (slot) => {
           clearTimeout(timer);
-          resolve(release);
+          queryMetrics.waiting.dec({ org });
+          resolve(slot);
         },
       };
       const timer = setTimeout(() => {
         const i = queue.indexOf(waiter);
         if (i >= 0) queue.splice(i, 1);
         if (queue.length === 0 && this.waiting.get(orgId) === queue) this.waiting.delete(orgId);
+        queryMetrics.waiting.dec({ org });
+        queryMetrics.refused.inc({ org });
         reject(tooManyConcurrentQueries(this.queueMs));
       }, this.queueMs);
       queue.push(waiter);
+      queryMetrics.waiting.inc({ org });
     });
   }
 
-  /** Runs `work` holding one of the organisation's slots. */
-  async hold<T>(orgId: number, work: () => Promise<T>): Promise<T> {
-    const release = await this.acquire(orgId);
+  /** Runs `work` holding one of the organisation's slots; `work` gets the slot's rank. */
+  async hold<T>(orgId: number, work: (rank: number) => Promise<T>): Promise<T> {
+    const { rank, release } = await this.take(orgId);
     try {
-      return await work();
+      return await work(rank);
     } finally {
       release();
     }
   }
 
-  private releaser(orgId: number): () => void {
+  private slot(orgId: number, rank: number): Slot {
     let released = false;
-    return () => {
+    const release = () => {
       if (released) return;
       released = true;
       const queue = this.waiting.get(orgId);
       const next = queue?.shift();
       if (queue && queue.length === 0) this.waiting.delete(orgId);
-      // The slot passes to the longest waiter as it is: the count stays.
-      if (next) return next.grant(this.releaser(orgId));
-      const n = (this.running.get(orgId) ?? 1) - 1;
-      if (n > 0) this.running.set(orgId, n);
-      else this.running.delete(orgId);
+      // The slot passes to the longest waiter as it is: count and rank stay.
+      if (next) return next.grant(this.slot(orgId, rank));
+      const ranks = this.held.get(orgId);
+      ranks?.delete(rank);
+      if (ranks && ranks.size === 0) this.held.delete(orgId);
+      queryMetrics.running.dec({ org: String(orgId) });
     };
+    return { rank, release };
   }
 }

@@ -105,6 +105,14 @@ export class QueryExecutor {
   }
 
   /**
+   * A domain's own compiled analysis (an experiment's per-unit aggregation): `work` reads the
+   * engine inside a slot of the project's organisation, capped and tagged like every run.
+   */
+  compiled<T>(project: ProjectScope, work: (events: EventStore) => Promise<T>): Promise<T> {
+    return this.engine(project, true, work);
+  }
+
+  /**
    * `compute` through the results cache: `parts` name the answer within the project (the engine
    * is added here), `span` is the event times it reads (undefined: not cacheable), `at` the run's clock.
    */
@@ -116,11 +124,16 @@ export class QueryExecutor {
     return { config: this.deps.config, analyses: this.deps.analyses, events: this.deps.events };
   }
 
-  /** Holds a slot of the project's organisation while `work` reads the engine through the run's view of the store. */
+  /**
+   * Holds a slot of the project's organisation while `work` reads the engine through the run's view
+   * of the store: its reads carry the slot's rank, so the engine favours organisations running
+   * fewer analyses (ports/events ReadOptions).
+   */
   private engine<T>(project: ProjectScope, capped: boolean, work: (events: EventStore) => Promise<T>): Promise<T> {
     const org = project.org_id ?? 0;
-    const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`);
-    const events = capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged;
-    return this.slots.hold(org, () => work(events));
+    return this.slots.hold(org, (rank) => {
+      const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, { rank });
+      return work(capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged);
+    });
   }
 }

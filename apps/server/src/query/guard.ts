@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { badRequest } from '../http/errors.js';
-import type { EventStore } from '../ports/events/index.js';
+import type { EventStore, ReadOptions } from '../ports/events/index.js';
 import { sqlInt } from '../ports/events/index.js';
 import type { Unit } from './dialects/index.js';
 import { bucketCount, type DateRange } from './range.js';
@@ -46,8 +46,8 @@ export function checkBreakdownCells(guard: QueryGuard, series: number, buckets: 
  * Node whole. Other members pass through.
  */
 export function boundedEvents(events: EventStore, guard: QueryGuard): EventStore {
-  const query = async <T>(sql: string): Promise<T[]> => {
-    const rows = await events.query<T>(`SELECT * FROM (${sql}) bounded LIMIT ${sqlInt(guard.maxRows + 1)}`);
+  const query = async <T>(sql: string, opts?: ReadOptions): Promise<T[]> => {
+    const rows = await events.query<T>(`SELECT * FROM (${sql}) bounded LIMIT ${sqlInt(guard.maxRows + 1)}`, opts);
     if (rows.length > guard.maxRows) {
       throw badRequest(`query too large: the answer has more than ${guard.maxRows} rows: narrow the breakdown (a property with fewer values, or filters), the date range or the unit`, {
         message: 'narrow it: a breakdown on a property with fewer values, filters, a shorter date range or a coarser unit',
@@ -60,13 +60,14 @@ export function boundedEvents(events: EventStore, guard: QueryGuard): EventStore
 
 /**
  * The event store with every read led by `/* <tag> *\/` (the executor names the organisation and
- * project): ClickHouse keeps a query's text as sent in system.processes and system.query_log,
- * where 18.16 has no `log_comment` setting (an unknown setting is an error there) and current
- * releases accept the comment alike. Only letters, digits, `=`, `_`, `-` and spaces pass into it.
+ * project) and run with `read` (the run's rank in its organisation). ClickHouse keeps a query's
+ * text as sent in system.processes and system.query_log, where 18.16 has no `log_comment` setting
+ * (an unknown setting is an error there) and current releases accept the comment alike. Only
+ * letters, digits, `=`, `_`, `-` and spaces pass into it.
  */
-export function taggedEvents(events: EventStore, tag: string): EventStore {
+export function taggedEvents(events: EventStore, tag: string, read: ReadOptions = {}): EventStore {
   const comment = `/* ${tag.replace(/[^\w= -]/g, '')} */ `;
-  return withQuery(events, <T>(sql: string) => events.query<T>(comment + sql));
+  return withQuery(events, <T>(sql: string, opts?: ReadOptions) => events.query<T>(comment + sql, { ...opts, ...read }));
 }
 
 /** `events` with its `query` replaced; other members pass through to the store itself. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
-import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
@@ -382,9 +382,12 @@ export class ClickHouseEventStore implements EventStore {
   /**
    * Reads run under the per-query bounds (18.16 knows all three settings). The server stops a
    * read past max_execution_time between blocks; one stuck inside a block is killed by id a
-   * moment later, so no read outlives the timeout by much.
+   * moment later, so no read outlives the timeout by much. A ranked read runs with `priority` set
+   * to its rank (18.16 and current releases: while a read of a lower non-zero priority runs, the
+   * others pause between blocks, each pause at most a second), so an organisation's second and
+   * later analyses yield to every organisation's first.
    */
-  async query<T>(sql: string): Promise<T[]> {
+  async query<T>(sql: string, opts: ReadOptions = {}): Promise<T[]> {
     const { timeoutMs, maxMemoryBytes } = this.limits;
     const queryId = randomUUID();
     const abort = new AbortController();
@@ -400,6 +403,7 @@ export class ClickHouseEventStore implements EventStore {
           max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
           timeout_overflow_mode: 'throw',
           max_memory_usage: String(maxMemoryBytes),
+          ...(opts.rank ? { priority: String(Math.max(1, Math.floor(opts.rank))) } : {}),
         },
       });
       // Row by row as the answer streams in, letting other requests run between chunks: an answer

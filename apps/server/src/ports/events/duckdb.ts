@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
-import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { duckDbSettings } from './duckdb-settings.js';
+import { RankedStatementQueue } from './duckdb-queue.js';
 import { FILL_EVENT_IDS, joinList, materializedValue, plain, sameKey, splitList, str } from './duckdb-values.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
@@ -21,8 +22,8 @@ export class DuckDbEventStore implements EventStore {
   private conn?: DuckDBConnection;
   /** `ping` runs on its own connection: the statement chain may hold a long analysis. */
   private pingConn?: DuckDBConnection;
-  /** DuckDB connections run one statement at a time; writes are serialised through this chain. */
-  private writeChain: Promise<unknown> = Promise.resolve();
+  /** DuckDB connections run one statement at a time: every statement passes this queue (reads by rank). */
+  private statements = new RankedStatementQueue();
 
   constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, readonly materialized: MaterializedProperties = NO_MATERIALIZED) {}
 
@@ -35,10 +36,8 @@ export class DuckDbEventStore implements EventStore {
     return this.conn;
   }
 
-  private serialise<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.writeChain.then(work, work);
-    this.writeChain = next.catch(() => undefined);
-    return next;
+  private serialise<T>(work: () => Promise<T>, rank?: number): Promise<T> {
+    return this.statements.run(work, rank);
   }
 
   async migrate(): Promise<void> {
@@ -398,9 +397,10 @@ export class DuckDbEventStore implements EventStore {
   /**
    * Reads run under the statement timeout: the connection is interrupted when it passes (the
    * timer starts when the statement does, not while it waits its turn in the chain). Running
-   * past the memory cap is DuckDB's Out of Memory error.
+   * past the memory cap is DuckDB's Out of Memory error. A ranked read waits its turn by rank
+   * (duckdb-queue.ts); each statement still uses every DuckDB thread, since only one runs at once.
    */
-  async query<T>(sql: string): Promise<T[]> {
+  async query<T>(sql: string, opts: ReadOptions = {}): Promise<T[]> {
     const reader = await this.serialise(async () => {
       const conn = await this.connection();
       let timedOut = false;
@@ -414,7 +414,7 @@ export class DuckDbEventStore implements EventStore {
       } finally {
         clearTimeout(timer);
       }
-    });
+    }, opts.rank);
     return reader.getRowObjectsJS().map((r) => plain(r) as T);
   }
 
@@ -423,7 +423,7 @@ export class DuckDbEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
-    await this.writeChain;
+    await this.statements.drained();
     this.conn?.closeSync();
     this.pingConn?.closeSync();
     this.instance?.closeSync();

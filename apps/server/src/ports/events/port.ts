@@ -16,6 +16,20 @@ export interface QueryLimits {
 
 export const DEFAULT_QUERY_LIMITS: QueryLimits = { timeoutMs: 30_000, maxMemoryBytes: 2048 * 1024 * 1024 };
 
+/**
+ * How one read stands among the others running (the query executor's fairness between
+ * organisations). Engines that can favour some reads over others do; the rest ignore it.
+ */
+export interface ReadOptions {
+  /**
+   * The read's rank among its organisation's analyses running now: 1 for the organisation's first,
+   * 2 for its second, and so on. A read of a better (lower) rank goes first: ClickHouse runs it with
+   * `priority = rank`, pausing reads of worse ranks while it runs; DuckDB, which runs one statement
+   * at a time, takes waiting statements by rank. Absent: the read takes no part (ingestion, jobs).
+   */
+  rank?: number;
+}
+
 /** A read the engine stopped at a bound of QueryLimits; the HTTP edge answers it 400 `query too large`. */
 export class QueryLimitExceeded extends Error {
   constructor(readonly bound: 'timeout' | 'memory', readonly limits: QueryLimits) {
@@ -168,7 +182,7 @@ export interface EventStore {
   insertEvents(rows: StoredEvent[]): Promise<void>;
   /** Inserts rows into any table of the store (JSON-compatible values; arrays as arrays; tests and fixtures). */
   insertRows(table: string, rows: Record<string, unknown>[]): Promise<void>;
-  query<T = Record<string, unknown>>(sql: string): Promise<T[]>;
+  query<T = Record<string, unknown>>(sql: string, opts?: ReadOptions): Promise<T[]>;
   /** A statement with no result (DDL, deletes). */
   command(sql: string): Promise<void>;
   close(): Promise<void>;
