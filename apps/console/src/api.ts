@@ -83,12 +83,15 @@ export const api = {
   boards: (projectId: string) => request<BoardListItem[]>('GET', `/api/boards${queryString({ projectId })}`),
   board: (id: string | number) => request<Board>('GET', `/api/boards/${id}`),
   createBoard: (projectId: string, name: string) => request<Board>('POST', `/api/boards${queryString({ projectId })}`, { name }),
-  updateBoard: (id: number, patch: { name?: string; date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: BoardCardWrite[] }) =>
+  updateBoard: (id: number, patch: { name?: string; date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: BoardCardWrite[]; version?: number }) =>
     request<Board>('PUT', `/api/boards/${id}`, patch),
+  createBoardWith: (projectId: string, b: { name: string; date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; cards?: BoardCardWrite[] }) =>
+    request<Board>('POST', `/api/boards${queryString({ projectId })}`, b),
+  deleteBoard: (id: number) => request<{ ok: true }>('DELETE', `/api/boards/${id}`),
   /** One card with the board's saved range and filters. */
   runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${queryString({ cardId })}`),
   /** Every card with a range or filters for this run only (a viewer's unsaved choice). */
-  runBoard: (boardId: number, body: { date_range?: DateRangeSpec | null; filters?: PropertyFilter[] }) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
+  runBoard: (boardId: number, body: { date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; replace_filters?: boolean }) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
   cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${queryString({ format: 'csv', cardId })}`, undefined, { raw: true }),
 
   reports: (projectId: string) => request<SavedReport[]>('GET', `/api/reports${queryString({ projectId })}`),
@@ -97,6 +100,7 @@ export const api = {
     request<SavedReport>('POST', `/api/reports${queryString({ projectId })}`, r),
   updateReport: (id: number, r: { name?: string; description?: string | null; type?: ReportType; query?: Record<string, unknown> }) =>
     request<SavedReport>('PUT', `/api/reports/${id}`, r),
+  deleteReport: (id: number) => request<{ ok: true }>('DELETE', `/api/reports/${id}`),
   runReport: (id: number) => request<ReportRun>('POST', `/api/reports/${id}/run`),
 
   query: (projectId: string, query: QueryV2) => request<TrendResult | IrFunnelResult>('POST', '/api/query', { projectId, query }),

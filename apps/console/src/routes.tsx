@@ -5,6 +5,7 @@ import { HomePage } from './pages/home.js';
 import { BoardsPage } from './pages/boards.js';
 import { BoardPage } from './pages/board.js';
 import { InsightsPage } from './pages/insights.js';
+import { ReportsPage } from './pages/reports/index.js';
 import { FlagsPage } from './pages/flags/index.js';
 import { PeoplePage, PersonPage } from './pages/people/index.js';
 import { EventsPage } from './pages/events/index.js';
@@ -23,6 +24,7 @@ export const ROUTES: Route[] = [
   { pattern: '/projects/:projectId/boards', page: (p) => <BoardsPage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/boards/:boardId', page: (p) => <BoardPage projectId={p.projectId} boardId={p.boardId} /> },
   { pattern: '/projects/:projectId/insights', page: (p) => <InsightsPage key="new" projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/reports', page: (p) => <ReportsPage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/reports/:reportId', page: (p) => <InsightsPage key={p.reportId} projectId={p.projectId} reportId={p.reportId} /> },
   { pattern: '/projects/:projectId/flags', page: (p) => <FlagsPage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/flags/:flagId', page: (p) => <FlagsPage projectId={p.projectId} flagId={p.flagId} /> },
@@ -36,6 +38,7 @@ export const ROUTES: Route[] = [
 export const NAV: Array<{ label: string; path: string; minRole?: Role }> = [
   { label: 'Boards', path: 'boards' },
   { label: 'Insights', path: 'insights' },
+  { label: 'Reports', path: 'reports' },
   { label: 'Flags', path: 'flags' },
   { label: 'People', path: 'people' },
   { label: 'Events', path: 'events' },

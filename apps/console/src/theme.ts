@@ -19,12 +19,18 @@ export function applyTheme(choice: ThemeChoice) {
   window.dispatchEvent(new Event('tally-theme'));
 }
 
+/** How many series colours the stylesheet defines (--series-1 …); past them, series also get a dash pattern. */
+export const SERIES_COLOURS = 12;
+const DASHES: Array<number[] | undefined> = [undefined, [8, 3], [2, 3], [8, 3, 2, 3]];
+/** The k-th series' colour variable and dash pattern: 12 colours, then the same colours dashed. */
+export const seriesStyle = (k: number) => ({ color: `var(--series-${(k % SERIES_COLOURS) + 1})`, dash: DASHES[Math.floor(k / SERIES_COLOURS) % DASHES.length] });
+
 /** Chart colours from the stylesheet, so canvases follow the theme too. */
 export function palette(): { series: string[]; text: string; grid: string; accent: string } {
   const css = getComputedStyle(document.documentElement);
   const v = (n: string) => css.getPropertyValue(n).trim();
   return {
-    series: [1, 2, 3, 4, 5, 6, 7, 8].map((i) => v(`--series-${i}`)),
+    series: Array.from({ length: SERIES_COLOURS }, (_, i) => v(`--series-${i + 1}`)),
     text: v('--muted'),
     grid: v('--grid'),
     accent: v('--accent'),

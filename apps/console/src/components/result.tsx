@@ -2,13 +2,13 @@ import { SeriesChart, type SeriesKind } from './series-chart.js';
 import { FunnelChart } from './funnel-chart.js';
 import { RetentionChart } from './retention-chart.js';
 import { SankeyChart } from './sankey-chart.js';
-import { toTable, type View } from './view.js';
+import { toTable, type FunnelGroup, type View } from './view.js';
 
 /** The chart of any view. */
 export function ResultChart(props: {
   view: View; title: string; height: number; seriesKind?: SeriesKind;
   onPoint?: (series: number, bucket: number) => void;
-  onStep?: (step: number, mode: 'reached' | 'dropped') => void;
+  onStep?: (step: number, mode: 'reached' | 'dropped', group: FunnelGroup) => void;
 }) {
   const { view, title, height } = props;
   const label = `${title}: chart`;
@@ -46,6 +46,11 @@ export function ResultTable(props: { view: View; title: string }) {
             </tr>
           ))}
         </tbody>
+        {t.footer && (
+          <tfoot>
+            <tr>{t.footer.map((v, i) => (i === 0 ? <th scope="row">{v}</th> : <td class={typeof v === 'number' ? 'num' : undefined}>{typeof v === 'number' ? v.toLocaleString('en-US', { useGrouping: false, maximumFractionDigits: 4 }) : v}</td>))}</tr>
+          </tfoot>
+        )}
       </table>
     </div>
   );

@@ -15,6 +15,8 @@ export function RetentionChart(props: { view: View & { kind: 'retention' }; labe
           <g>
             <text x={0} y={20 + y * cellH + cellH * 0.7} class="small">{r.cohort.slice(0, 10)}</text>
             {r.counts.map((c, i) => {
+              // Not reached yet: no cell, so it cannot read as 0 %.
+              if (c === null) return null;
               const share = r.size ? c / r.size : 0;
               return (
                 <g>

@@ -1,16 +1,24 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, joinError } from '../api.js';
 import { useShell } from '../context.js';
-import { Link } from '../router.js';
+import { Link, navigate } from '../router.js';
 import { RangePicker } from '../components/range-picker.js';
 import { FiltersEditor } from '../components/filters-editor.js';
 import { ResultChart, ResultTable } from '../components/result.js';
 import { download, toCsv, toTable, toView, type View } from '../components/view.js';
 import type { SeriesKind } from '../components/series-chart.js';
-import type { Board, BoardCardWrite, Card, CardRun, DateRangeSpec, PropertyFilter } from '../types.js';
+import type { Board, BoardCardWrite, Card, CardRun, DateRangeSpec, PropertyFilter, PropertySummary } from '../types.js';
+import { CardMenu } from './board-menu.js';
+import './board.css';
 
 type RunState = { state: 'loading' } | { state: 'ok'; view: View; warnings: string[] } | { state: 'error'; message: string };
+/** A board's range and filters as someone is looking at it, not saved yet (null: as saved). */
+type Look = { date_range: DateRangeSpec | null; filters: PropertyFilter[] };
 const HEIGHT = { short: 150, medium: 250, tall: 400 } as const;
+const SPANS: Array<[number, string]> = [[4, 'Third'], [6, 'Half'], [8, 'Two thirds'], [12, 'Full width']];
+const HEIGHTS: Array<[Card['height'], string]> = [['short', 'Short'], ['medium', 'Medium'], ['tall', 'Tall']];
+/** Properties the pipeline stamps on every event: never a useful board filter. */
+const PIPELINE_PROPERTIES = new Set(['$insert_id', '$payload_size', '$processed_at', '$received_at']);
 
 /** The title a card is known by (its figure's accessible name): the report's name, or a text card's first line. */
 export const cardTitle = (c: Card) => (c.card_type === 'report' ? c.report.name : c.text.split('\n')[0].replace(/^#+\s*/, '').slice(0, 120) || 'Text');
@@ -30,32 +38,56 @@ function seriesKindOf(c: Card): SeriesKind {
   return chart === 'bar' || chart === 'number' ? 'bar' : chart === 'area' ? 'stacked' : 'line';
 }
 
+const sorted = (b: Board) => [...b.cards].sort((a, c) => a.position - c.position);
+const sameLook = (a: Look, b: Look) => JSON.stringify(a) === JSON.stringify(b);
+const lookOf = (b: Board): Look => ({ date_range: b.date_range, filters: b.filters as PropertyFilter[] });
+
+const writes = (list: Card[]): BoardCardWrite[] =>
+  list.map((c, i) => (c.card_type === 'report'
+    ? { cardType: 'report', reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }
+    : { cardType: 'text', text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }));
+
 /**
  * A board: its cards on a 12-column grid (each card's span and height from the API), the board's
  * range and filters over every card. Each report card runs on its own request, so one slow or
- * failing card never holds the others. Members save the range, filters and order; a viewer's
- * range applies to this view only (one run of the board with the range as an override).
+ * failing card never holds the others. A range or filter change shows at once for the person
+ * making it only; `Save to board` keeps it for everyone. Members edit the board in place (text
+ * cards, remove, resize, reorder, rename, duplicate, delete); every write carries the version it
+ * was made on, so a change someone saved meanwhile is never overwritten (the API answers 409).
  */
 export function BoardPage(props: { projectId: string; boardId: string }) {
   const { canWrite } = useShell();
-  const [board, setBoard] = useState<Board | null>(null);
+  const [board, setBoardState] = useState<Board | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [conflict, setConflict] = useState(false);
   const [runs, setRuns] = useState<Record<number, RunState>>({});
-  const [override, setOverride] = useState<{ date_range: DateRangeSpec | null } | null>(null);
+  const [look, setLook] = useState<Look | null>(null);
   const [announce, setAnnounce] = useState('');
   const [saving, setSaving] = useState<string | null>(null);
+  const [properties, setProperties] = useState<PropertySummary[]>([]);
+  const [editing, setEditing] = useState<null | 'rename' | 'text' | 'delete'>(null);
   const generation = useRef(0);
+  const boardRef = useRef<Board | null>(null);
+  /** The version the next write is made on: the last one this page saved or loaded. */
+  const version = useRef(0);
+  /** Writes go one after another, each on the version the previous one answered. */
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
+  const pending = useRef(0);
   /** After a keyboard move, the handle to focus once the cards are drawn again (ids may change on save). */
   const focusAfterMove = useRef<number | null>(null);
+  const setBoard = (b: Board) => {
+    boardRef.current = b;
+    setBoardState(b);
+  };
   useEffect(() => {
     if (focusAfterMove.current === null) return;
     const handles = document.querySelectorAll<HTMLElement>('.grid .handle');
     handles[focusAfterMove.current]?.focus();
   }, [board]);
 
-  const cards = board ? [...board.cards].sort((a, b) => a.position - b.position) : [];
+  const cards = board ? sorted(board) : [];
 
-  const runAll = async (b: Board, ov: typeof override) => {
+  const runAll = async (b: Board, lk: Look | null) => {
     const gen = ++generation.current;
     const reportCards = b.cards.filter((c) => c.card_type === 'report');
     setRuns(Object.fromEntries(reportCards.map((c) => [c.id, { state: 'loading' } as RunState])));
@@ -65,9 +97,9 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
       // A card removed since the board loaded (its report deleted): say so next to the API's words.
       message: e instanceof ApiError && e.status === 404 ? `${e.message}: its report may have been deleted; reload the board.` : e instanceof Error ? e.message : String(e),
     });
-    if (ov) {
+    if (lk) {
       try {
-        const out = await api.runBoard(b.id, { date_range: ov.date_range });
+        const out = await api.runBoard(b.id, { date_range: lk.date_range, filters: lk.filters, replace_filters: true });
         for (const c of out.cards) put(c.card_id, runState(c));
       } catch (e) {
         for (const c of reportCards) put(c.id, failed(e));
@@ -91,41 +123,74 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     await Promise.all(Array.from({ length: Math.min(4, reportCards.length) }, worker));
   };
 
-  useEffect(() => {
-    setBoard(null);
+  const load = () => {
     setError(null);
-    api.board(props.boardId).then(
+    setConflict(false);
+    setLook(null);
+    return api.board(props.boardId).then(
       (b) => {
+        version.current = b.version;
         setBoard(b);
         document.title = `${b.name} · Tally`;
         void runAll(b, null);
       },
       (e: ApiError) => setError(e.status === 404 ? 'This board does not exist, or is in another organisation.' : e.message),
     );
+  };
+  useEffect(() => {
+    setBoardState(null);
+    boardRef.current = null;
+    void load();
+    api.properties(props.projectId).then((p) => setProperties(p.filter((x) => !PIPELINE_PROPERTIES.has(x.key))), () => {});
   }, [props.boardId]);
 
-  const writes = (list: Card[]): BoardCardWrite[] =>
-    list.map((c, i) => (c.card_type === 'report'
-      ? { cardType: 'report', reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }
-      : { cardType: 'text', text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }));
-
-  /** Saves a change; the answer's cards may carry new ids, so results move over by position. */
-  const save = async (patch: Parameters<typeof api.updateBoard>[1], opts: { rerun?: boolean; order?: Card[] } = {}) => {
-    if (!board) return;
+  /**
+   * Saves a change on the version last seen. The answer's cards carry new ids: results move over
+   * by position. Answers false (and shows why) when the API refused; the caller keeps its edits.
+   */
+  const save = (patch: Parameters<typeof api.updateBoard>[1], opts: { rerun?: boolean } = {}): Promise<boolean> => {
+    pending.current++;
     setSaving('Saving…');
-    try {
-      const next = await api.updateBoard(board.id, patch);
-      setBoard(next);
-      if (opts.rerun) void runAll(next, null);
-      else if (opts.order) {
-        const nextSorted = [...next.cards].sort((a, b) => a.position - b.position);
-        setRuns((r) => Object.fromEntries(nextSorted.map((c, i) => [c.id, r[opts.order![i]?.id] ?? { state: 'loading' }])));
+    const job = queue.current.then(async () => {
+      const b = boardRef.current;
+      if (!b) return false;
+      try {
+        const next = await api.updateBoard(b.id, { ...patch, version: version.current });
+        version.current = next.version;
+        pending.current--;
+        // Later writes are queued on top of what is shown: only the last answer replaces it.
+        if (pending.current === 0) {
+          const shown = boardRef.current ? sorted(boardRef.current) : [];
+          const nextSorted = sorted(next);
+          if (opts.rerun) void runAll(next, null);
+          else setRuns((r) => Object.fromEntries(nextSorted.map((c, i) => [c.id, r[shown[i]?.id] ?? { state: 'loading' }])));
+          setBoard(next);
+          document.title = `${next.name} · Tally`;
+          setSaving('Saved');
+        }
+        setError(null);
+        return true;
+      } catch (e) {
+        pending.current--;
+        setSaving(null);
+        if (e instanceof ApiError && e.status === 409) {
+          setConflict(true);
+          setError(`Not saved: someone else changed this board since you opened it. Your change is still shown here; reload the board to see theirs, then make yours again. (${e.message})`);
+        } else setError(`Not saved: ${(e as Error).message}`);
+        return false;
       }
-      setSaving('Saved');
-    } catch (e) {
-      setSaving(null);
-      setError((e as Error).message);
-    }
+    });
+    queue.current = job;
+    return job;
+  };
+
+  /** Shows a card change at once; the API's answer replaces it. */
+  const changeCards = (list: Card[], message?: string) => {
+    const b = boardRef.current;
+    if (!b) return Promise.resolve(false);
+    setBoard({ ...b, cards: list.map((x, i) => ({ ...x, position: i })) });
+    if (message) setAnnounce(message);
+    return save({ cards: writes(list) });
   };
 
   const move = (from: number, to: number, fromKeyboard = false) => {
@@ -134,46 +199,117 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     const order = [...cards];
     const [c] = order.splice(from, 1);
     order.splice(to, 0, c);
-    // Shown at once; the API's answer replaces it.
-    setBoard({ ...board, cards: order.map((x, i) => ({ ...x, position: i })) });
-    setAnnounce(`${cardTitle(c)} moved to position ${to + 1} of ${cards.length}`);
-    void save({ cards: writes(order) }, { order });
+    void changeCards(order, `${cardTitle(c)} moved to position ${to + 1} of ${cards.length}`);
   };
 
-  const setRange = (r: DateRangeSpec | null) => {
+  const removeCard = (index: number) => {
+    const c = cards[index];
+    focusAfterMove.current = null;
+    void changeCards(cards.filter((_, i) => i !== index), `${cardTitle(c)} removed from the board`);
+  };
+
+  const resizeCard = (index: number, size: { span?: number; height?: Card['height'] }) =>
+    void changeCards(cards.map((c, i) => (i === index ? { ...c, ...size } : c)) as Card[], `${cardTitle(cards[index])} resized`);
+
+  const addText = (text: string) => {
+    const b = boardRef.current!;
+    const card = { id: -Date.now(), board_id: b.id, card_type: 'text', report_id: null, text, position: cards.length, span: 6, height: 'short' } as Card;
+    return changeCards([...cards, card], `${cardTitle(card)} added`);
+  };
+
+  /** The range or filters as this person now looks at the board: shown at once, saved only by Save to board. */
+  const changeLook = (next: Look) => {
     if (!board) return;
-    if (canWrite) void save({ date_range: r }, { rerun: true });
-    else {
-      const ov = { date_range: r };
-      setOverride(ov);
-      void runAll(board, ov);
+    const lk = sameLook(next, lookOf(board)) ? null : next;
+    setLook(lk);
+    setSaving(null);
+    void runAll(board, lk);
+  };
+  const saveLook = async () => {
+    if (!look) return;
+    if (await save({ date_range: look.date_range, filters: look.filters })) setLook(null);
+  };
+
+  const duplicate = async () => {
+    if (!board) return;
+    try {
+      const copy = await api.createBoardWith(props.projectId, { name: `${board.name} (copy)`.slice(0, 200), date_range: board.date_range, filters: board.filters as PropertyFilter[], cards: writes(cards) });
+      navigate(`/projects/${props.projectId}/boards/${copy.id}`);
+    } catch (e) {
+      setError(`Not duplicated: ${(e as Error).message}`);
+    }
+  };
+
+  const deleteBoard = async () => {
+    if (!board) return;
+    try {
+      await api.deleteBoard(board.id);
+      navigate(`/projects/${props.projectId}/boards`);
+    } catch (e) {
+      setError(`Not deleted: ${(e as Error).message}`);
     }
   };
 
   if (error && !board) return <section class="page"><h1>Board</h1><p class="error" role="alert">{error}</p></section>;
   if (!board) return <section class="page"><p role="status" class="loading">Loading board…</p></section>;
-  const range = override ? override.date_range : board.date_range;
+  const shown = look ?? lookOf(board);
+  const keys = properties.map((p) => p.key);
+  const values = (key: string) => properties.find((p) => p.key === key)?.sampleValues ?? [];
 
   return (
     <section class="page">
       <div class="page-head">
         <h1>{board.name}</h1>
         <div class="toolbar">
-          <RangePicker id="board-range" value={range} onChange={setRange} allowNone="Each report's own range" />
-          <button type="button" onClick={() => runAll(board, override)}>Refresh</button>
+          <RangePicker id="board-range" value={shown.date_range} onChange={(r) => changeLook({ ...shown, date_range: r })} allowNone="Each report's own range" />
+          <button type="button" onClick={() => runAll(board, look)}>Refresh</button>
           <span id="board-save-status" class="muted" role="status">{saving ?? ''}</span>
         </div>
       </div>
-      {error && <p class="error" role="alert">{error}</p>}
-      <FiltersEditor id="board-filters" legend="Board filters" value={board.filters as PropertyFilter[]} keys={[]} disabled={!canWrite}
-        onChange={(f) => void save({ filters: f }, { rerun: true })} />
+      {canWrite && (
+        <div class="toolbar board-edit" role="group" aria-label="Edit board">
+          <button type="button" aria-expanded={editing === 'text'} onClick={() => setEditing(editing === 'text' ? null : 'text')}>Add text</button>
+          <button type="button" aria-expanded={editing === 'rename'} onClick={() => setEditing(editing === 'rename' ? null : 'rename')}>Rename board</button>
+          <button type="button" onClick={duplicate}>Duplicate board</button>
+          <button type="button" aria-expanded={editing === 'delete'} onClick={() => setEditing(editing === 'delete' ? null : 'delete')}>Delete board</button>
+        </div>
+      )}
+      {editing === 'rename' && <RenameForm name={board.name} onSave={async (name) => { if (await save({ name })) setEditing(null); }} onCancel={() => setEditing(null)} />}
+      {editing === 'text' && <TextCardForm onSave={async (text) => { if (await addText(text)) setEditing(null); }} onCancel={() => setEditing(null)} />}
+      {editing === 'delete' && (
+        <div class="board-form" role="group" aria-labelledby="delete-board-q">
+          <p id="delete-board-q">Delete the board “{board.name}” for everyone? Its reports stay in Reports.</p>
+          <div class="row">
+            <button type="button" class="danger" onClick={deleteBoard}>Delete this board</button>
+            <button type="button" onClick={() => setEditing(null)}>Cancel</button>
+          </div>
+        </div>
+      )}
+      {error && (
+        <div class="error board-error" role="alert">
+          <span>{error}</span>
+          {conflict && <button type="button" onClick={() => void load()}>Reload board</button>}
+        </div>
+      )}
+      <FiltersEditor id="board-filters" legend="Board filters" value={shown.filters} keys={keys} values={values}
+        onChange={(f) => changeLook({ ...shown, filters: f })} />
+      {(look || canWrite) && (
+        <div class={`look ${look ? 'dirty' : ''}`}>
+          <p class="muted small" role="status">
+            {look ? (canWrite ? 'This range and these filters show only for you until you save them to the board.' : 'This range and these filters show only for you: a member can save them to the board.') : ''}
+          </p>
+          {canWrite && <button type="button" class={look ? 'primary' : ''} disabled={!look} onClick={saveLook}>Save to board</button>}
+          {look && <button type="button" onClick={() => changeLook(lookOf(board))}>Discard changes</button>}
+        </div>
+      )}
       <p class="sr-only" aria-live="polite">{announce}</p>
       {cards.length === 0 ? (
-        <p class="muted">This board has no card yet. Build an insight and choose "Add to board".</p>
+        <p class="muted">This board has no card yet. Build an insight and choose "Add to board", or add a text card.</p>
       ) : (
         <div class="grid" role="list" aria-label="Cards">
           {cards.map((c, i) => (
-            <CardView key={c.id} card={c} index={i} count={cards.length} run={runs[c.id]} projectId={props.projectId} canWrite={canWrite} onMove={move} boardName={board.name} />
+            <CardView key={c.id} card={c} index={i} count={cards.length} run={runs[c.id]} projectId={props.projectId} canWrite={canWrite} onMove={move} boardName={board.name}
+              onRemove={() => removeCard(i)} onResize={(size) => resizeCard(i, size)} />
           ))}
         </div>
       )}
@@ -181,12 +317,53 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   );
 }
 
-function CardView(props: { card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string; onMove: (from: number, to: number, fromKeyboard?: boolean) => void }) {
+/** Renaming keeps what was typed when the save fails (the error shows above). */
+function RenameForm(props: { name: string; onSave: (name: string) => void; onCancel: () => void }) {
+  const [name, setName] = useState(props.name);
+  const input = useRef<HTMLInputElement>(null);
+  useEffect(() => input.current?.select(), []);
+  return (
+    <form class="board-form inline-form" onSubmit={(e) => { e.preventDefault(); if (name.trim()) props.onSave(name.trim()); }}>
+      <label for="board-name">Board name</label>
+      <input id="board-name" ref={input} value={name} maxLength={200} required onInput={(e) => setName((e.target as HTMLInputElement).value)}
+        onKeyDown={(e) => e.key === 'Escape' && props.onCancel()} />
+      <button type="submit" class="primary">Save name</button>
+      <button type="button" onClick={props.onCancel}>Cancel</button>
+    </form>
+  );
+}
+
+/** A text card: its first line is the card's title, the rest its body. Kept when the save fails. */
+function TextCardForm(props: { onSave: (text: string) => void; onCancel: () => void }) {
+  const [text, setText] = useState('');
+  const area = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => area.current?.focus(), []);
+  return (
+    <form class="board-form" onSubmit={(e) => { e.preventDefault(); if (text.trim()) props.onSave(text.trim()); }}>
+      <label for="text-card">Text card</label>
+      <p id="text-card-help" class="muted small">The first line is the card's title.</p>
+      <textarea id="text-card" ref={area} rows={4} maxLength={10_000} aria-describedby="text-card-help" value={text}
+        onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} onKeyDown={(e) => e.key === 'Escape' && props.onCancel()} />
+      <div class="row">
+        <button type="submit" class="primary">Add card</button>
+        <button type="button" onClick={props.onCancel}>Cancel</button>
+      </div>
+    </form>
+  );
+}
+
+function CardView(props: {
+  card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string;
+  onMove: (from: number, to: number, fromKeyboard?: boolean) => void; onRemove: () => void; onResize: (size: { span?: number; height?: Card['height'] }) => void;
+}) {
   const { card, run } = props;
   const [table, setTable] = useState(false);
+  const [resizing, setResizing] = useState(false);
   const [dragOver, setDragOver] = useState(false);
   const title = cardTitle(card);
   const height = HEIGHT[card.height];
+  const widthSelect = useRef<HTMLSelectElement>(null);
+  useEffect(() => { if (resizing) widthSelect.current?.focus(); }, [resizing]);
 
   const onKey = (e: KeyboardEvent) => {
     const move = (to: number) => props.onMove(props.index, to, true);
@@ -217,10 +394,30 @@ function CardView(props: { card: Card; index: number; count: number; run?: RunSt
               </>
             )}
             {props.canWrite && (
-              <button type="button" class="handle" aria-label={`Move ${title}`} aria-describedby="move-help" onKeyDown={onKey}>⠿</button>
+              <>
+                <CardMenu title={title} items={[
+                  { label: 'Resize', run: () => setResizing(true) },
+                  { label: 'Remove from board', run: props.onRemove },
+                ]} />
+                <button type="button" class="handle" aria-label={`Move ${title}`} aria-describedby="move-help" onKeyDown={onKey}>⠿</button>
+              </>
             )}
           </span>
         </figcaption>
+        {resizing && (
+          <fieldset class="resize">
+            <legend>Size of {title}</legend>
+            <label for={`width-${card.id}`}>Width</label>
+            <select id={`width-${card.id}`} ref={widthSelect} value={card.span} onChange={(e) => props.onResize({ span: Number((e.target as HTMLSelectElement).value) })}>
+              {SPANS.map(([s, l]) => <option value={s}>{l}</option>)}
+            </select>
+            <label for={`height-${card.id}`}>Height</label>
+            <select id={`height-${card.id}`} value={card.height} onChange={(e) => props.onResize({ height: (e.target as HTMLSelectElement).value as Card['height'] })}>
+              {HEIGHTS.map(([h, l]) => <option value={h}>{l}</option>)}
+            </select>
+            <button type="button" onClick={() => setResizing(false)}>Done</button>
+          </fieldset>
+        )}
         <div class="card-body" style={{ minHeight: `${height}px` }}>
           {card.card_type === 'text' ? (
             // The first line is the card's title (cardTitle), shown in the caption; the body is the rest.

@@ -5,7 +5,8 @@ import { Link, navigate } from '../router.js';
 import { RangePicker } from '../components/range-picker.js';
 import { FiltersEditor } from '../components/filters-editor.js';
 import { ResultChart, ResultTable } from '../components/result.js';
-import { download, toCsv, toTable, toView, type View } from '../components/view.js';
+import { download, toCsv, toTable, toView, type FunnelGroup, type View } from '../components/view.js';
+import { personHref } from '../links.js';
 import type { SeriesKind } from '../components/series-chart.js';
 import type {
   BoardListItem, DateRangeSpec, DrilldownPage, DrilldownSelection, LexiconEvent, LexiconProperty, PropertyFilter, QueryV2, ReportType, SavedReport,
@@ -180,7 +181,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
         setRan({ view: toView(d.kind, out), ir, warnings: (out as any).warnings ?? [] });
       } else {
         const out = await api.v0<unknown>(d.kind, props.projectId, toV0(d));
-        setRan({ view: toView(d.kind, out), warnings: [] });
+        setRan({ view: toView(d.kind, out, { retentionUnit: d.retentionUnit }), warnings: [] });
       }
     } catch (e) {
       setRan(null);
@@ -237,11 +238,13 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
     if (!ran || ran.view.kind !== 'series' || !ran.ir) return;
     const line = ran.view.series[s];
     if (!line.metricId || line.metricId === 'formula') return;
-    void drill({ kind: 'trend', metricId: line.metricId as any, bucket, range: line.range ?? 'primary', ...(line.segment ? { segment: line.segment } : {}) }, `${line.name} · ${ran.view.labels[bucket]}`);
+    // With a breakdown the API needs the segment, null (no value) included.
+    void drill({ kind: 'trend', metricId: line.metricId as any, bucket, range: line.range ?? 'primary', ...(ran.ir.breakdown ? { segment: line.segment ?? null } : {}) }, `${line.name} · ${ran.view.labels[bucket]}`);
   };
-  const onStep = (step: number, mode: 'reached' | 'dropped') => {
+  const onStep = (step: number, mode: 'reached' | 'dropped', group: FunnelGroup) => {
     if (!ran || ran.view.kind !== 'funnel') return;
-    void drill({ kind: 'funnel', step, mode, range: 'primary' }, `${mode === 'reached' ? 'Reached' : 'Dropped before'} step ${step + 1}: ${ran.view.steps[step].name}`);
+    const who = group.name ? ` (${group.name})` : '';
+    void drill({ kind: 'funnel', step, mode, range: group.range, ...(ran.ir?.breakdown ? { segment: group.segment ?? null } : {}) }, `${mode === 'reached' ? 'Reached' : 'Dropped before'} step ${step + 1}: ${ran.view.steps[step].name}${who}`);
   };
 
   const eventNames = useMemo(() => events.map((e) => e.name), [events]);
@@ -406,7 +409,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
             <section class="people" aria-label="People">
               <h2>{people.title}: {people.page.total.toLocaleString()} {people.page.total === 1 ? 'person' : 'people'}</h2>
               <ul class="list">
-                {people.page.users.map((u) => <li><Link href={`/projects/${props.projectId}/people?distinctId=${encodeURIComponent(u.distinctId)}`}>{u.distinctId}</Link></li>)}
+                {people.page.users.map((u) => <li><Link href={personHref(props.projectId, u.distinctId)}>{u.distinctId}</Link></li>)}
               </ul>
               {people.page.total > people.page.users.length && <p class="muted">Showing the first {people.page.users.length}.</p>}
             </section>

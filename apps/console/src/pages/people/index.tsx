@@ -3,6 +3,7 @@ import { useShell } from '../../context.js';
 import type { Cohort } from '../../types.js';
 import { api } from '../../api.js';
 import { Link, usePath } from '../../router.js';
+import { personHref } from '../../links.js';
 import { peopleApi, type PrivacyRequest, type PrivacyType, type UsersResult } from './api.js';
 import './people.css';
 
@@ -70,7 +71,7 @@ function PeopleList(props: { projectId: string }) {
               <tbody>
                 {result.users.map((u) => (
                   <tr>
-                    <td><Link href={`/projects/${props.projectId}/people/${encodeURIComponent(u.distinct_id)}`}>{u.distinct_id}</Link></td>
+                    <td><Link href={personHref(props.projectId, u.distinct_id)}>{u.distinct_id}</Link></td>
                     <td>{String(u.properties.$name ?? u.properties.name ?? u.properties.$email ?? u.properties.email ?? '')}</td>
                     <td>{when(u.first_seen)}</td>
                     <td>{when(u.last_seen)}</td>
@@ -124,7 +125,7 @@ function Cohorts(props: { projectId: string; cohortId?: string }) {
           <h2 id="cohort-title">{chosen ? chosen.name : `Cohort ${props.cohortId}`}: members</h2>
           {!members ? <p role="status" class="loading">Loading members…</p> : members.length === 0 ? <p class="muted">No member now.</p> : (
             <ul class="list" aria-label="Cohort members">
-              {members.map((m) => <li><Link href={`/projects/${props.projectId}/people/${encodeURIComponent(m)}`}>{m}</Link></li>)}
+              {members.map((m) => <li><Link href={personHref(props.projectId, m)}>{m}</Link></li>)}
             </ul>
           )}
         </section>
