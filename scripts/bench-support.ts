@@ -61,14 +61,14 @@ export async function benchApi(url: string, method: string, p: string, body?: un
 
 /**
  * The service's own running totals from its `GET /metrics`: CPU seconds of the whole process
- * (every thread) and the seconds its main thread ran (`nodejs_eventloop_active_seconds_total`).
+ * (every thread) and the seconds its main thread ran (`tally_eventloop_active_seconds_total`).
  * Two readings give its cores in use and its event loop's utilisation over the interval.
  */
 export async function serviceClock(url: string): Promise<{ at: number; cpuSeconds: number; loopActiveSeconds: number }> {
   const [cpuSeconds, loopActiveSeconds] = await Promise.all(
-    ['process_cpu_seconds_total', 'nodejs_eventloop_active_seconds_total'].map((name) => metric(url, name)));
+    ['process_cpu_seconds_total', 'tally_eventloop_active_seconds_total'].map((name) => metric(url, name)));
   // A running service has spent some of both: a zero is a counter missing from its /metrics.
-  if (!(cpuSeconds > 0 && loopActiveSeconds > 0)) throw new Error(`${url}/metrics lacks process_cpu_seconds_total or nodejs_eventloop_active_seconds_total`);
+  if (!(cpuSeconds > 0 && loopActiveSeconds > 0)) throw new Error(`${url}/metrics lacks process_cpu_seconds_total or tally_eventloop_active_seconds_total`);
   return { at: performance.now(), cpuSeconds, loopActiveSeconds };
 }
 

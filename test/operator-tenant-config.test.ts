@@ -48,6 +48,10 @@ forEachBackend('operator tenant config', (backend) => {
     assert.deepEqual([two.status, two.reason], ['False', 'TooLarge']);
     assert.match(two.message, /over the limit of 400/);
     assert.deepEqual(await w.tenantConfig(), before, 'the last good config stays');
+    // The size and its limit are exported side by side (the 80 % warning divides one by the other).
+    const exposed = await w.operators[0].metrics.registry.metrics();
+    assert.match(exposed, /^tally_operator_tenant_config_max_bytes 400$/m);
+    assert.ok(Number(/^tally_operator_tenant_config_bytes (\d+)$/m.exec(exposed)?.[1]) > 400, exposed);
     const one = await w.get('Project', 'one');
     assert.equal(one!.status?.conditions?.find((c) => c.type === 'TenantConfig'), undefined, 'the project in the config is not flagged');
     // Deleting the extra Project makes the config fit again: nothing to write, the condition is gone with it.

@@ -124,8 +124,8 @@ describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two
   async function killMidLoad(name: string, timeBase: number, victim: () => Promise<string>) {
     const project = await newProject(name);
     const total = async (name: string) => (await Promise.all(workers.map((w) => metric(w.metricsUrl, name)))).reduce((a, b) => a + b, 0);
-    const redeliveredBefore = await total('ingest_redelivered_messages_total');
-    const distrustedBefore = await total('ingest_distrusted_messages_total');
+    const redeliveredBefore = await total('tally_ingest_redelivered_messages_total');
+    const distrustedBefore = await total('tally_ingest_distrusted_messages_total');
     const progress = { accepted: 0 };
     const load = sendEvents({
       url: apiUrl, token: project.token, total: EVENTS, batchSize: 100, concurrency: 6, timeBase,
@@ -146,8 +146,8 @@ describe('pipeline: three-server NATS JetStream cluster (replicas 3, api and two
       .catch((err) => { throw new Error(`${(err as Error).message}; stored ${JSON.stringify(c)}`); });
     await sleep(6000); // past NATS_ACK_WAIT_MS: a redelivery of a batch whose ack was lost lands now
     c = await counts(project.id);
-    const redelivered = (await total('ingest_redelivered_messages_total')) - redeliveredBefore;
-    const distrusted = (await total('ingest_distrusted_messages_total')) - distrustedBefore;
+    const redelivered = (await total('tally_ingest_redelivered_messages_total')) - redeliveredBefore;
+    const distrusted = (await total('tally_ingest_distrusted_messages_total')) - distrustedBefore;
     console.log(`      killed ${leader} (stream leader then: ${other}): answers ${JSON.stringify(result.statuses)}; raw rows ${c.raw}, distinct ${c.distinct}; redelivered messages ${redelivered}, distrusted ${distrusted}`);
     assert.equal(c.distinct, EVENTS, 'every accepted event stored');
     assert.equal(c.raw, EVENTS, 'no event written twice, in raw storage');

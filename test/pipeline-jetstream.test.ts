@@ -386,7 +386,7 @@ describe('pipeline: JetStream buffer when NATS is unreachable', function () {
       process.kill(pid, 'SIGCONT');
       const resumed = Date.now();
       assert.equal(await handled('after-freeze'), true, 'distrusted after the unanswered pull');
-      assert.equal(distrusted, 1, 'counted (ingest_distrusted_messages_total)');
+      assert.equal(distrusted, 1, 'counted (tally_ingest_distrusted_messages_total)');
       await sleep(Math.max(0, resumed + 11_000 - Date.now())); // the window: max(10 s, 2 × ack wait)
       assert.equal(await handled('later'), false, 'trusted again once the window passed');
       assert.equal(distrusted, 1);

@@ -161,7 +161,7 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const result = await load;
     assert.equal(result.accepted, KILL_EVENTS, JSON.stringify(result.statuses));
     const c = await assertExactlyOnce(project.id, KILL_EVENTS, timeBase);
-    const redelivered = await metric(w2.metricsUrl, 'ingest_redelivered_messages_total');
+    const redelivered = await metric(w2.metricsUrl, 'tally_ingest_redelivered_messages_total');
     console.log(`      killed at ${atKill.distinct} stored; load ${result.elapsedMs} ms; redelivered to the new worker: ${redelivered} messages; raw rows ${c.raw}`);
     // A redelivered batch writes only its rows not stored yet: no copy even in raw storage.
     assert.equal(c.raw, KILL_EVENTS, 'no second copy of a redelivered batch in raw storage');
@@ -185,7 +185,7 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     await sleep(10_000);
     const backlog = await natsStreamMessages();
     assert.ok(backlog > 0, 'the backlog waits in JetStream');
-    const lag = await metric(apiUrl, 'ingest_consumer_lag_messages');
+    const lag = await metric(apiUrl, 'tally_ingest_consumer_lag_messages');
     assert.ok(lag > 0, `consumer lag exposed on /metrics: ${lag}`);
     await sleep(Math.max(0, 30_000 - (Date.now() - downAt)));
     await ch.restart();
@@ -230,7 +230,7 @@ describe('pipeline: reliability (real nats-server, clickhouse-server, api and wo
     const result = await sendEvents({ url: apiUrl, token: project.token, total, batchSize: 100, concurrency: 6, timeBase, retry: true });
     assert.equal(result.accepted, total);
     await assertExactlyOnce(project.id, total, timeBase);
-    const stored = await Promise.all(workers.map((w) => metric(w.metricsUrl, 'ingest_stored_records_total')));
+    const stored = await Promise.all(workers.map((w) => metric(w.metricsUrl, 'tally_ingest_stored_records_total')));
     assert.ok(stored.every((s) => s > 0), `both workers stored events: ${stored}`);
     assert.ok(stored[0] + stored[1] >= total, `the workers' counters add up: ${stored}`);
     console.log(`      stored per worker: ${stored.join(' / ')}`);

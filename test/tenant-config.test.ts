@@ -25,7 +25,7 @@ const write = (dir: string, content: unknown) =>
   writeAtomically(dir, { 'tenants.json': Buffer.from(typeof content === 'string' ? content : JSON.stringify(content)) });
 
 const quiet: Logger & { errors: string[] } = { errors: [], info() {}, error(msg, meta) { this.errors.push(`${msg} ${JSON.stringify(meta)}`); } };
-const errorsCounted = async () => (await registry.getSingleMetric('tenant_config_errors_total')!.get()).values[0]?.value ?? 0;
+const errorsCounted = async () => (await registry.getSingleMetric('tally_tenant_config_errors_total')!.get()).values[0]?.value ?? 0;
 
 async function until(what: string, check: () => boolean, ms = 10_000): Promise<number> {
   const start = Date.now();
@@ -157,8 +157,8 @@ forEachBackend('tenant config in the API', (backend) => {
     const health = await t.anon.get('/health');
     assert.deepEqual(health.body.tenantConfig, { generation: 42, projects: 2 });
     const metrics = (await t.anon.get('/metrics')).text;
-    assert.match(metrics, /^tenant_config_generation 42$/m);
-    assert.match(metrics, /^tenant_config_errors_total \d+$/m);
+    assert.match(metrics, /^tally_tenant_config_generation 42$/m);
+    assert.match(metrics, /^tally_tenant_config_errors_total \d+$/m);
   });
 
   it('/track, /engage, /alias, /flags/evaluate and /flags/local-evaluation of listed projects read no project (nor any credential table) from the database', async () => {

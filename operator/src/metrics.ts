@@ -18,6 +18,8 @@ export class OperatorMetrics {
   readonly tenantConfigWrites = new Counter({ name: 'tally_operator_tenant_config_writes_total', help: 'Writes of the tenant config Secret', registers: [this.registry] });
   readonly tenantConfigGeneration = new Gauge({ name: 'tally_operator_tenant_config_generation', help: 'Generation of the tenant config last written or found', registers: [this.registry] });
   readonly tenantConfigBytes = new Gauge({ name: 'tally_operator_tenant_config_bytes', help: 'Size of tenants.json as last computed', registers: [this.registry] });
+  /** The limit beside the size, so an alert can warn before the config stops being written. */
+  readonly tenantConfigMaxBytes = new Gauge({ name: 'tally_operator_tenant_config_max_bytes', help: 'Largest tenants.json the operator writes (TENANT_CONFIG_MAX_BYTES)', registers: [this.registry] });
   /** Where the gauge below reads: the leader's caches by kind (undefined on a standby, which reports nothing). */
   resourcesSource: () => Record<string, { list(): Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }> }> | undefined = () => undefined;
   readonly resources = new Gauge({

@@ -35,9 +35,10 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
   const kc = opts.kubeConfig ?? defaultKubeConfig();
   const log = opts.log ?? createLogger(config.logLevel);
   const metrics = new OperatorMetrics(opts.defaultMetrics ?? false);
+  metrics.tenantConfigMaxBytes.set(config.tenantConfigMaxBytes);
   const api = new TallyApi(config.apiUrl, config.apiKey, config.timing.apiTimeoutMs);
   api.onRequest = (method, status) => metrics.apiRequests.inc({ method, status: String(status) });
-  const deps: OperatorDeps = { config, kube: new Kube(kc), api, log, metrics };
+  const deps: OperatorDeps = { config, kube: new Kube(kc, config.timing.kubeRequestTimeoutMs), api, log, metrics };
 
   let controller: Controller | undefined;
   let transition: Promise<void> = Promise.resolve();

@@ -9,9 +9,9 @@ import { TENANT_CONFIG_FILE, TenantConfig } from './config.js';
 
 /** Process-wide (one registry per process; with several services in one process the last applied wins). */
 const metrics = {
-  generation: new client.Gauge({ name: 'tenant_config_generation', help: 'Generation of the applied tenant config (TENANT_CONFIG_PATH)', registers: [registry] }),
-  projects: new client.Gauge({ name: 'tenant_config_projects', help: 'Projects listed in the applied tenant config', registers: [registry] }),
-  errors: new client.Counter({ name: 'tenant_config_errors_total', help: 'Tenant config files refused (unreadable, invalid JSON or schema); the last good config stays', registers: [registry] }),
+  generation: new client.Gauge({ name: 'tally_tenant_config_generation', help: 'Generation of the applied tenant config (TENANT_CONFIG_PATH)', registers: [registry] }),
+  projects: new client.Gauge({ name: 'tally_tenant_config_projects', help: 'Projects listed in the applied tenant config', registers: [registry] }),
+  errors: new client.Counter({ name: 'tally_tenant_config_errors_total', help: 'Tenant config files refused (unreadable, invalid JSON or schema); the last good config stays', registers: [registry] }),
 };
 
 /** Default fallback poll period: with fs.watch missing an event, a change still lands well within 10 s. */
