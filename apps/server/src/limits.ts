@@ -22,6 +22,10 @@ export const LIMITS = {
   overrideIdsPerRule: 50,
   overrideIdLength: 255,
   flagKeyLength: 200,
+  /** Metrics one experiment measures (each is a few arrays per unit in the engine's one pass). */
+  metricsPerExperiment: 20,
+  /** Longest metric window of an experiment (a year). */
+  experimentWindowHours: 8784,
   variantKeyLength: { min: 1, max: 200 },
   filtersPerQuery: 20,
   funnelSteps: { min: 2, max: 10 },

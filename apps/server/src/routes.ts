@@ -15,6 +15,7 @@ import { flagRoutes } from './flags/routes.js';
 import { ingestionRoutes } from './ingestion/routes.js';
 import { dataRoutes } from './data/routes.js';
 import { reportRoutes } from './reports/routes.js';
+import { experimentRoutes } from './experiments/routes.js';
 import { boardRoutes } from './boards/routes.js';
 import { annotationRoutes } from './annotations/routes.js';
 import { lexiconRoutes } from './lexicon/routes.js';
@@ -43,6 +44,7 @@ export function allRoutes(deps: Deps, services: Services = createServices(deps))
     ...ingestionRoutes(deps),
     ...dataRoutes(deps, data),
     ...reportRoutes(deps, services),
+    ...experimentRoutes(deps, services),
     ...boardRoutes(deps, services),
     ...annotationRoutes(deps, services.annotations),
     ...lexiconRoutes(deps, { service: services.lexicon, data }),

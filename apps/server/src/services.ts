@@ -22,6 +22,8 @@ import { MachineTokenStore } from './orgs/tokens.js';
 import { MachineTokenService } from './orgs/token-service.js';
 import { ProjectService } from './projects/service.js';
 import { FlagSecretService } from './projects/flag-secret.js';
+import { ExperimentService } from './experiments/service.js';
+import { ExperimentStore } from './experiments/store.js';
 
 /**
  * The composition root of the domains' services: each is built once here from the ports and the
@@ -38,6 +40,8 @@ export interface Services {
   /** Flags' rules and writes, the flag secrets, the live flags and remote evaluation. */
   flags: FlagsDomain;
   reports: ReportService;
+  /** Experiments on flags with variants; their results run through `executor`. */
+  experiments: ExperimentService;
   boards: BoardService;
   /** Derived events, calculated metrics and cohorts. */
   definitions: DefinitionServices;
@@ -61,12 +65,14 @@ export function createServices(deps: Deps): Services {
   const checkReport = (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) =>
     checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   const tenancy = tenancyServices(deps);
+  const flags = flagsDomain(db, analyses.membership, audit, tenancy.boundary);
   return {
     audit: deps.audit,
     analyses,
     executor: new QueryExecutor({ config: deps.config, events: deps.events, analyses, rateLimits: deps.rateLimits, projects: deps.projects, cache }),
-    flags: flagsDomain(db, analyses.membership, audit, tenancy.boundary),
+    flags,
     reports: new ReportService(db, new ReportStore(db), audit, checkReport),
+    experiments: new ExperimentService(db, new ExperimentStore(db), audit, flagByKey(flags)),
     boards: new BoardService(db, new BoardStore(db), audit),
     definitions: definitionServices(db, analyses.definitions, audit),
     annotations: new AnnotationService(db, analyses.annotations, audit),
@@ -75,6 +81,10 @@ export function createServices(deps: Deps): Services {
     ...tenancy,
   };
 }
+
+/** An experiment's flag by key, archived ones included. */
+const flagByKey = (flags: FlagsDomain) => async (projectId: number, key: string) =>
+  (await flags.service.list(projectId, { includeArchived: true })).find((f) => f.key === key);
 
 /** The tenancy domains: organisations and members, machine tokens, projects and flag secrets, all inside one boundary. */
 function tenancyServices(deps: Deps) {

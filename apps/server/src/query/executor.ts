@@ -113,6 +113,14 @@ export class QueryExecutor {
   }
 
   /**
+   * A domain's own compiled analysis (an experiment's per-unit aggregation): `work` reads the
+   * engine inside a slot of the project's organisation, capped and tagged like every run.
+   */
+  compiled<T>(project: ProjectScope, work: (events: EventStore) => Promise<T>): Promise<T> {
+    return this.engine(project, true, work);
+  }
+
+  /**
    * `compute` through the results cache: `parts` name the answer within the project (the engine
    * is added here), `span` is the event times it reads (undefined: not cacheable), `at` the run's clock.
    */

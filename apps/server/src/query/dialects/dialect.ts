@@ -161,6 +161,8 @@ export interface Dialect {
   intDiv(a: string, b: string): string;
   toFloat(expr: string): string;
   maxOr0(arr: string): string;
+  /** Sum of a numeric array's elements, 0 for an empty array. */
+  sumOr0(arr: string): string;
   concat(a: string, b: string): string;
   groupArrayIf(value: string, cond: string): string;
   /** Aggregate: the `n` smallest values of `value` over the rows where `cond` holds, ascending (empty when none). */

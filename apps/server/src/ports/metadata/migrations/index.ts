@@ -16,6 +16,7 @@ import { rateLimitBatchAtOnce } from './0015_rate_limit_batch_at_once.js';
 import { resultsVersions } from './0016_results_versions.js';
 import { tenancy } from './0017_tenancy.js';
 import { auditLog } from './0018_audit_log.js';
+import { experiments } from './0019_experiments.js';
 import { boardVersions } from './0020_board_versions.js';
 
 export interface Migration {
@@ -28,4 +29,4 @@ export interface Migration {
  * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
  * here; names must sort in the order they are applied.
  */
-export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions, rateLimitBatchAtOnce, resultsVersions, tenancy, auditLog, boardVersions];
+export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions, rateLimitBatchAtOnce, resultsVersions, tenancy, auditLog, experiments, boardVersions];

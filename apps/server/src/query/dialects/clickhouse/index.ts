@@ -117,6 +117,7 @@ export const clickhouse: Dialect = {
   intDiv: (a, b) => `intDiv(${a}, ${b})`,
   toFloat: (e) => `toFloat64(${e})`,
   maxOr0: (arr) => `arrayReduce('max', ${arr})`,
+  sumOr0: (arr) => `arraySum(${arr})`,
   concat: (a, b) => `arrayConcat(${a}, ${b})`,
   groupArrayIf: (v, c) => `groupArrayIf(${v}, ${c})`,
   smallestIf: (v, c, n) => `arraySlice(arraySort(groupArrayIf(${v}, ${c})), 1, ${n})`,

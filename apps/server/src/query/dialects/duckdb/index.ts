@@ -91,6 +91,7 @@ export const duckdb: Dialect = {
   intDiv: (a, b) => `((${a}) // (${b}))`,
   toFloat: (e) => `CAST(${e} AS DOUBLE)`,
   maxOr0: (arr) => `coalesce(list_max(${arr}), 0)`,
+  sumOr0: (arr) => `coalesce(list_sum(${arr}), 0)`,
   concat: (a, b) => `list_concat(${a}, ${b})`,
   groupArrayIf: (v, c) => `coalesce(list(${v}) FILTER (WHERE ${c}), [])`,
   // min(v, n) keeps the n smallest in a heap: 2-3× faster than sorting every value at 177k ids.

@@ -1,0 +1,126 @@
+import { sqlInt } from '../ports/events/index.js';
+import type { EventStore } from '../ports/events/index.js';
+import { dedupOf, type QueryContext } from '../query/context.js';
+import { HOUR_MS } from '../query/dialects/index.js';
+import type { MetricTotals } from './stats.js';
+import type { ExperimentMetric } from './schema.js';
+
+/** What the per-unit aggregation reads: the exposure rules and the metrics of one experiment. */
+export interface ExposureSpec {
+  experimentKey: string;
+  flagKey: string;
+  /** The flag's variant keys: exposures naming anything else are ignored. */
+  variants: string[];
+  /** Inclusive bounds (Unix ms) of exposures and metric events; null: unbounded. */
+  startAt: number | null;
+  endAt: number | null;
+  metrics: ExperimentMetric[];
+}
+
+/** What the engine hands back: per variant its exposed units and, per metric, the units' total and sum of squares. */
+export interface ExperimentTotals {
+  exposures: Record<string, number>;
+  excludedMultipleVariants: number;
+  metrics: MetricTotals[];
+}
+
+/** Per-unit (identity cluster) time and value arrays of one metric: `mt{i}` times, `mv{i}` values (sum only). */
+const times = (i: number) => `mt${i}`;
+const values = (i: number) => `mv${i}`;
+
+/**
+ * One statement, one scan of the events, for every metric of the experiment (semantics in
+ * docs/experiments.md, "Exposure and units"):
+ *
+ * 1. the scan keeps exposure events and metric events in [startAt, endAt] and computes, before the
+ *    identity join, `xv` (the variant an exposure names, '' for other events) and per metric a
+ *    flag `f{i}` (and for a sum its value `s{i}`, non-numbers left out);
+ * 2. per unit (canonical id, as every analysis resolves it): the first exposure's time `xt`, its
+ *    variant `xk`, the number of distinct variants seen `xn`, and per metric the times (and
+ *    values) of its events;
+ * 3. per unit its value per metric: the events at or after `xt` (and before `xt` + windowHours)
+ *    counted, converted to 0/1, or their values summed; 0 when none;
+ * 4. per variant (units seen in two variants grouped apart as `multi`): units, Σ value, Σ value².
+ */
+export function experimentSql(q: QueryContext, s: ExposureSpec): string {
+  const { d } = q;
+  const str = (v: string) => d.str(v);
+  const variants = s.variants.map(str).join(', ');
+  const names = [...new Set([s.experimentKey, s.flagKey])].map(str).join(', ');
+  const started = d.propValue('Variant name');
+  const called = d.propValue('$feature_flag_response');
+  const exposure = `CASE WHEN event = '$experiment_started' AND ${d.propValue('Experiment name')} IN (${names}) AND ${started} IN (${variants}) THEN ${started}
+    WHEN event = '$feature_flag_called' AND ${d.propValue('$feature_flag')} = ${str(s.flagKey)} AND ${called} IN (${variants}) THEN ${called}
+    ELSE '' END`;
+  const exprs: Array<[string, string]> = [['xv', exposure]];
+  const metricConds: string[] = [];
+  s.metrics.forEach((m, i) => {
+    const base = q.events.condition(m.event);
+    // A sum's event without a number adds nothing: it is left out of the unit's events.
+    const cond = m.kind === 'sum' ? `(${base}) AND ${d.propIsNumber(m.property!)}` : base;
+    metricConds.push(`(${cond})`);
+    exprs.push([`f${i}`, d.flag(cond)]);
+    if (m.kind === 'sum') exprs.push([`s${i}`, `CASE WHEN ${cond} THEN ${d.propNumber(m.property!)} ELSE 0 END`]);
+  });
+  const where = [
+    ...(s.startAt !== null ? [`time >= ${sqlInt(s.startAt)}`] : []),
+    ...(s.endAt !== null ? [`time <= ${sqlInt(s.endAt)}`] : []),
+    `event IN ('$experiment_started', '$feature_flag_called') OR ${metricConds.join(' OR ')}`,
+  ];
+  const events = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, dedup: dedupOf(q), where, exprs });
+
+  const exposed = `xv != ''`;
+  const perUnitCols = [
+    `${d.minIf('time', exposed)} AS xt`,
+    `${d.minIf('xv', exposed)} AS xk`,
+    `${d.uniqIf('xv', exposed)} AS xn`,
+    ...s.metrics.flatMap((m, i) => [
+      `${d.groupArrayIf('time', `f${i} = 1`)} AS ${times(i)}`,
+      ...(m.kind === 'sum' ? [`${d.groupArrayIf(`s${i}`, `f${i} = 1`)} AS ${values(i)}`] : []),
+    ]),
+  ];
+  const perUnit = `SELECT cid, ${perUnitCols.join(', ')} FROM ${events} ev GROUP BY cid HAVING ${d.countIf(exposed)} > 0`;
+
+  const counts = (m: ExperimentMetric, t: string) => {
+    const window = m.windowHours !== undefined ? ` AND ${t} < xt + ${sqlInt(Math.round(m.windowHours * HOUR_MS))}` : '';
+    return `${t} >= xt${window}`;
+  };
+  const unitValues = s.metrics.map((m, i) => {
+    if (m.kind === 'sum') {
+      const arr = d.mapIdx(times(i), 'i', `CASE WHEN ${counts(m, `${times(i)}[i]`)} THEN ${values(i)}[i] ELSE 0 END`);
+      return `${d.toFloat(d.sumOr0(arr))} AS u${i}`;
+    }
+    const n = d.length(d.filter(times(i), 't', counts(m, 't')));
+    return m.kind === 'conversion' ? `${d.toFloat(`CASE WHEN ${n} > 0 THEN 1 ELSE 0 END`)} AS u${i}` : `${d.toFloat(n)} AS u${i}`;
+  });
+  const kept = ['xt', ...s.metrics.flatMap((m, i) => [times(i), ...(m.kind === 'sum' ? [values(i)] : [])])];
+  const perUnitValues = `SELECT CASE WHEN xn > 1 THEN 1 ELSE 0 END AS multi, xk, ${unitValues.join(', ')} FROM (${perUnit}) pu WHERE ${d.keep(kept)}`;
+  const sums = s.metrics.map((_, i) => `sum(u${i}) AS t${i}, sum(u${i} * u${i}) AS q${i}`);
+  return `SELECT multi, xk, count(*) AS units${sums.map((x) => `, ${x}`).join('')} FROM (${perUnitValues}) pv GROUP BY multi, xk`;
+}
+
+/** Runs the aggregation and folds its few rows (one per variant) into totals for the statistics. */
+export async function experimentTotals(events: EventStore, q: QueryContext, s: ExposureSpec): Promise<ExperimentTotals> {
+  const rows = await events.query<Record<string, unknown>>(experimentSql(q, s));
+  const exposures: Record<string, number> = Object.fromEntries(s.variants.map((v) => [v, 0]));
+  const zero = () => ({ units: 0, total: 0, sumOfSquares: 0 });
+  const perVariant = s.metrics.map(() => new Map(s.variants.map((v) => [v, zero()])));
+  let excludedMultipleVariants = 0;
+  for (const r of rows) {
+    const units = Number(r.units);
+    if (Number(r.multi) === 1) {
+      excludedMultipleVariants += units;
+      continue;
+    }
+    const key = String(r.xk);
+    if (!(key in exposures)) continue;
+    exposures[key] = units;
+    s.metrics.forEach((_, i) => perVariant[i].set(key, { units, total: Number(r[`t${i}`]), sumOfSquares: Number(r[`q${i}`]) }));
+  }
+  const metrics: MetricTotals[] = s.metrics.map((m, i) => ({
+    id: m.id,
+    kind: m.kind,
+    variants: s.variants.map((key) => ({ key, ...perVariant[i].get(key)! })),
+  }));
+  return { exposures, excludedMultipleVariants, metrics };
+}
