@@ -217,6 +217,18 @@ forEachBackend('audit log: content domains', (backend) => {
     assert.equal(changed.after.definition.metrics.length, 2);
   });
 
+  it('a change in a project without organisation is recorded with organizationId null, not 0', async () => {
+    const orphan = await t.admin.post('/api/projects', { name: 'no organisation' });
+    assert.equal(orphan.status, 201);
+    const day = new Date().toISOString().slice(0, 10);
+    assert.equal((await t.admin.post(`/api/annotations?projectId=${orphan.body.id}`, { date: day, description: 'orphan' })).status, 201);
+    const page = await t.admin.get(`/admin/audit-log?projectId=${orphan.body.id}&action=annotation.created`);
+    assert.equal(page.status, 200);
+    assert.equal(page.body.entries.length, 1);
+    assert.equal(page.body.entries[0].organizationId, null);
+    assert.equal((await t.admin.get('/admin/audit-log?organizationId=0')).status, 400);
+  });
+
   it('annotations and the lexicon', async () => {
     const day = new Date().toISOString().slice(0, 10);
     const a = one(await audited(() => member.post(`/api/annotations?projectId=${pid}`, { date: day, description: 'launch' })), 'annotation.created');

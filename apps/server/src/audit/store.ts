@@ -76,7 +76,7 @@ export class AuditStore {
    */
   async recordInProject(trx: Db, actor: Actor, projectId: number, change: Omit<AuditChange, 'organizationId' | 'projectId'>): Promise<void> {
     const project = await trx('projects').where({ id: projectId }).first('org_id');
-    await this.record(trx, actor, { ...change, organizationId: project ? Number(project.org_id) : null, projectId });
+    await this.record(trx, actor, { ...change, organizationId: numOrNull(project?.org_id), projectId });
   }
 
   /** Newest first; `cursor` is the id of the last row of the previous page. */
