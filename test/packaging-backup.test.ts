@@ -7,12 +7,13 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import { configuredBackends, requireServices, type Backend } from './support/backends.js';
-import { find, helmTemplate, validateObject, type K8sObject } from './support/chart.js';
+import { CHART_DIR, find, helmTemplate, validateObject, type K8sObject } from './support/chart.js';
 import { startTestService, type TestService } from './support/service.js';
 
 /**
- * Backups: the chart's optional PostgreSQL CronJob (rendered for a PVC and for object storage), its
- * dump script run for real against the test PostgreSQL, and the restore drill of docs/deploy.md
+ * Backups: the chart's optional PostgreSQL and ClickHouse CronJobs (rendered for a PVC/disk and for
+ * object storage), the NetworkPolicies evaluated against their pods' labels, their scripts run for
+ * real against the test PostgreSQL and ClickHouse, and the restore drill of docs/deploy.md
  * "Backups" replayed on the test servers: pg_dump / pg_restore of the metadata database and
  * ALTER TABLE … FREEZE of every ClickHouse table (18.16), parts attached to a new database, then a
  * second service on the restored stores answers as the first did.
@@ -78,6 +79,174 @@ describe('PostgreSQL backup CronJob (chart)', function () {
     const c = script(r.objects);
     assert.equal(c.env.find((e: any) => e.name === 'DATABASE_URL').value, 'postgres://app@db.example:5432/tally');
     assert.equal(c.env.find((e: any) => e.name === 'PGPASSWORD').valueFrom.secretKeyRef.name, 'db');
+  });
+});
+
+const chScript = (o: K8sObject[]) => find(o, 'CronJob', 'tally-clickhouse-backup').spec.jobTemplate.spec.template.spec.containers[0];
+
+/** Whether a label selector (matchLabels and matchExpressions) selects these labels. */
+function selects(selector: any, labels: Record<string, string>): boolean {
+  if (!selector) return false;
+  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpressions = (selector.matchExpressions ?? []).every((e: any) =>
+    e.operator === 'In' ? e.values.includes(labels[e.key]) : e.operator === 'NotIn' ? !e.values.includes(labels[e.key])
+      : e.operator === 'Exists' ? e.key in labels : e.operator === 'DoesNotExist' ? !(e.key in labels) : false);
+  return byLabels && byExpressions;
+}
+/** Whether a pod of the policy's namespace with these labels may open a connection to the pods the policy selects. */
+function admits(policy: K8sObject, labels: Record<string, string>): boolean {
+  if (!policy.spec.policyTypes.includes('Ingress')) return true;
+  return (policy.spec.ingress ?? []).some((rule: any) => !rule.from || rule.from.some((peer: any) => !peer.namespaceSelector && !peer.ipBlock && selects(peer.podSelector, labels)));
+}
+const podLabels = (o: K8sObject) => (o.kind === 'CronJob' ? o.spec.jobTemplate.spec.template : o.spec.template).metadata.labels as Record<string, string>;
+
+describe('ClickHouse backup CronJob and NetworkPolicies (chart)', function () {
+  this.timeout(120_000);
+
+  it('off by default; to a disk the bundled ClickHouse declares on its own volume (kept on uninstall), the job only sending SQL', async () => {
+    const off = await helmTemplate('tally');
+    assert.ok(!off.objects.some((o) => o.metadata.name === 'tally-clickhouse-backup' || o.metadata.name === 'tally-clickhouse-backups'));
+    assert.doesNotMatch(find(off.objects, 'ConfigMap', 'tally-clickhouse').data['server.xml'], /backups/);
+    const r = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.schedule=0 4 * * *'] });
+    assert.ok(r.ok, r.stderr);
+    const cron = find(r.objects, 'CronJob', 'tally-clickhouse-backup');
+    await validateObject(cron);
+    assert.equal(cron.spec.schedule, '0 4 * * *');
+    assert.equal(cron.spec.concurrencyPolicy, 'Forbid');
+    const c = chScript(r.objects);
+    assert.match(c.image, /^curlimages\/curl:\d+\.\d+\.\d+$/);
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    const env = new Map<string, any>(c.env.map((e: any) => [e.name, e]));
+    assert.equal(env.get('CLICKHOUSE_URL').value, 'http://tally-clickhouse:8123');
+    assert.equal(env.get('CLICKHOUSE_PASSWORD').valueFrom.secretKeyRef.key, 'CLICKHOUSE_PASSWORD');
+    assert.equal(env.get('BACKUP_METHOD').value, 'auto');
+    assert.deepEqual([env.get('BACKUP_TARGET').value, env.get('BACKUP_DISK').value], ['disk', 'backups']);
+    // The bundled server (25.8) declares the disk, allows BACKUP to it, and mounts its volume there.
+    const xml = find(r.objects, 'ConfigMap', 'tally-clickhouse').data['server.xml'];
+    assert.match(xml, /<backups><type>local<\/type><path>\/var\/lib\/clickhouse-backups\/<\/path><\/backups>/);
+    assert.match(xml, /<allowed_disk>backups<\/allowed_disk>/);
+    const sts = find(r.objects, 'StatefulSet', 'tally-clickhouse').spec.template.spec;
+    assert.deepEqual(sts.containers[0].volumeMounts.find((m: any) => m.name === 'backups'), { name: 'backups', mountPath: '/var/lib/clickhouse-backups' });
+    assert.equal(sts.volumes.find((v: any) => v.name === 'backups').persistentVolumeClaim.claimName, 'tally-clickhouse-backups');
+    assert.equal(find(r.objects, 'PersistentVolumeClaim', 'tally-clickhouse-backups').metadata.annotations?.['helm.sh/resource-policy'], 'keep');
+    const bundled = await readFile(join(CHART_DIR, 'values.yaml'), 'utf8');
+    assert.match(bundled, /clickhouse-server, tag: "(2[3-9]|[3-9]\d)\./, 'the bundled server has BACKUP (22.8 and later), which auto picks');
+  });
+
+  it('to S3 (the server writes there, keys from an existing Secret); missing url or Secret and an unknown target refused', async () => {
+    const r = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.target=s3', 'backup.clickhouse.objectStorage.url=https://b.s3.eu-west-1.amazonaws.com/tally/', 'backup.clickhouse.objectStorage.existingSecret=s3-creds'] });
+    assert.ok(r.ok, r.stderr);
+    await validateObject(find(r.objects, 'CronJob', 'tally-clickhouse-backup'));
+    const env = new Map<string, any>(chScript(r.objects).env.map((e: any) => [e.name, e]));
+    assert.equal(env.get('S3_URL').value, 'https://b.s3.eu-west-1.amazonaws.com/tally');
+    assert.equal(env.get('AWS_SECRET_ACCESS_KEY').valueFrom.secretKeyRef.name, 's3-creds');
+    assert.ok(!r.objects.some((o) => o.metadata.name === 'tally-clickhouse-backups'), 'no disk volume for S3');
+    assert.doesNotMatch(find(r.objects, 'ConfigMap', 'tally-clickhouse').data['server.xml'], /allowed_disk/);
+    const noUrl = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.target=s3', 'backup.clickhouse.objectStorage.existingSecret=s3'] });
+    assert.equal(noUrl.ok, false);
+    assert.match(noUrl.stderr, /objectStorage\.url is required/);
+    const noSecret = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.target=s3', 'backup.clickhouse.objectStorage.url=https://s3.example/b'] });
+    assert.equal(noSecret.ok, false);
+    assert.match(noSecret.stderr, /objectStorage\.existingSecret is required/);
+    const bad = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.target=nfs'] });
+    assert.equal(bad.ok, false);
+    assert.match(bad.stderr, /backup\.clickhouse\.target/);
+  });
+
+  it('external ClickHouse: the job reads its URL, user and password Secret; the disk is one the servers declare', async () => {
+    const r = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true', 'backup.clickhouse.disk=s3_backups', 'clickhouse.enabled=false', 'externalClickhouse.url=https://ch.example:8443', 'externalClickhouse.existingSecret=ch'] });
+    assert.ok(r.ok, r.stderr);
+    const env = new Map<string, any>(chScript(r.objects).env.map((e: any) => [e.name, e]));
+    assert.equal(env.get('CLICKHOUSE_URL').value, 'https://ch.example:8443');
+    assert.equal(env.get('CLICKHOUSE_PASSWORD').valueFrom.secretKeyRef.name, 'ch');
+    assert.equal(env.get('BACKUP_DISK').value, 's3_backups');
+    assert.ok(!r.objects.some((o) => o.kind === 'PersistentVolumeClaim' && o.metadata.name === 'tally-clickhouse-backups'));
+  });
+
+  it('with NetworkPolicies on, each store admits its own backup pods (and the API and worker), and no other store\'s', async () => {
+    const r = await helmTemplate('tally', { set: ['networkPolicy.enabled=true', 'backup.postgresql.enabled=true', 'backup.clickhouse.enabled=true'] });
+    assert.ok(r.ok, r.stderr);
+    const policy = (store: string) => {
+      const p = find(r.objects, 'NetworkPolicy', `tally-${store}`);
+      assert.ok(selects(p.spec.podSelector, podLabels(find(r.objects, 'StatefulSet', `tally-${store}`))), `tally-${store} applies to the ${store} pods`);
+      return p;
+    };
+    const pg = policy('postgresql');
+    const ch = policy('clickhouse');
+    const nats = policy('nats');
+    const pgBackup = podLabels(find(r.objects, 'CronJob', 'tally-pg-backup'));
+    const chBackup = podLabels(find(r.objects, 'CronJob', 'tally-clickhouse-backup'));
+    assert.equal(admits(pg, pgBackup), true, 'pg_dump reaches PostgreSQL');
+    assert.equal(admits(ch, chBackup), true, 'the ClickHouse backup job reaches ClickHouse');
+    assert.equal(admits(pg, chBackup), false);
+    assert.equal(admits(ch, pgBackup), false);
+    assert.equal(admits(nats, pgBackup) || admits(nats, chBackup), false);
+    for (const store of [pg, ch]) for (const role of ['api', 'worker']) assert.ok(admits(store, podLabels(find(r.objects, 'Deployment', `tally-${role}`))), `${store.metadata.name} admits ${role}`);
+    assert.equal(admits(pg, { ...pgBackup, 'app.kubernetes.io/instance': 'other' }), false, 'another release\'s backup pods are not admitted');
+    // Without backups, the stores admit only the API and worker again.
+    const plain = await helmTemplate('tally', { set: ['networkPolicy.enabled=true'] });
+    assert.equal(admits(find(plain.objects, 'NetworkPolicy', 'tally-postgresql'), pgBackup), false);
+  });
+});
+
+describe('ClickHouse backup script on the test server (18.16: FREEZE)', function () {
+  this.timeout(120_000);
+  let url: string;
+  let ch: ClickHouseClient;
+  let body: string;
+  const db = `bk_${process.pid}_${Date.now()}`;
+  const shadows: string[] = [];
+  before(async function () {
+    requireServices(this, 'TEST_CLICKHOUSE_URL');
+    url = process.env.TEST_CLICKHOUSE_URL!;
+    ch = createClient({ url });
+    const r = await helmTemplate('tally', { set: ['backup.clickhouse.enabled=true'] });
+    assert.ok(r.ok, r.stderr);
+    body = chScript(r.objects).args[0];
+    await ch.command({ query: `CREATE DATABASE ${db}` });
+    await ch.command({ query: `CREATE TABLE ${db}.events (day Date, id UInt64, name String) ENGINE = MergeTree PARTITION BY toYYYYMM(day) ORDER BY id` });
+    await ch.command({ query: `CREATE TABLE ${db}.profiles (id UInt64, v String) ENGINE = ReplacingMergeTree ORDER BY id` });
+    await ch.command({ query: `INSERT INTO ${db}.events VALUES ('2025-01-03', 1, 'a'), ('2025-02-03', 2, 'b')` });
+    await ch.command({ query: `INSERT INTO ${db}.profiles VALUES (1, 'x')` });
+    await ch.command({ query: `CREATE DATABASE ${db}_empty` });
+  });
+  after(async () => {
+    for (const dir of shadows) await rm(dir, { recursive: true, force: true });
+    await ch?.command({ query: `DROP DATABASE IF EXISTS ${db}` }).catch(() => undefined);
+    await ch?.command({ query: `DROP DATABASE IF EXISTS ${db}_empty` }).catch(() => undefined);
+    await ch?.close();
+  });
+  const runScript = (env: Record<string, string>) => run('sh', ['-ec', body], {
+    env: { PATH: process.env.PATH ?? '', CLICKHOUSE_URL: url, CLICKHOUSE_USER: 'default', CLICKHOUSE_PASSWORD: '', CLICKHOUSE_DATABASE: db, BACKUP_METHOD: 'auto', BACKUP_TARGET: 'disk', BACKUP_DISK: 'backups', ...env },
+  });
+
+  it('as rendered, method auto: FREEZE of every MergeTree table into the server\'s shadow/<name>/, the parts holding the rows', async () => {
+    const { stdout } = await runScript({});
+    assert.match(stdout, /^ClickHouse 18\.16\.\S+: freeze of database bk_/m);
+    const name = /as (tally_\d{8}T\d{6}Z)$/m.exec(stdout)?.[1];
+    assert.ok(name, stdout);
+    const dir = join('/var/lib/clickhouse/shadow', name);
+    shadows.push(dir);
+    assert.match(stdout, /^froze events$/m);
+    assert.match(stdout, /^froze profiles$/m);
+    const events = await readdir(join(dir, 'data', db, 'events'));
+    assert.equal(events.filter((p) => /^20250[12]_/.test(p)).length, 2, events.join(', '));
+    for (const part of events) assert.ok((await stat(join(dir, 'data', db, 'events', part, 'checksums.txt'))).size > 0);
+    assert.equal((await readdir(join(dir, 'data', db, 'profiles'))).length, 1);
+  });
+
+  it('fails loudly (non-zero, the reason on stderr) when there is nothing to back up or the server refuses', async () => {
+    const empty = await runScript({ CLICKHOUSE_DATABASE: `${db}_empty` }).then(() => undefined, (e) => e);
+    assert.ok(empty, 'no tables: the job must fail');
+    assert.notEqual(empty.code, 0);
+    assert.match(empty.stderr, /no MergeTree table in database bk_\S+_empty/);
+    // BACKUP forced on a server without it: ClickHouse's refusal is the job's failure.
+    const refused = await runScript({ BACKUP_METHOD: 'backup' }).then(() => undefined, (e) => e);
+    assert.ok(refused, 'a refused BACKUP must fail the job');
+    assert.match(refused.stderr, /ClickHouse refused: Code: 62/);
+    const unreachable = await runScript({ CLICKHOUSE_URL: 'http://127.0.0.1:9' }).then(() => undefined, (e) => e);
+    assert.ok(unreachable, 'an unreachable server must fail the job');
+    assert.match(unreachable.stderr, /ClickHouse refused/);
   });
 });
 
