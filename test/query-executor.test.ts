@@ -224,6 +224,28 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual([...new Set(ranks)], [1], 'and their slot\'s rank (one slot per organisation here: rank 1)');
   });
 
+  it('data browsing takes the same slots, its reads named like an analysis', async function () {
+    this.timeout(30_000);
+    const stats = (tenant: Tenant) => tenant.owner.get(`/api/data/stats?projectId=${tenant.project.id}`);
+    resetGate();
+    const first = query(a);
+    await waitEntered(1);
+    const [refused, other] = await Promise.all([stats(a), stats(b)]);
+    assert.equal(refused.status, 429, refused.text);
+    assert.equal(refused.body.error, 'too many concurrent queries');
+    assert.equal(other.status, 200, other.text);
+    assert.equal(other.body.events, REPORT_EVENTS.length);
+    gate.release();
+    assert.equal((await first).status, 200);
+    tags.length = 0;
+    resetGate();
+    gate.release();
+    const mine = await stats(a);
+    assert.equal(mine.status, 200, mine.text);
+    assert.deepEqual(mine.body, other.body, 'the same events, the same totals');
+    assert.ok(tags.length > 0 && tags.every((tag) => tag === `/* org=${a.org.id} project=${a.project.id} */`), `every read of the stats is named: ${tags}`);
+  });
+
   it('a read of a better rank goes before reads of worse ranks already in the engine', async function () {
     this.timeout(60_000);
     const store = t.svc.deps.events;

@@ -27,7 +27,7 @@ import { createServices, type Services } from './services.js';
 /** Every domain's routes. A new domain adds one line. */
 export function allRoutes(deps: Deps, services: Services = createServices(deps)): RouteSpec[] {
   const { membership } = services.analyses;
-  const data = new DataStore(deps.events);
+  const data = new DataStore(deps.events, services.executor);
   return [
     ...healthRoutes(deps),
     ...adminRoutes(deps, services),

@@ -1,6 +1,7 @@
 import type { EventStore } from '../ports/events/index.js';
 import { eventProperties, jsonObject, sqlInt, sqlString } from '../ports/events/index.js';
 import { dialectFor, SESSION_GAP_MS, type DataSql } from '../query/dialects/index.js';
+import type { ProjectReads } from '../query/executor.js';
 
 /**
  * Data browsing over the event store, identity-resolved, on both engines. Every count and
@@ -36,12 +37,21 @@ export class DataStore {
   /** This engine's spelling of the queries below. */
   private sql: DataSql;
 
-  constructor(private events: EventStore) {
-    this.sql = dialectFor(events.dialect).data;
+  /**
+   * `reads`: where a project's reads run (the query executor: its organisation's slots, like an
+   * analysis, since stats and listings scan as much); without it, straight on `events` (scripts).
+   */
+  constructor(private store: EventStore, private reads?: ProjectReads) {
+    this.sql = dialectFor(store.dialect).data;
+  }
+
+  /** `work` on the project's view of the event store. */
+  private read<T>(projectId: number, work: (events: EventStore) => Promise<T>): Promise<T> {
+    return this.reads ? this.reads.read(projectId, work) : work(this.store);
   }
 
   private str(s: string) {
-    return sqlString(this.events.dialect, s);
+    return sqlString(this.store.dialect, s);
   }
 
   private resolvedEvents(projectId: number, where: string, columns: string[]) {
@@ -65,12 +75,12 @@ export class DataStore {
   async listEvents(projectId: number, f: { from?: number; to?: number; event?: string; members?: string[]; person?: string; limit: number; offset: number }) {
     const src = this.resolvedEvents(projectId, this.rawWhere(f), ['id', 'event', 'distinct_id', 'time', 'properties', 'prop_keys', 'prop_values', 'prop_types']);
     const where = f.person !== undefined ? `WHERE person = ${this.str(f.person)}` : '';
-    const [rows, total] = await Promise.all([
-      this.events.query<{ id: number; event: string; person: string; time: number; properties: string; prop_keys: string[]; prop_values: string[]; prop_types: string }>(
+    const [rows, total] = await this.read(projectId, (events) => Promise.all([
+      events.query<{ id: number; event: string; person: string; time: number; properties: string; prop_keys: string[]; prop_values: string[]; prop_types: string }>(
         `SELECT id, event, person, time, properties, prop_keys, prop_values, prop_types FROM ${src} ${where} ORDER BY time DESC, id DESC LIMIT ${sqlInt(f.limit)} OFFSET ${sqlInt(f.offset)}`,
       ),
-      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
-    ]);
+      events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
+    ]));
     const events: EventRow[] = rows.map((r) => ({
       id: num(r.id), event: r.event, distinct_id: r.person, time: num(r.time), properties: eventProperties(r),
     }));
@@ -79,10 +89,10 @@ export class DataStore {
 
   async eventNames(projectId: number, recentSince: number) {
     const final = this.sql.final;
-    const rows = await this.events.query<{ name: string; count: number; recent_count: number; last_seen: number }>(
+    const rows = await this.read(projectId, (events) => events.query<{ name: string; count: number; recent_count: number; last_seen: number }>(
       `SELECT event AS name, count(*) AS count, sum(CASE WHEN time >= ${sqlInt(recentSince)} THEN 1 ELSE 0 END) AS recent_count, max(time) AS last_seen
        FROM events ${final} WHERE project_id = ${sqlInt(projectId)} GROUP BY event ORDER BY count DESC, name`,
-    );
+    ));
     return rows.map((r) => ({ name: r.name, count: num(r.count), recent_count: num(r.recent_count), last_seen: num(r.last_seen) }));
   }
 
@@ -90,7 +100,7 @@ export class DataStore {
     const p = sqlInt(projectId);
     const ev = event !== undefined ? ` AND event = ${this.str(event)}` : '';
     const sql = this.sql.properties(p, ev);
-    const rows = await this.events.query<{ key: string; count: number; sampleValues: string[] }>(sql);
+    const rows = await this.read(projectId, (events) => events.query<{ key: string; count: number; sampleValues: string[] }>(sql));
     return rows.map((r) => ({ key: r.key, count: num(r.count), sampleValues: [...(r.sampleValues ?? [])].map(String).sort() }));
   }
 
@@ -125,16 +135,16 @@ export class DataStore {
     }
     const src = this.persons(projectId);
     const order = this.sql.usersOrder;
-    const [rows, total] = await Promise.all([
-      this.events.query<PersonRow>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
-      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
-    ]);
+    const [rows, total] = await this.read(projectId, (events) => Promise.all([
+      events.query<PersonRow>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
+      events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
+    ]));
     return { users: rows.map((r) => this.toProfile(r)), total: num(total[0]?.n) };
   }
 
   /** One identity's profile, or undefined when it has neither events nor a live profile. */
   async user(projectId: number, person: string, members: string[]): Promise<UserProfile | undefined> {
-    const rows = await this.events.query<PersonRow>(`SELECT * FROM ${this.persons(projectId, { members, person })}`);
+    const rows = await this.read(projectId, (events) => events.query<PersonRow>(`SELECT * FROM ${this.persons(projectId, { members, person })}`));
     return rows[0] ? this.toProfile(rows[0]) : undefined;
   }
 
@@ -143,7 +153,7 @@ export class DataStore {
     const src = this.resolvedEvents(projectId, this.rawWhere({ members }), ['distinct_id', 'time']);
     const who = `person = ${this.str(person)}`;
     const sql = this.sql.sessionsOf(src, who);
-    const rows = await this.events.query<{ n: number }>(sql);
+    const rows = await this.read(projectId, (events) => events.query<{ n: number }>(sql));
     return num(rows[0]?.n);
   }
 
@@ -156,15 +166,15 @@ export class DataStore {
     const recent = this.resolvedEvents(projectId, `time >= ${sqlInt(weekAgo - SESSION_GAP_MS)}`, ['distinct_id', 'time']);
     const sessionsSql = this.sql.recentSessions(recent, weekAgo);
     const distinct = (x: string) => this.sql.distinct(x);
-    const [ev, users, profiles, sessions] = await Promise.all([
-      this.events.query<{ events: number; event_names: number; events_today: number }>(
+    const [ev, users, profiles, sessions] = await this.read(projectId, (events) => Promise.all([
+      events.query<{ events: number; event_names: number; events_today: number }>(
         `SELECT count(*) AS events, ${distinct('event')} AS event_names, sum(CASE WHEN time >= ${sqlInt(dayStart)} THEN 1 ELSE 0 END) AS events_today
          FROM events ${final} WHERE project_id = ${p}`,
       ),
-      this.events.query<{ n: number }>(`SELECT ${distinct('person')} AS n FROM ${all}`),
-      this.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.resolvedProfiles(projectId)}`),
-      this.events.query<{ n: number }>(sessionsSql),
-    ]);
+      events.query<{ n: number }>(`SELECT ${distinct('person')} AS n FROM ${all}`),
+      events.query<{ n: number }>(`SELECT count(*) AS n FROM ${this.resolvedProfiles(projectId)}`),
+      events.query<{ n: number }>(sessionsSql),
+    ]));
     return {
       events: num(ev[0]?.events), users: num(users[0]?.n), profiles: num(profiles[0]?.n), event_names: num(ev[0]?.event_names),
       events_today: num(ev[0]?.events_today), sessions: num(sessions[0]?.n),

@@ -21,6 +21,14 @@ export interface ProjectScope {
   org_id: number | null;
 }
 
+/**
+ * Reads of one project's events under its organisation's share of the engine: a slot, the
+ * organisation and project named in each statement, the slot's rank (data browsing uses it).
+ */
+export interface ProjectReads {
+  read<T>(projectId: number, work: (events: EventStore) => Promise<T>): Promise<T>;
+}
+
 export interface ExecutorDeps {
   config: Config;
   events: EventStore;
@@ -46,7 +54,7 @@ export interface ExecutorDeps {
  *
  * Built once per process (app.ts buildDeps) and handed to the routes through `deps.executor`.
  */
-export class QueryExecutor {
+export class QueryExecutor implements ProjectReads {
   readonly slots: OrgSlots;
 
   constructor(private deps: ExecutorDeps) {
@@ -113,11 +121,12 @@ export class QueryExecutor {
   }
 
   /**
-   * A domain's own compiled analysis (an experiment's per-unit aggregation): `work` reads the
-   * engine inside a slot of the project's organisation, capped and tagged like every run.
+   * Reads that are not analyses of the query routes but scan a project's events all the same (data
+   * browsing): a slot and the tagged, ranked store, without the rate limit (those routes never
+   * spent it) or the row cap (each read has its own LIMIT).
    */
-  compiled<T>(project: ProjectScope, work: (events: EventStore) => Promise<T>): Promise<T> {
-    return this.engine(project, true, work);
+  async read<T>(projectId: number, work: (events: EventStore) => Promise<T>): Promise<T> {
+    return this.engine(await this.scopeOf(projectId), false, work);
   }
 
   /**
