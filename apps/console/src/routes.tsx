@@ -7,6 +7,7 @@ import { BoardPage } from './pages/board.js';
 import { InsightsPage } from './pages/insights.js';
 import { ReportsPage } from './pages/reports/index.js';
 import { FlagsPage } from './pages/flags/index.js';
+import { ExperimentsPage } from './pages/experiments/index.js';
 import { PeoplePage, PersonPage } from './pages/people/index.js';
 import { EventsPage } from './pages/events/index.js';
 import { AuditLogPage } from './pages/audit/index.js';
@@ -28,6 +29,8 @@ export const ROUTES: Route[] = [
   { pattern: '/projects/:projectId/reports/:reportId', page: (p) => <InsightsPage key={p.reportId} projectId={p.projectId} reportId={p.reportId} /> },
   { pattern: '/projects/:projectId/flags', page: (p) => <FlagsPage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/flags/:flagId', page: (p) => <FlagsPage projectId={p.projectId} flagId={p.flagId} /> },
+  { pattern: '/projects/:projectId/experiments', page: (p) => <ExperimentsPage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/experiments/:experimentId', page: (p) => <ExperimentsPage projectId={p.projectId} experimentId={p.experimentId} /> },
   { pattern: '/projects/:projectId/people', page: (p) => <PeoplePage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/people/:distinctId', page: (p) => <PersonPage key={p.distinctId} projectId={p.projectId} distinctId={p.distinctId} /> },
   { pattern: '/projects/:projectId/events', page: (p) => <EventsPage projectId={p.projectId} /> },
@@ -40,6 +43,7 @@ export const NAV: Array<{ label: string; path: string; minRole?: Role }> = [
   { label: 'Insights', path: 'insights' },
   { label: 'Reports', path: 'reports' },
   { label: 'Flags', path: 'flags' },
+  { label: 'Experiments', path: 'experiments' },
   { label: 'People', path: 'people' },
   { label: 'Events', path: 'events' },
   { label: 'Audit log', path: 'audit-log', minRole: 'admin' },
