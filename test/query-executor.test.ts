@@ -246,6 +246,26 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.ok(tags.length > 0 && tags.every((tag) => tag === `/* org=${a.org.id} project=${a.project.id} */`), `every read of the stats is named: ${tags}`);
   });
 
+  it('cohort previews take the same slots, their reads named like an analysis', async function () {
+    this.timeout(30_000);
+    const definition = { op: 'and', criteria: [{ kind: 'behavior', event: 'view', op: 'gte', count: 1, windowDays: 0 }] };
+    const preview = (tenant: Tenant) => tenant.owner.post('/api/cohorts/preview', { projectId: tenant.project.id, definition });
+    resetGate();
+    const first = query(a);
+    await waitEntered(1);
+    const [refused, other] = await Promise.all([preview(a), preview(b)]);
+    assert.equal(refused.status, 429, refused.text);
+    assert.equal(refused.body.error, 'too many concurrent queries');
+    assert.equal(other.status, 200, other.text);
+    assert.ok(other.body.count > 0, 'B counts its cohort meanwhile');
+    gate.release();
+    assert.equal((await first).status, 200);
+    tags.length = 0;
+    const mine = await preview(a);
+    assert.deepEqual([mine.status, mine.body.count], [200, other.body.count], mine.text);
+    assert.ok(tags.length > 0 && tags.every((tag) => tag === `/* org=${a.org.id} project=${a.project.id} */`), `every read of the preview is named: ${tags}`);
+  });
+
   it('a read of a better rank goes before reads of worse ranks already in the engine', async function () {
     this.timeout(60_000);
     const store = t.svc.deps.events;

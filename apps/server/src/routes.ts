@@ -37,7 +37,7 @@ export function allRoutes(deps: Deps, services: Services = createServices(deps))
     ...flagSecretRoutes({ projects: deps.projects, flagSecrets: services.flagSecrets }),
     ...queryRoutes(deps, services.executor),
     ...irQueryRoutes(deps, services.executor),
-    ...cohortRoutes(deps, { service: services.definitions.cohorts, membership }),
+    ...cohortRoutes(deps, { service: services.definitions.cohorts, membership, reads: services.executor }),
     ...definitionRoutes(deps, services.definitions),
     ...metricsRoutes(deps),
     ...flagRoutes(deps, services.flags),

@@ -91,6 +91,11 @@ function criterionCondition(c: CohortCriterion, col: string): string {
 export class CohortMembership {
   constructor(private events: EventStore, private contexts: QueryContexts, private cohorts: DefinitionStore<CohortDefinition>) {}
 
+  /** The same questions asked of another view of the event store (the query executor's, for the cohort routes). */
+  on(events: EventStore): CohortMembership {
+    return new CohortMembership(events, this.contexts, this.cohorts);
+  }
+
   /** Canonical ids of the cohort defined by `def`, sorted. */
   async members(projectId: number, def: CohortDefinition, opts: { limit?: number; now?: number } = {}): Promise<string[]> {
     const q = await this.contexts.forProject(projectId);

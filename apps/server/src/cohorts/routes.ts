@@ -9,6 +9,7 @@ import type { DefinitionService } from '../definitions/service.js';
 import { scopedLoader } from '../definitions/load.js';
 import { definitionCrudRoutes, nameAndDescription } from '../definitions/crud.js';
 import type { CohortMembership } from './membership.js';
+import type { ProjectReads } from '../query/executor.js';
 import {
   CohortMembersSchema, CohortPreviewSchema, CohortSchema, CreateCohortBody, PreviewBody, ProjectQuery, UpdateCohortBody,
   type CohortDefinition,
@@ -19,12 +20,19 @@ export interface CohortDomain {
   /** Writes with their audit rows; reads through `service.store`. */
   service: DefinitionService<CohortDefinition>;
   membership: CohortMembership;
+  /**
+   * Where sizes, previews and member lists run: the query executor, so they take a slot of the
+   * organisation like an analysis (they scan the project's events as much). Remote flag evaluation
+   * asks `membership` directly: it must not wait behind the organisation's queries.
+   */
+  reads: ProjectReads;
 }
 
 export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain): RouteSpec[] {
-  const { service, membership } = domain;
+  const { service, membership, reads } = domain;
   const { store } = service;
-  const withSize = async (c: DefinitionRow<CohortDefinition>) => ({ ...c, size: await membership.size(c.project_id, c.definition) });
+  const read = <T>(projectId: number, work: (m: CohortMembership) => Promise<T>) => reads.read(projectId, (events) => work(membership.on(events)));
+  const withSize = async (c: DefinitionRow<CohortDefinition>) => ({ ...c, size: await read(c.project_id, (m) => m.size(c.project_id, c.definition)) });
   /** A cohort by id; another organisation's (or a missing one) is 404. */
   const load = scopedLoader(deps.projects, store, 'cohort');
   return [
@@ -43,10 +51,10 @@ export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain)
       handler: async ({ ctx, body, query }) => {
         const project = await resolveProject(deps.projects, authOf(ctx), body.projectId ?? query.projectId);
         const now = Date.now();
-        const [count, sample] = await Promise.all([
-          membership.size(project.id, body.definition, now),
-          membership.members(project.id, body.definition, { limit: LIMITS.cohortPreviewSample, now }),
-        ]);
+        const [count, sample] = await read(project.id, (m) => Promise.all([
+          m.size(project.id, body.definition, now),
+          m.members(project.id, body.definition, { limit: LIMITS.cohortPreviewSample, now }),
+        ]));
         return { count, sample };
       },
     }),
@@ -55,7 +63,7 @@ export function cohortRoutes(deps: Pick<Deps, 'projects'>, domain: CohortDomain)
       summary: "The cohort's members now (canonical ids, sorted)",
       handler: async ({ ctx, params }) => {
         const cohort = await load(ctx, params.id);
-        return { members: await membership.members(cohort.project_id, cohort.definition) };
+        return { members: await read(cohort.project_id, (m) => m.members(cohort.project_id, cohort.definition)) };
       },
     }),
   ];
