@@ -38,7 +38,7 @@ export const TEST_TIMING: OperatorTiming = {
 /** The Role/ClusterRole grants permissions.ts describes. */
 export function grantsFromPermissions(podNamespace: string, watchNamespaces?: string[]): Grant[] {
   return OPERATOR_PERMISSIONS.flatMap((p): Grant[] => {
-    const rules = [{ apiGroups: p.apiGroups, resources: p.resources, verbs: p.verbs }];
+    const rules = [{ apiGroups: p.apiGroups, resources: p.resources, verbs: p.verbs, resourceNames: p.resourceNames }];
     if (p.scope === 'own-namespace') return [{ namespace: podNamespace, rules }];
     if (p.scope === 'cluster-scoped' || !watchNamespaces?.length) return [{ namespace: undefined, rules }];
     return watchNamespaces.map((namespace) => ({ namespace, rules }));

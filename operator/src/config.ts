@@ -45,6 +45,8 @@ export interface OperatorTiming {
   /** Every object is reconciled again after this long, even without a change (drift from the API side). */
   resyncMs: number;
   apiTimeoutMs: number;
+  /** Every Kubernetes call but the watches is aborted after this long (KUBE_REQUEST_TIMEOUT_MS). */
+  kubeRequestTimeoutMs: number;
   /** An Organization's usage is read again at most this often. */
   usageRefreshMs: number;
 }
@@ -59,6 +61,7 @@ export const DEFAULT_TIMING: OperatorTiming = {
   backoffMaxMs: 60_000,
   resyncMs: 600_000,
   apiTimeoutMs: 10_000,
+  kubeRequestTimeoutMs: 30_000,
   usageRefreshMs: 60_000,
 };
 
@@ -69,6 +72,8 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
   if (!apiKey) throw new Error('OPERATOR_KEY (or SUPERADMIN_KEY) is required for the operator role');
   const leaderElect = env.LEADER_ELECT ?? 'true';
   if (!['true', 'false'].includes(leaderElect)) throw new Error(`LEADER_ELECT must be true or false (got ${leaderElect})`);
+  const kubeRequestTimeoutMs = int(env, 'KUBE_REQUEST_TIMEOUT_MS', DEFAULT_TIMING.kubeRequestTimeoutMs);
+  if (kubeRequestTimeoutMs < 1) throw new Error('KUBE_REQUEST_TIMEOUT_MS must be a positive number of milliseconds');
   const allowUnmanaged = env.TENANCY_ALLOW_UNMANAGED_ORGS ?? 'false';
   if (!['true', 'false'].includes(allowUnmanaged)) throw new Error(`TENANCY_ALLOW_UNMANAGED_ORGS must be true or false (got ${allowUnmanaged})`);
   return {
@@ -83,7 +88,7 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
     metricsHost: env.HOST ?? '0.0.0.0',
     identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
     allowUnmanagedOrgs: allowUnmanaged === 'true',
-    timing: DEFAULT_TIMING,
+    timing: { ...DEFAULT_TIMING, kubeRequestTimeoutMs },
     logLevel: (env.LOG_LEVEL as OperatorConfig['logLevel']) ?? 'info',
   };
 }

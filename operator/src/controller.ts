@@ -19,6 +19,7 @@ import { TenantConfigWriter } from './reconcile/tenant-config.js';
 import type { OperatorDeps } from './operator.js';
 
 const TENANT_KEY = 'TenantConfig';
+const CRD_DELETING_CACHE_MS = 10_000;
 type Meta = { metadata: { namespace?: string; name?: string; resourceVersion?: string } };
 
 /**
@@ -36,6 +37,7 @@ export class Controller {
   private readonly informers: Informer<any>[] = [];
   private readonly referenced: ReferencedSecrets;
   private readonly warned = new Map<string, number>();
+  private readonly crdDeletingUntil = new Map<KindName, number>();
   private resyncTimer?: NodeJS.Timeout;
   private started = false;
 
@@ -108,6 +110,7 @@ export class Controller {
       organizations, projects, flagSecrets, featureFlags, apiTokens, secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
+      crdBeingDeleted: (kind) => this.crdBeingDeleted(kind),
       warn: (obj, reason, message) => this.warn(obj, reason, message),
       event: (obj, reason, message) => this.record(obj, 'Normal', reason, message),
     };
@@ -332,6 +335,18 @@ export class Controller {
       this.deps.log.error('tenant config not written', { err: describeKubeError(err) });
       return { kind: 'retry' };
     }
+  }
+
+  /**
+   * Only a "being deleted" answer is kept (briefly: while the CRD's cascade deletes every resource
+   * of the kind, one read serves them all). A "not being deleted" answer is never reused: it could
+   * predate the CRD's deletion that made this very resource go.
+   */
+  private async crdBeingDeleted(kind: KindName): Promise<boolean> {
+    if ((this.crdDeletingUntil.get(kind) ?? 0) > Date.now()) return true;
+    const deleting = await this.deps.kube.crdBeingDeleted(kind);
+    if (deleting) this.crdDeletingUntil.set(kind, Date.now() + CRD_DELETING_CACHE_MS);
+    return deleting;
   }
 
   private warn(obj: AnyResource, reason: string, message: string): void {

@@ -1,6 +1,6 @@
 import {
-  ApiException, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, V1MicroTime, Watch,
-  setHeaderOptions, type V1Lease, type V1Secret,
+  ApiException, ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, V1MicroTime, Watch,
+  setHeaderMiddleware, type ConfigurationOptions, type ObservableMiddleware, type V1Lease, type V1Secret,
 } from '@kubernetes/client-node';
 import { API_VERSION, FIELD_MANAGER, GROUP, KINDS, VERSION, type AnyResource, type KindName } from './kinds.js';
 
@@ -8,8 +8,27 @@ import { API_VERSION, FIELD_MANAGER, GROUP, KINDS, VERSION, type AnyResource, ty
  * The Kubernetes calls the operator makes, on @kubernetes/client-node's generated clients. Every
  * call here has its RBAC rule in permissions.ts (the chart and the tests' RBAC enforcement read
  * that list). PATCH goes out as merge-patch: client-node 1.x sends json-patch unless told otherwise.
+ * Every call but the watches (which have their own watchdog) is aborted after `requestTimeoutMs`
+ * (KUBE_REQUEST_TIMEOUT_MS): a hung API server connection must not hold a reconcile or the Lease
+ * renewal forever.
  */
-const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const MERGE = setHeaderMiddleware('Content-Type', PatchStrategy.MergePatch);
+
+/** Aborts the request (and the reading of its body) after `ms`. */
+function timeoutMiddleware(ms: number): ObservableMiddleware {
+  return {
+    pre: (request) => {
+      request.setSignal(AbortSignal.timeout(ms) as never);
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+}
+
+/** A call's options: the timeout, and merge-patch for PATCH. */
+function callOptions(ms: number, patch = false): ConfigurationOptions<ObservableMiddleware> {
+  return { middleware: patch ? [MERGE, timeoutMiddleware(ms)] : [timeoutMiddleware(ms)], middlewareMergeStrategy: 'append' };
+}
 
 export interface SecretSelector { labelSelector?: string; fieldSelector?: string }
 
@@ -23,13 +42,20 @@ export class Kube {
   readonly custom: CustomObjectsApi;
   readonly core: CoreV1Api;
   readonly coordination: CoordinationV1Api;
+  readonly apiextensions: ApiextensionsV1Api;
   readonly watcher: Watch;
 
-  constructor(readonly kc: KubeConfig) {
+  constructor(readonly kc: KubeConfig, readonly requestTimeoutMs = 30_000) {
     this.custom = kc.makeApiClient(CustomObjectsApi);
     this.core = kc.makeApiClient(CoreV1Api);
     this.coordination = kc.makeApiClient(CoordinationV1Api);
+    this.apiextensions = kc.makeApiClient(ApiextensionsV1Api);
     this.watcher = new Watch(kc);
+  }
+
+  /** Options of one call: `timeoutMs` (at most the configured timeout) bounds it. */
+  private opts(patch = false, timeoutMs?: number): ConfigurationOptions<ObservableMiddleware> {
+    return callOptions(Math.max(1, Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs)), patch);
   }
 
   // --- custom resources ---
@@ -38,8 +64,8 @@ export class Kube {
     const plural = KINDS[kind].plural;
     const common = { group: GROUP, version: VERSION, plural, limit: opts.limit, _continue: opts.continue };
     const list = namespace && !KINDS[kind].cluster
-      ? await this.custom.listNamespacedCustomObject({ ...common, namespace })
-      : await this.custom.listClusterCustomObject(common);
+      ? await this.custom.listNamespacedCustomObject({ ...common, namespace }, this.opts())
+      : await this.custom.listClusterCustomObject(common, this.opts());
     for (const item of list.items ?? []) item.kind ??= kind;
     return list;
   }
@@ -52,22 +78,22 @@ export class Kube {
   /** Merge-patch of metadata/spec; with `resourceVersion` in the patch it fails with 409 on a stale object. */
   async patchResource(kind: KindName, namespace: string, name: string, body: object): Promise<AnyResource> {
     if (KINDS[kind].cluster) {
-      return this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER }, MERGE);
+      return this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER }, this.opts(true));
     }
     return this.custom.patchNamespacedCustomObject(
       { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER },
-      MERGE,
+      this.opts(true),
     );
   }
 
   async patchStatus(kind: KindName, namespace: string, name: string, status: object): Promise<AnyResource> {
     if (KINDS[kind].cluster) {
       return this.custom.patchClusterCustomObjectStatus(
-        { group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER }, MERGE);
+        { group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER }, this.opts(true));
     }
     return this.custom.patchNamespacedCustomObjectStatus(
       { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER },
-      MERGE,
+      this.opts(true),
     );
   }
 
@@ -79,7 +105,7 @@ export class Kube {
    */
   async listSecrets(namespace: string | undefined, selector: SecretSelector, opts: { limit?: number; continue?: string }): Promise<ListPage<V1Secret>> {
     const common = { limit: opts.limit, _continue: opts.continue, labelSelector: selector.labelSelector, fieldSelector: selector.fieldSelector };
-    return namespace ? this.core.listNamespacedSecret({ ...common, namespace }) : this.core.listSecretForAllNamespaces(common);
+    return namespace ? this.core.listNamespacedSecret({ ...common, namespace }, this.opts()) : this.core.listSecretForAllNamespaces(common, this.opts());
   }
 
   secretWatchPath(namespace: string | undefined): string {
@@ -88,7 +114,7 @@ export class Kube {
 
   async readSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     try {
-      return await this.core.readNamespacedSecret({ namespace, name });
+      return await this.core.readNamespacedSecret({ namespace, name }, this.opts());
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
       throw err;
@@ -96,12 +122,12 @@ export class Kube {
   }
 
   createSecret(namespace: string, body: V1Secret): Promise<V1Secret> {
-    return this.core.createNamespacedSecret({ namespace, body, fieldManager: FIELD_MANAGER });
+    return this.core.createNamespacedSecret({ namespace, body, fieldManager: FIELD_MANAGER }, this.opts());
   }
 
   /** Full replace guarded by metadata.resourceVersion (409 when someone wrote in between). */
   replaceSecret(namespace: string, name: string, body: V1Secret): Promise<V1Secret> {
-    return this.core.replaceNamespacedSecret({ namespace, name, body, fieldManager: FIELD_MANAGER });
+    return this.core.replaceNamespacedSecret({ namespace, name, body, fieldManager: FIELD_MANAGER }, this.opts());
   }
 
   // --- events ---
@@ -123,30 +149,49 @@ export class Kube {
         source: { component: FIELD_MANAGER },
         reportingComponent: FIELD_MANAGER,
       },
-    });
+    }, this.opts());
   }
 
-  // --- leases ---
+  // --- CRDs ---
 
-  async readLease(namespace: string, name: string): Promise<V1Lease | undefined> {
+  /**
+   * Whether the CRD of `kind` is being deleted (deletionTimestamp set) or gone: Kubernetes then
+   * deletes every resource of the kind, which must not delete what they manage in the service.
+   */
+  async crdBeingDeleted(kind: KindName): Promise<boolean> {
     try {
-      return await this.coordination.readNamespacedLease({ namespace, name });
+      const crd = await this.apiextensions.readCustomResourceDefinition({ name: crdName(kind) }, this.opts());
+      return !!crd.metadata?.deletionTimestamp;
+    } catch (err) {
+      if (statusOf(err) === 404) return true;
+      throw err;
+    }
+  }
+
+  // --- leases (`timeoutMs`: the leader bounds its renewal by its renew deadline) ---
+
+  async readLease(namespace: string, name: string, timeoutMs?: number): Promise<V1Lease | undefined> {
+    try {
+      return await this.coordination.readNamespacedLease({ namespace, name }, this.opts(false, timeoutMs));
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
       throw err;
     }
   }
 
-  createLease(namespace: string, body: V1Lease): Promise<V1Lease> {
-    return this.coordination.createNamespacedLease({ namespace, body });
+  createLease(namespace: string, body: V1Lease, timeoutMs?: number): Promise<V1Lease> {
+    return this.coordination.createNamespacedLease({ namespace, body }, this.opts(false, timeoutMs));
   }
 
-  replaceLease(namespace: string, name: string, body: V1Lease): Promise<V1Lease> {
-    return this.coordination.replaceNamespacedLease({ namespace, name, body });
+  replaceLease(namespace: string, name: string, body: V1Lease, timeoutMs?: number): Promise<V1Lease> {
+    return this.coordination.replaceNamespacedLease({ namespace, name, body }, this.opts(false, timeoutMs));
   }
 }
 
 export const microTime = (ms: number) => new V1MicroTime(ms);
+
+/** The name of a kind's CustomResourceDefinition (`<plural>.<group>`). */
+export const crdName = (kind: KindName) => `${KINDS[kind].plural}.${GROUP}`;
 
 /** The HTTP status of a failed Kubernetes call (ApiException or Watch error), undefined for network errors. */
 export function statusOf(err: unknown): number | undefined {
@@ -164,6 +209,7 @@ export function describeKubeError(err: unknown): string {
     const message = body && typeof body === 'object' && 'message' in body ? String((body as { message: unknown }).message) : '';
     return `HTTP ${err.code}${message ? ': ' + message : ''}`;
   }
+  if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) return `no answer from the Kubernetes API in time (${err.message})`;
   return err instanceof Error ? err.message : String(err);
 }
 

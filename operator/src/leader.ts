@@ -5,7 +5,9 @@ import { microTime, statusOf, type Kube } from './kube.js';
  * Leader election on a coordination.k8s.io/v1 Lease, as client-go does it: a candidate takes the
  * Lease when it is free (no holder) or when its record has not changed for leaseDuration as seen
  * on the candidate's own clock (so clocks of replicas need not agree); the leader renews every
- * retryPeriod and steps down when it could not renew for renewDeadline. Writes are replaces
+ * retryPeriod and steps down when it could not renew for renewDeadline (its renewal calls are cut
+ * off at that deadline, so a hung API server connection cannot keep it leading past the Lease's
+ * expiry: renewDeadline < leaseDuration, as client-go requires). Writes are replaces
  * guarded by resourceVersion, so two candidates never both win. On stop the leader empties the
  * holder so a standby takes over at its next try instead of waiting for expiry.
  */
@@ -63,23 +65,31 @@ export class LeaderElector {
   private async run(): Promise<void> {
     while (!this.stopped) {
       let ok = false;
+      // While leading, a renewal must succeed before lastRenew + renewDeadline: its calls are cut
+      // off then (a hung connection cannot keep this replica leading past the Lease's expiry, when
+      // another replica may take it).
+      const deadline = this.leading ? this.lastRenew + this.opts.renewDeadlineMs : undefined;
+      // The renewal counts from before it was sent (never later than when the API server wrote it).
+      const started = Date.now();
       try {
-        ok = await this.tryAcquireOrRenew();
+        ok = await this.tryAcquireOrRenew(deadline);
       } catch (err) {
         this.opts.onError?.(`lease ${this.opts.namespace}/${this.opts.name}: ${err instanceof Error ? err.message : String(err)}`);
       }
       if (this.stopped) return;
-      if (ok) {
-        this.lastRenew = Date.now();
+      if (ok && (deadline === undefined || Date.now() <= deadline)) {
+        this.lastRenew = started;
         if (!this.leading) {
           this.leading = true;
           this.opts.onStartedLeading();
         }
-      } else if (this.leading && Date.now() - this.lastRenew > this.opts.renewDeadlineMs) {
+      } else if (this.leading && Date.now() >= (deadline ?? 0)) {
         this.leading = false;
+        this.opts.onError?.(`lease ${this.opts.namespace}/${this.opts.name}: not renewed within ${this.opts.renewDeadlineMs} ms, stepping down`);
         this.opts.onStoppedLeading();
       }
-      await this.sleep(this.opts.retryPeriodMs);
+      const wait = deadline !== undefined && this.leading ? Math.min(this.opts.retryPeriodMs, Math.max(0, this.lastRenew + this.opts.renewDeadlineMs - Date.now())) : this.opts.retryPeriodMs;
+      await this.sleep(wait);
     }
   }
 
@@ -94,14 +104,15 @@ export class LeaderElector {
     };
   }
 
-  /** One round: true when this replica holds the Lease afterwards. */
-  private async tryAcquireOrRenew(): Promise<boolean> {
+  /** One round: true when this replica holds the Lease afterwards. `deadline` (ms epoch) bounds its calls. */
+  private async tryAcquireOrRenew(deadline?: number): Promise<boolean> {
     const { namespace, name } = this.opts;
+    const left = () => (deadline === undefined ? undefined : Math.max(1, deadline - Date.now()));
     const now = Date.now();
-    const lease = await this.kube.readLease(namespace, name);
+    const lease = await this.kube.readLease(namespace, name, left());
     if (!lease) {
       try {
-        await this.kube.createLease(namespace, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: this.spec(undefined, now) });
+        await this.kube.createLease(namespace, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: this.spec(undefined, now) }, left());
         return true;
       } catch (err) {
         if (statusOf(err) === 409) return false;
@@ -115,7 +126,7 @@ export class LeaderElector {
     const held = holder !== '' && holder !== this.opts.identity && now < this.observed.at + durationMs;
     if (held) return false;
     try {
-      await this.kube.replaceLease(namespace, name, { ...lease, spec: this.spec(lease.spec, now) });
+      await this.kube.replaceLease(namespace, name, { ...lease, spec: this.spec(lease.spec, now) }, left());
       return true;
     } catch (err) {
       if (statusOf(err) === 409) return false;

@@ -1,3 +1,5 @@
+import { GROUP, KINDS } from './kinds.js';
+
 /**
  * Every Kubernetes call the operator makes, as RBAC rules: the one list the Helm chart's
  * ClusterRole/Role are checked against, and the rules the scenario tests' fake API enforces (a call
@@ -10,11 +12,18 @@ export interface PermissionRule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
+  /** When set, the rule allows only these object names. */
+  resourceNames?: string[];
   scope: 'cluster' | 'cluster-scoped' | 'own-namespace';
   reason: string;
 }
 
 export const OPERATOR_PERMISSIONS: readonly PermissionRule[] = [
+  {
+    apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get'], scope: 'cluster-scoped',
+    resourceNames: Object.values(KINDS).map((k) => `${k.plural}.${GROUP}`),
+    reason: 'get: whether a kind\'s CRD is being deleted (a deletionPolicy Delete is then not run: removing a CRD never deletes a tenant\'s data)',
+  },
   {
     apiGroups: ['analytics.tally.dev'], resources: ['organizations'], verbs: ['list', 'watch', 'patch'], scope: 'cluster-scoped',
     reason: 'list+watch: the Organization informer; patch: add/remove the finalizer',

@@ -12,8 +12,10 @@ export type ApiErrorKind =
   /** 409: managed by another resource (or the API's own conflict). */
   | 'conflict'
   /**
-   * 403 with a boundary `reason` (AdoptionRefused, NamespaceNotAllowed): the service's own check
-   * between teams refused the write; no retry, the resource waits for a change. A 403 without a
+   * 403 with a boundary `reason` (AdoptionRefused, NamespaceNotAllowed, NotManaged: the operator
+   * key wrote for an Organization to an organisation that Organization does not manage): the
+   * service's own check between teams refused the write; no retry, the resource waits for a
+   * change (and the periodic resync). A 403 without a
    * reason stays `unavailable` (a key the service does not accept).
    */
   | 'refused';
@@ -290,7 +292,7 @@ export class TallyApi {
 }
 
 /** The reasons of the service's boundary check that a 403 may carry (they become the Ready reason as they are). */
-export const BOUNDARY_REASONS = ['AdoptionRefused', 'NamespaceNotAllowed'] as const;
+export const BOUNDARY_REASONS = ['AdoptionRefused', 'NamespaceNotAllowed', 'NotManaged'] as const;
 export type BoundaryReason = (typeof BOUNDARY_REASONS)[number];
 
 /** `403 {error: "forbidden", reason, message}` of the service's boundary check, or undefined. */

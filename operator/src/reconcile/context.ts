@@ -3,11 +3,11 @@ import type { Cache } from '../cache.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
 import {
-  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
+  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
 } from '../kinds.js';
-import type { Kube } from '../kube.js';
+import { crdName, type Kube } from '../kube.js';
 import type { OperatorMetrics } from '../metrics.js';
-import { ApiError, type TallyApi } from '../tally-api.js';
+import { ApiError, type BoundaryReason, type TallyApi } from '../tally-api.js';
 
 /** What the cache keeps of a Secret: its identity and a SHA-256 per key (never the values). */
 export interface SecretDigest {
@@ -73,6 +73,8 @@ export interface ReconcileContext {
   secrets: Cache<SecretDigest>;
   enqueue(key: string): void;
   enqueueTenantConfig(): void;
+  /** Whether the CRD of `kind` is being deleted (a fresh read unless it was seen being deleted just now). */
+  crdBeingDeleted(kind: KindName): Promise<boolean>;
   /** Kubernetes Events for failures (deduplicated per object, reason and message). */
   warn(obj: AnyResource, reason: string, message: string): void;
   /** Normal Events: created, adopted, rotated, revoked, deleted. */
@@ -106,7 +108,7 @@ export function apiFailure(err: unknown, what: string): Outcome {
       return notReady('Conflict', owner ? `${what}: ${err.message} ${String(owner)}` : `${what}: ${err.message}`);
     }
     if (err.kind === 'refused') {
-      const reason = (err.body as { reason: 'AdoptionRefused' | 'NamespaceNotAllowed' }).reason;
+      const reason = (err.body as { reason: BoundaryReason }).reason;
       return notReady(reason, `${what}: ${err.message}`);
     }
     return notReady('ApiUnavailable', `${what}: ${err.message}`, { retry: true });
@@ -133,6 +135,19 @@ export async function removeFinalizer(ctx: ReconcileContext, obj: AnyResource): 
 }
 
 export const hasFinalizer = (obj: AnyResource) => (obj.metadata.finalizers ?? []).includes(FINALIZER);
+
+/**
+ * The deletion policy to run for a resource being deleted. When its CRD is being deleted,
+ * Kubernetes deletes every resource of the kind: `Delete` is then not run but behaves as `Retain`
+ * (what the resource manages is released, never deleted), with a Warning Event saying why, so
+ * removing a CRD (by mistake, or by a tool that prunes it) never deletes a tenant's data.
+ */
+export async function deletionPolicyNow(ctx: ReconcileContext, obj: AnyResource, policy: DeletionPolicy): Promise<DeletionPolicy> {
+  if (policy !== 'Delete' || !(await ctx.crdBeingDeleted(obj.kind))) return policy;
+  ctx.warn(obj, 'CRDBeingDeleted', `deletionPolicy Delete not run: the CustomResourceDefinition ${crdName(obj.kind)} is being deleted, `
+    + 'so what this resource manages is released (kept, no longer managed) instead of deleted');
+  return 'Retain';
+}
 
 /** The adopt-id annotation as a positive integer; undefined when absent; an Outcome when malformed. */
 export function adoptId(obj: AnyResource, annotation: string): number | undefined | Outcome {

@@ -1,6 +1,6 @@
-import { keyOf, type FeatureFlagResource } from '../kinds.js';
+import { keyOf, type DeletionPolicy, type FeatureFlagResource } from '../kinds.js';
 import { ApiError, type ApiFlag, type FlagBody } from '../tally-api.js';
-import { apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+import { apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
 
 /**
  * FeatureFlag ↔ a flag of the referenced Project's project, written through the flags API (so
@@ -23,7 +23,7 @@ export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFl
   try {
     // The Project's project changed: the flag this resource has elsewhere follows the deletion policy.
     const own = await ownFlags(ctx, obj, resource);
-    for (const elsewhere of own) if (elsewhere.project_id !== projectId) await applyDeletionPolicy(ctx, obj, resource, elsewhere.id);
+    for (const elsewhere of own) if (elsewhere.project_id !== projectId) await applyDeletionPolicy(ctx, policyOf(obj), resource, elsewhere.id);
     flag = fresh ? undefined : own.find((f) => f.project_id === projectId) ?? await ctx.api.findFlag(projectId, resource);
     if (!flag) {
       try {
@@ -93,9 +93,11 @@ async function ownFlags(ctx: ReconcileContext, obj: FeatureFlagResource, resourc
   return out;
 }
 
-async function applyDeletionPolicy(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string, flagId: number): Promise<void> {
+const policyOf = (obj: FeatureFlagResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
+
+async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy, resource: string, flagId: number): Promise<void> {
   try {
-    if ((obj.spec?.deletionPolicy ?? 'Delete') === 'Retain') {
+    if (policy === 'Retain') {
       await ctx.api.releaseFlag(flagId, resource);
     } else {
       await ctx.api.archiveFlag(flagId, resource);
@@ -108,6 +110,7 @@ async function applyDeletionPolicy(ctx: ReconcileContext, obj: FeatureFlagResour
 
 async function finalizeFlag(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';
+  const policy = await deletionPolicyNow(ctx, obj, policyOf(obj));
   try {
     // Only flags the service records as this resource's (never an id taken from status alone).
     const flags = await ownFlags(ctx, obj, resource);
@@ -120,10 +123,10 @@ async function finalizeFlag(ctx: ReconcileContext, obj: FeatureFlagResource, res
       }) : undefined;
       if (found) flags.push(found);
     }
-    for (const f of flags) await applyDeletionPolicy(ctx, obj, resource, f.id);
+    for (const f of flags) await applyDeletionPolicy(ctx, policy, resource, f.id);
   } catch (err) {
     // 409: the flag is managed by someone else now (released, then taken): nothing of ours to remove.
-    if (!(err instanceof ApiError && err.kind === 'conflict')) return apiFailure(err, `${(obj.spec?.deletionPolicy ?? 'Delete') === 'Retain' ? 'releasing' : 'deleting'} flag of ${resource}`);
+    if (!(err instanceof ApiError && err.kind === 'conflict')) return apiFailure(err, `${policy === 'Retain' ? 'releasing' : 'deleting'} flag of ${resource}`);
   }
   await removeFinalizer(ctx, obj);
   return 'gone';

@@ -1,6 +1,6 @@
-import { ADOPT_ANNOTATION, keyOf, type OrganizationResource, type OrganizationUsage } from '../kinds.js';
+import { ADOPT_ANNOTATION, keyOf, type AnyResource, type OrganizationResource, type OrganizationUsage } from '../kinds.js';
 import { ApiError, type ApiOrg } from '../tally-api.js';
-import { adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+import { adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
 import { adoptByAnnotation } from './adopt.js';
 
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
@@ -11,7 +11,7 @@ const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
  * Organization ↔ an organisation of the service, managed by `Organization/<name>`: found again by
  * `managed_by`, adopted (adopt-id annotation, `Conflict` when another resource manages it) or
  * created; name and quota follow the spec; `members`, when given, is the whole invited membership
- * list (the service then refuses hand edits); `groups` is the group→role mapping. Status shows
+ * list (the service then refuses hand edits); `groups`, when given, is the group→role mapping. Status shows
  * this month's usage, read at most once a minute. Deletion: `Retain` releases, `Delete` deletes
  * (refused by the service while the organisation still has projects: the resource waits).
  */
@@ -69,9 +69,12 @@ async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationRes
     } else if (org.members_managed_by === resource) {
       await ctx.api.releaseMembers(org.id, resource);
     }
-    const groups = spec.groups ?? [];
-    const mapped = await ctx.api.listGroups(org.id);
-    if (canonicalList(mapped, 'name') !== canonicalList(groups, 'name')) await ctx.api.putGroups(org.id, groups, resource);
+    // Absent `groups` leaves the mappings as they are (an adopted organisation keeps its own); an
+    // empty list means none.
+    if (spec.groups) {
+      const mapped = await ctx.api.listGroups(org.id);
+      if (canonicalList(mapped, 'name') !== canonicalList(spec.groups, 'name')) await ctx.api.putGroups(org.id, spec.groups, resource);
+    }
   } catch (err) {
     const outcome = apiFailure(err, `organization of ${resource}`);
     return org ? outcome : forgotten(ctx, resource, outcome);
@@ -125,9 +128,36 @@ async function createOrg(ctx: ReconcileContext, name: string, quota: number | nu
   }
 }
 
+/**
+ * The resources acting for this Organization's organisation that are going too (being deleted, or
+ * of a kind whose CRD is being deleted): once the organisation is released the service no longer
+ * lets them act for it, so they could not release what they manage. The Organization goes last.
+ */
+async function leavingDependents(ctx: ReconcileContext, obj: OrganizationResource): Promise<string[]> {
+  const id = ctx.records.organizations.get(keyOf(obj));
+  const projects = ctx.projects.list().filter((p) => p.spec?.organizationRef?.name === obj.metadata.name || (id !== undefined && p.spec?.organizationId === id));
+  const names = new Set(projects.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
+  const acting: AnyResource[] = [
+    ...projects,
+    ...[...ctx.featureFlags.list(), ...ctx.flagSecrets.list()].filter((r) => names.has(`${r.metadata.namespace}/${r.spec?.projectRef?.name}`)),
+    ...ctx.apiTokens.list().filter((t) => t.spec?.organizationRef?.name === obj.metadata.name),
+  ].filter(hasFinalizer);
+  const leaving: string[] = [];
+  const kindLeaving = new Map<string, boolean>();
+  for (const r of acting) {
+    if (!r.metadata.deletionTimestamp && !kindLeaving.has(r.kind)) kindLeaving.set(r.kind, await ctx.crdBeingDeleted(r.kind));
+    if (r.metadata.deletionTimestamp || kindLeaving.get(r.kind)) leaving.push(keyOf(r));
+  }
+  return leaving;
+}
+
 async function finalizeOrganization(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';
-  const policy = obj.spec?.deletionPolicy ?? 'Retain';
+  const leaving = await leavingDependents(ctx, obj);
+  if (leaving.length > 0) {
+    return notReady('Deleting', `waiting for ${leaving.length} resource(s) acting for it to go first (${leaving.slice(0, 3).join(', ')}${leaving.length > 3 ? ', …' : ''})`, { afterMs: 1_000 });
+  }
+  const policy = await deletionPolicyNow(ctx, obj, obj.spec?.deletionPolicy ?? 'Retain');
   try {
     const org = await ctx.api.findOrg(resource);
     if (org && org.managed_by === resource) {

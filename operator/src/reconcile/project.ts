@@ -1,7 +1,7 @@
 import { ADOPT_ANNOTATION, keyOf, type ProjectResource } from '../kinds.js';
 import { ApiError, type ApiProject, type ProjectLimits } from '../tally-api.js';
 import {
-  adoptId, apiFailure, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ProjectRecord,
+  adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ProjectRecord,
   type ReconcileContext,
 } from './context.js';
 import { adoptByAnnotation } from './adopt.js';
@@ -115,7 +115,7 @@ async function finalizeProject(ctx: ReconcileContext, obj: ProjectResource, reso
     ctx.records.projects.delete(resource);
     return 'gone';
   }
-  const policy = obj.spec?.deletionPolicy ?? 'Retain';
+  const policy = await deletionPolicyNow(ctx, obj, obj.spec?.deletionPolicy ?? 'Retain');
   try {
     // The service's record of what this resource manages, and nothing else (never a status id).
     const project = await ctx.api.findProject(resource);

@@ -48,6 +48,7 @@ export const PATCH_TYPES = {
 } as const;
 
 const CRD_KEY = 'apiextensions.k8s.io/customresourcedefinitions';
+const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
 /** Semantic equality (the API server compares decoded objects: key order does not matter). */
 const canonical = (v: unknown): unknown =>
   Array.isArray(v) ? v.map(canonical) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as any)[k])])) : v;
@@ -112,6 +113,9 @@ export class Api {
       }
     }
     if (meta.resourceVersion) throw new KubeError(500, 'InternalError', 'Internal error occurred: resourceVersion should not be set on objects to be created');
+    if (t.custom && this.store.get(CRD_KEY, undefined, `${t.plural}.${t.group}`)?.metadata.deletionTimestamp) {
+      throw new KubeError(405, 'MethodNotAllowed', 'create not allowed while custom resource definition is terminating');
+    }
     const name = meta.name || (meta.generateName ? `${meta.generateName}${randomSuffix()}` : '');
     if (!name) throw invalid(t, '', [{ reason: 'FieldValueRequired', field: 'metadata.name', message: 'Required value: name or generateName is required' }]);
     this.checkName(t, name);
@@ -199,6 +203,7 @@ export class Api {
       throw conflict(t, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`);
     }
     if (options.propagationPolicy === 'Orphan') this.orphanDependents(old.metadata.uid!);
+    if (typeKeyOf(t) === CRD_KEY) return { object: this.markCrdDeleted(old), deleted: false };
     if ((old.metadata.finalizers ?? []).length > 0) {
       if (old.metadata.deletionTimestamp) return { object: this.present(t, old), deleted: false };
       const marked = structuredClone(old);
@@ -399,6 +404,54 @@ export class Api {
     const key = `${spec.group}/${spec.names.plural}`;
     this.store.dropType(key);
     this.types.delete(key);
+  }
+
+  // ---- CRD deletion ----
+
+  /**
+   * As the API server deletes a CRD: marked Terminating with the cleanup finalizer, then every
+   * resource of its kind is deleted (their finalizers run as usual; new ones are refused), and the
+   * CRD goes once none is left.
+   */
+  private markCrdDeleted(old: KubeObject): KubeObject {
+    if (old.metadata.deletionTimestamp) return old;
+    const marked = structuredClone(old);
+    marked.metadata.deletionTimestamp = now();
+    marked.metadata.deletionGracePeriodSeconds = 0;
+    marked.metadata.finalizers = [...new Set([...(old.metadata.finalizers ?? []), CRD_CLEANUP_FINALIZER])];
+    const status = (old.status ?? {}) as { conditions?: { type: string }[] };
+    marked.status = {
+      ...status,
+      conditions: [...(status.conditions ?? []).filter((c) => c.type !== 'Terminating'), {
+        type: 'Terminating', status: 'True', reason: 'InstanceDeletionPending', lastTransitionTime: now(),
+        message: 'CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon',
+      }],
+    };
+    const stored = this.store.commit(CRD_KEY, 'MODIFIED', marked);
+    this.cleanUpCrd(old.metadata.name!);
+    return stored;
+  }
+
+  private cleanUpCrd(name: string): void {
+    const timer = setTimeout(() => {
+      this.gcTimers.delete(timer);
+      const crd = this.store.get(CRD_KEY, undefined, name);
+      if (!crd?.metadata.deletionTimestamp) return;
+      const spec = crd.spec as any;
+      const t = this.types.get(`${spec.group}/${spec.names.plural}`);
+      const items = t ? this.store.list(typeKeyOf(t)) : [];
+      for (const o of items) {
+        if (o.metadata.deletionTimestamp) continue;
+        try { this.delete(t!, o.metadata.namespace, o.metadata.name!, { propagationPolicy: 'Background' }); } catch { /* gone meanwhile */ }
+      }
+      if (t && this.store.list(typeKeyOf(t)).length > 0) return this.cleanUpCrd(name);
+      const done = structuredClone(crd);
+      done.metadata.finalizers = (crd.metadata.finalizers ?? []).filter((f) => f !== CRD_CLEANUP_FINALIZER);
+      const crdType = this.types.get(CRD_KEY)!;
+      if (done.metadata.finalizers.length > 0) this.store.commit(CRD_KEY, 'MODIFIED', done);
+      else this.remove(crdType, done);
+    }, Math.max(20, this.gcDelayMs));
+    this.gcTimers.add(timer);
   }
 
   // ---- garbage collection ----

@@ -80,6 +80,8 @@ export class FakeKube {
   private readonly groups = new Map<string, string[]>();
   private readonly failRules: FailRule[] = [];
   private watchesHang = false;
+  private readonly hangRules = new Set<NonNullable<FailRule['match']>>();
+  private readonly hungResponses = new Set<ServerResponse>();
   private readonly watchCleanups = new Set<() => void>();
   private tmp?: string;
   private readonly bookmarkIntervalMs: number;
@@ -105,6 +107,7 @@ export class FakeKube {
 
   async stop(): Promise<void> {
     this.closeWatches();
+    for (const r of this.hungResponses) r.destroy();
     this.api.close();
     this.server.closeAllConnections();
     await new Promise<void>((ok) => this.server.close(() => ok()));
@@ -183,6 +186,19 @@ export class FakeKube {
   /** The next `count` requests (matching `match`, if given) get `status` with a Status body. */
   failNext(count: number, status: number, opts: { message?: string; match?: FailRule['match'] } = {}): void {
     this.failRules.push({ remaining: count, status, message: opts.message ?? `injected failure (${status})`, match: opts.match });
+  }
+
+  /**
+   * Requests matching `match` get no answer at all (the connection stays open, as with a hung API
+   * server) until the returned function is called, which also drops the connections left hanging.
+   */
+  hangRequests(match: NonNullable<FailRule['match']>): () => void {
+    this.hangRules.add(match);
+    return () => {
+      this.hangRules.delete(match);
+      for (const r of this.hungResponses) r.destroy();
+      this.hungResponses.clear();
+    };
   }
 
   /** Drops every pending `failNext` (ends an outage made with `failNext(Infinity, 503)`). */
@@ -295,6 +311,13 @@ export class FakeKube {
       const reason = { 409: 'Conflict', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' }[rule.status] ?? 'Unknown';
       record.status = rule.status;
       return this.sendJson(res, rule.status, statusObject(rule.status, reason, rule.message));
+    }
+
+    if ([...this.hangRules].some((m) => m({ method, path: url.pathname, verb, watch }))) {
+      record.status = -1;
+      this.hungResponses.add(res);
+      res.on('close', () => this.hungResponses.delete(res));
+      return;
     }
 
     if (method === 'GET' && !target) {
