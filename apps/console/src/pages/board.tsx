@@ -17,8 +17,6 @@ type Look = { date_range: DateRangeSpec | null; filters: PropertyFilter[] };
 const HEIGHT = { short: 150, medium: 250, tall: 400 } as const;
 const SPANS: Array<[number, string]> = [[4, 'Third'], [6, 'Half'], [8, 'Two thirds'], [12, 'Full width']];
 const HEIGHTS: Array<[Card['height'], string]> = [['short', 'Short'], ['medium', 'Medium'], ['tall', 'Tall']];
-/** Properties the pipeline stamps on every event: never a useful board filter. */
-const PIPELINE_PROPERTIES = new Set(['$insert_id', '$payload_size', '$processed_at', '$received_at']);
 
 /** The title a card is known by (its figure's accessible name): the report's name, or a text card's first line. */
 export const cardTitle = (c: Card) => (c.card_type === 'report' ? c.report.name : c.text.split('\n')[0].replace(/^#+\s*/, '').slice(0, 120) || 'Text');
@@ -66,6 +64,8 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const [saving, setSaving] = useState<string | null>(null);
   const [properties, setProperties] = useState<PropertySummary[]>([]);
   const [editing, setEditing] = useState<null | 'rename' | 'text' | 'delete'>(null);
+  /** The card whose size controls are open, by position (a save gives cards new ids), and the control to focus again. */
+  const [resizing, setResizing] = useState<{ index: number; focus: 'width' | 'height' } | null>(null);
   const generation = useRef(0);
   const boardRef = useRef<Board | null>(null);
   /** The version the next write is made on: the last one this page saved or loaded. */
@@ -80,10 +80,11 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     setBoardState(b);
   };
   useEffect(() => {
+    if (resizing) document.querySelector<HTMLElement>(`.grid .cell:nth-child(${resizing.index + 1}) .resize select[name="${resizing.focus}"]`)?.focus();
     if (focusAfterMove.current === null) return;
     const handles = document.querySelectorAll<HTMLElement>('.grid .handle');
     handles[focusAfterMove.current]?.focus();
-  }, [board]);
+  }, [board, resizing]);
 
   const cards = board ? sorted(board) : [];
 
@@ -141,7 +142,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     setBoardState(null);
     boardRef.current = null;
     void load();
-    api.properties(props.projectId).then((p) => setProperties(p.filter((x) => !PIPELINE_PROPERTIES.has(x.key))), () => {});
+    api.properties(props.projectId).then(setProperties, () => {});
   }, [props.boardId]);
 
   /**
@@ -196,6 +197,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const move = (from: number, to: number, fromKeyboard = false) => {
     if (!board || to < 0 || to >= cards.length || from === to) return;
     focusAfterMove.current = fromKeyboard ? to : null;
+    setResizing(null);
     const order = [...cards];
     const [c] = order.splice(from, 1);
     order.splice(to, 0, c);
@@ -205,6 +207,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const removeCard = (index: number) => {
     const c = cards[index];
     focusAfterMove.current = null;
+    setResizing(null);
     void changeCards(cards.filter((_, i) => i !== index), `${cardTitle(c)} removed from the board`);
   };
 
@@ -309,7 +312,8 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
         <div class="grid" role="list" aria-label="Cards">
           {cards.map((c, i) => (
             <CardView key={c.id} card={c} index={i} count={cards.length} run={runs[c.id]} projectId={props.projectId} canWrite={canWrite} onMove={move} boardName={board.name}
-              onRemove={() => removeCard(i)} onResize={(size) => resizeCard(i, size)} />
+              onRemove={() => removeCard(i)} onResize={(size) => resizeCard(i, size)}
+              resizing={resizing?.index === i} onResizing={(focus) => setResizing(focus ? { index: i, focus } : null)} />
           ))}
         </div>
       )}
@@ -355,15 +359,13 @@ function TextCardForm(props: { onSave: (text: string) => void; onCancel: () => v
 function CardView(props: {
   card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string;
   onMove: (from: number, to: number, fromKeyboard?: boolean) => void; onRemove: () => void; onResize: (size: { span?: number; height?: Card['height'] }) => void;
+  resizing: boolean; onResizing: (focus: 'width' | 'height' | null) => void;
 }) {
   const { card, run } = props;
   const [table, setTable] = useState(false);
-  const [resizing, setResizing] = useState(false);
   const [dragOver, setDragOver] = useState(false);
   const title = cardTitle(card);
   const height = HEIGHT[card.height];
-  const widthSelect = useRef<HTMLSelectElement>(null);
-  useEffect(() => { if (resizing) widthSelect.current?.focus(); }, [resizing]);
 
   const onKey = (e: KeyboardEvent) => {
     const move = (to: number) => props.onMove(props.index, to, true);
@@ -396,7 +398,7 @@ function CardView(props: {
             {props.canWrite && (
               <>
                 <CardMenu title={title} items={[
-                  { label: 'Resize', run: () => setResizing(true) },
+                  { label: 'Resize', run: () => props.onResizing('width') },
                   { label: 'Remove from board', run: props.onRemove },
                 ]} />
                 <button type="button" class="handle" aria-label={`Move ${title}`} aria-describedby="move-help" onKeyDown={onKey}>⠿</button>
@@ -404,18 +406,18 @@ function CardView(props: {
             )}
           </span>
         </figcaption>
-        {resizing && (
+        {props.resizing && (
           <fieldset class="resize">
             <legend>Size of {title}</legend>
             <label for={`width-${card.id}`}>Width</label>
-            <select id={`width-${card.id}`} ref={widthSelect} value={card.span} onChange={(e) => props.onResize({ span: Number((e.target as HTMLSelectElement).value) })}>
+            <select id={`width-${card.id}`} name="width" value={card.span} onChange={(e) => { props.onResizing('width'); props.onResize({ span: Number((e.target as HTMLSelectElement).value) }); }}>
               {SPANS.map(([s, l]) => <option value={s}>{l}</option>)}
             </select>
             <label for={`height-${card.id}`}>Height</label>
-            <select id={`height-${card.id}`} value={card.height} onChange={(e) => props.onResize({ height: (e.target as HTMLSelectElement).value as Card['height'] })}>
+            <select id={`height-${card.id}`} name="height" value={card.height} onChange={(e) => { props.onResizing('height'); props.onResize({ height: (e.target as HTMLSelectElement).value as Card['height'] }); }}>
               {HEIGHTS.map(([h, l]) => <option value={h}>{l}</option>)}
             </select>
-            <button type="button" onClick={() => setResizing(false)}>Done</button>
+            <button type="button" onClick={() => props.onResizing(null)}>Done</button>
           </fieldset>
         )}
         <div class="card-body" style={{ minHeight: `${height}px` }}>

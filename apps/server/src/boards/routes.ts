@@ -39,7 +39,7 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
     const effective = {
       ...board,
       date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
-      filters: [...board.filters, ...(adhoc.filters ?? [])],
+      filters: adhoc.replace_filters ? adhoc.filters ?? [] : [...board.filters, ...(adhoc.filters ?? [])],
     };
     return runBoard({ executor, config: deps.config, log: deps.log }, await executor.scopeOf(board.project_id), effective, cards);
   };
@@ -91,7 +91,7 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
     }),
     route({
       method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, body: BoardRunBody, response: BoardRunSchema,
-      summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add filters for this run only); each card answers on its own (any role)",
+      summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add or replace filters for this run only); each card answers on its own (any role)",
       handler: async ({ ctx, params, body }) => run(ctx, await load(ctx, params.id), undefined, body),
     }),
     route({

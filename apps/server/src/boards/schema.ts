@@ -103,8 +103,13 @@ export const BoardListItemSchema = z
   .openapi('BoardListItem');
 
 export const ProjectQuery = z.object({ projectId: z.string().optional() });
-/** A run-time override, saved nowhere: `date_range` replaces the board's (null: each report's own), `filters` join the board's. */
-export const BoardRunBody = z.object({ date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional() }).strict();
+/**
+ * A run-time override, saved nowhere: `date_range` replaces the board's (null: each report's own),
+ * `filters` join the board's, or replace them with `replace_filters` (someone trying a board without one of its filters).
+ */
+export const BoardRunBody = z
+  .object({ date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), replace_filters: z.boolean().optional() })
+  .strict();
 export type BoardRunBody = z.infer<typeof BoardRunBody>;
 export const BoardRunQuery = z.object({
   format: z.enum(['json', 'csv']).default('json'),
