@@ -259,4 +259,63 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
     for (const v of await axeViolations(page)) found.push(`trend: ${v.id} (${v.impact}) ${v.nodes.join(', ')}`);
     assert.deepEqual(found, []);
   });
+
+  it('fits flows in a half-width card and on a phone, and shows the people who did nothing after the anchor', async function () {
+    this.timeout(60_000);
+    const fits = () => page.$$eval('[role="figure"][aria-label="After sign-up"] svg.sankey, .insight-figure svg.sankey', (svgs) => svgs.map((svg) => {
+      const box = svg.getBoundingClientRect();
+      const figure = svg.closest('[role="figure"]')!.getBoundingClientRect();
+      const texts = [...svg.querySelectorAll('text')].map((t) => t.getBoundingClientRect());
+      return { svg: box.right <= figure.right + 0.5 && box.left >= figure.left - 0.5, texts: texts.every((t) => t.left >= box.left - 0.5 && t.right <= box.right + 0.5), width: box.width };
+    }));
+    await page.goto(`${t.url}/projects/${pid}/boards/${seed.boardId}`);
+    await page.waitForSelector('[role="figure"][aria-label="After sign-up"] svg.sankey', { timeout: 30_000 });
+    assert.deepEqual((await fits()).map((f) => [f.svg, f.texts]), [[true, true]], 'the half-width card holds the chart and every label');
+    // Signed up then nothing: a path of the anchor alone, drawn into an end node.
+    const flows = (await api().post('/api/query/flows', { projectId: pid, event: 'Signed up', direction: 'after', steps: 2, from: new Date(Date.now() - 29 * 86400_000).toISOString().slice(0, 10), to: new Date().toISOString().slice(0, 10), limit: 10 })).body;
+    // One end node per length a path stopped at (after the anchor alone, after one more event, …).
+    const longest = Math.max(...flows.paths.map((x: any) => x.path.length));
+    const stopped = new Map<number, number>();
+    for (const p of flows.paths) if (p.path.length < longest) stopped.set(p.path.length, (stopped.get(p.path.length) ?? 0) + p.count);
+    assert.ok((stopped.get(1) ?? 0) > 0, `someone did nothing after signing up: ${JSON.stringify(flows)}`);
+    const ends = await page.$$eval('[role="figure"][aria-label="After sign-up"] svg.sankey g.end title', (ts) => ts.map((x) => x.textContent));
+    assert.deepEqual(ends.sort(), [...stopped.values()].map((n) => `No further event (${n})`).sort());
+    await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+    try {
+      await page.reload();
+      await page.waitForSelector('[role="figure"][aria-label="After sign-up"] svg.sankey', { timeout: 30_000 });
+      assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'nothing wider than the phone');
+      assert.deepEqual((await fits()).map((f) => [f.svg, f.texts]), [[true, true]]);
+    } finally {
+      await page.setViewport({ width: 1280, height: 900 });
+    }
+  });
+
+  it('flags an unknown event or property before Run with the closest known names, hints at case, and hides internal properties', async function () {
+    this.timeout(60_000);
+    await newInsight('Trends');
+    await page.waitForFunction(() => document.querySelectorAll('#event-names option').length > 0 && document.querySelectorAll('#property-keys option').length > 0);
+    const keys = await page.$$eval('#property-keys option', (os) => os.map((o) => o.getAttribute('value')));
+    for (const internal of ['$insert_id', '$payload_size', '$processed_at', '$received_at']) assert.ok(!keys.includes(internal), `${internal} offered: ${keys}`);
+    assert.ok(keys.includes('plan'));
+    await page.locator('#metric-0').fill('signed-up');
+    await page.waitForSelector('#metric-0-hint');
+    assert.match(await page.$eval('#metric-0-hint', (e) => e.textContent!), /Unknown event “signed-up”.*Did you mean “Signed up”/);
+    assert.equal(await page.$eval('#metric-0', (e) => e.getAttribute('aria-invalid')), 'true');
+    await page.locator('#breakdown').fill('plann');
+    await page.waitForSelector('#breakdown-hint');
+    assert.match(await page.$eval('#breakdown-hint', (e) => e.textContent!), /Unknown property “plann”.*“plan”/);
+    // Run refuses instead of drawing a zero line.
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('.result [role="alert"]');
+    assert.match(await page.$eval('.result [role="alert"]', (e) => e.textContent!), /Unknown event “signed-up”/);
+    assert.equal(await page.$('[role="figure"] canvas'), null);
+    // Filter values: the case hint names the value that matches.
+    await page.locator('#insight-filters-key').fill('plan');
+    await page.locator('#insight-filters-value').fill('PRO');
+    await page.waitForFunction(() => /case-sensitive: “PRO” matches nothing, “pro” does/.test(document.querySelector('fieldset.filters')?.textContent ?? ''));
+    await page.locator('#metric-0').fill('Signed up');
+    await page.locator('#breakdown').fill('plan');
+    await run('[role="figure"] canvas');
+  });
 });

@@ -1,14 +1,18 @@
 import { useState } from 'preact/hooks';
 import type { PropertyFilter } from '../types.js';
+import { caseOnlyMatch, INTERNAL_PROPERTIES, unknownName } from './names.js';
 
 const OPS: Array<[PropertyFilter['op'], string]> = [['eq', 'is'], ['neq', 'is not'], ['contains', 'contains'], ['set', 'is set'], ['not_set', 'is not set']];
 
 /** Property filters: a list with remove buttons and a row to add one (key picked from `keys`). */
-export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onChange: (f: PropertyFilter[]) => void; keys: string[]; values?: (key: string) => string[]; disabled?: boolean; legend?: string }) {
+export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onChange: (f: PropertyFilter[]) => void; keys: string[]; values?: (key: string) => string[]; disabled?: boolean; legend?: string; checkNames?: boolean }) {
   const [key, setKey] = useState('');
   const [op, setOp] = useState<PropertyFilter['op']>('eq');
   const [value, setValue] = useState('');
   const needsValue = op === 'eq' || op === 'neq' || op === 'contains';
+  const keys = props.keys.filter((k) => !INTERNAL_PROPERTIES.has(k));
+  const keyProblem = props.checkNames ? unknownName('property', key, keys) : null;
+  const caseMatch = needsValue ? caseOnlyMatch(value, props.values?.(key.trim()) ?? []) : null;
   const add = (e: Event) => {
     e.preventDefault();
     if (!key.trim() || (needsValue && value === '')) return;
@@ -33,7 +37,7 @@ export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onCh
         <div class="row">
           <label for={`${props.id}-key`} class="sr-only">Filter property</label>
           <input id={`${props.id}-key`} list={`${props.id}-keys`} placeholder="property" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
-          <datalist id={`${props.id}-keys`}>{props.keys.map((k) => <option value={k} />)}</datalist>
+          <datalist id={`${props.id}-keys`}>{keys.map((k) => <option value={k} />)}</datalist>
           <label for={`${props.id}-op`} class="sr-only">Filter operator</label>
           <select id={`${props.id}-op`} value={op} onChange={(e) => setOp((e.target as HTMLSelectElement).value as PropertyFilter['op'])}>
             {OPS.map(([k, l]) => <option value={k}>{l}</option>)}
@@ -47,6 +51,12 @@ export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onCh
           )}
           <button type="button" onClick={add}>Add filter</button>
         </div>
+      )}
+      {!props.disabled && keyProblem && <p class="hint warn">{keyProblem}</p>}
+      {!props.disabled && needsValue && (
+        <p class="hint muted small">
+          {caseMatch ? <>Values are case-sensitive: “{value}” matches nothing, “{caseMatch}” does.</> : 'Values are case-sensitive.'}
+        </p>
       )}
     </fieldset>
   );

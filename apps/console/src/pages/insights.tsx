@@ -7,6 +7,7 @@ import { FiltersEditor } from '../components/filters-editor.js';
 import { ResultChart, ResultTable } from '../components/result.js';
 import { download, toCsv, toTable, toView, type FunnelGroup, type View } from '../components/view.js';
 import { personHref } from '../links.js';
+import { INTERNAL_PROPERTIES, unknownName } from '../components/names.js';
 import type { SeriesKind } from '../components/series-chart.js';
 import type {
   BoardListItem, DateRangeSpec, DrilldownPage, DrilldownSelection, LexiconEvent, LexiconProperty, PropertyFilter, QueryV2, ReportType, SavedReport,
@@ -148,7 +149,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
   useEffect(() => {
     document.title = `Insights · Tally`;
     api.lexiconEvents(props.projectId).then((e) => setEvents(e.filter((x) => !x.hidden)), () => {});
-    api.lexiconProperties(props.projectId).then((p) => setProps(p.filter((x) => !x.hidden)), () => {});
+    api.lexiconProperties(props.projectId).then((p) => setProps(p.filter((x) => !x.hidden && !INTERNAL_PROPERTIES.has(x.key))), () => {});
     api.boards(props.projectId).then((b) => { setBoards(b); if (b[0]) setBoardId(String(b[0].id)); }, () => {});
     if (props.reportId) {
       api.report(props.reportId).then(
@@ -174,6 +175,9 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
     setPeople(null);
     try {
       if (d.metrics.some((m) => !m.event.trim()) && d.kind !== 'sessions') throw new Error('Choose an event for every metric.');
+      // A name no data has would draw a silent zero: refuse it with the closest known names.
+      const unknown = problemsOf(d);
+      if (unknown.length) throw new Error(unknown.join(' '));
       if (d.kind === 'trend' || d.kind === 'funnel') {
         if (d.kind === 'funnel' && d.metrics.length < 2) throw new Error('A funnel needs at least two steps.');
         const ir = toIr(d);
@@ -249,6 +253,14 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
 
   const eventNames = useMemo(() => events.map((e) => e.name), [events]);
   const keys = useMemo(() => props_.map((p) => p.key), [props_]);
+  /** Every event and property of the draft that no data has, as the builder says it. */
+  function problemsOf(d: Draft): string[] {
+    if (d.kind === 'sessions') return [];
+    const out = d.metrics.map((m) => unknownName('event', m.event, eventNames));
+    if (d.kind === 'trend') out.push(...d.metrics.map((m) => (m.agg === 'count' || m.agg === 'unique' ? null : unknownName('property', m.property, keys))));
+    if (d.kind === 'trend' || d.kind === 'funnel') out.push(unknownName('property', d.breakdown, keys), ...d.filters.map((f) => unknownName('property', f.key, keys)));
+    return out.filter((x): x is string => !!x);
+  }
   const values = (key: string) => props_.find((p) => p.key === key)?.sampleValues ?? [];
   const title = name.trim() || 'New insight';
   const d = draft;
@@ -281,7 +293,9 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
                 <div class="metric">
                   <span class="letter" aria-hidden="true">{d.kind === 'funnel' ? i + 1 : LETTERS[i]}</span>
                   <label for={`metric-${i}`} class="sr-only">{metricLabel(i)}</label>
-                  <input id={`metric-${i}`} list="event-names" placeholder="event" value={m.event} aria-label={metricLabel(i)} onInput={(e) => setMetric(i, { event: (e.target as HTMLInputElement).value })} />
+                  <input id={`metric-${i}`} list="event-names" placeholder="event" value={m.event} aria-label={metricLabel(i)} onInput={(e) => setMetric(i, { event: (e.target as HTMLInputElement).value })}
+                    aria-invalid={unknownName('event', m.event, eventNames) ? true : undefined} aria-describedby={unknownName('event', m.event, eventNames) ? `metric-${i}-hint` : undefined} />
+                  {unknownName('event', m.event, eventNames) && <p id={`metric-${i}-hint`} class="hint warn">{unknownName('event', m.event, eventNames)}</p>}
                   {d.kind === 'trend' && (
                     <>
                       <label for={`agg-${i}`} class="sr-only">Measure for {metricLabel(i)}</label>
@@ -310,10 +324,12 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
           )}
           {(d.kind === 'trend' || d.kind === 'funnel') && (
             <>
-              <FiltersEditor id="insight-filters" value={d.filters} onChange={(f) => patch({ filters: f })} keys={keys} values={values} />
+              <FiltersEditor id="insight-filters" value={d.filters} onChange={(f) => patch({ filters: f })} keys={keys} values={values} checkNames />
               <div class="field">
                 <label for="breakdown">Breakdown by property</label>
-                <input id="breakdown" list="property-keys" value={d.breakdown} placeholder="none" onInput={(e) => patch({ breakdown: (e.target as HTMLInputElement).value })} />
+                <input id="breakdown" list="property-keys" value={d.breakdown} placeholder="none" onInput={(e) => patch({ breakdown: (e.target as HTMLInputElement).value })}
+                  aria-invalid={unknownName('property', d.breakdown, keys) ? true : undefined} aria-describedby={unknownName('property', d.breakdown, keys) ? 'breakdown-hint' : undefined} />
+                {unknownName('property', d.breakdown, keys) && <p id="breakdown-hint" class="hint warn">{unknownName('property', d.breakdown, keys)}</p>}
               </div>
               <label class="row"><input type="checkbox" checked={d.compare} onChange={(e) => patch({ compare: (e.target as HTMLInputElement).checked })} /> Compare to previous period</label>
             </>
