@@ -24,7 +24,18 @@ export interface TallyOptions extends FlagsOptions {
   /** Called with records that could not be delivered (after retries, or refused with a 4xx). */
   onError?: (err: unknown, info: { endpoint: string; records: unknown[] }) => void;
   fetch?: typeof fetch;
+  /**
+   * Send `$experiment_started` (`Experiment name` = the flag key, `Variant name`) the first time
+   * `getFlag` or `isEnabled` serves a variant of a flag to a distinct id, so experiments on the
+   * flag count the exposure (default true; false opts out).
+   */
+  experimentExposures?: boolean;
+  /** How many served (flag, distinct id, variant) the client remembers not to send twice (default 50000); the oldest are forgotten first. */
+  maxExposuresRemembered?: number;
 }
+
+/** Default bound of the remembered exposures. */
+export const MAX_EXPOSURES_REMEMBERED = 50_000;
 
 export interface EngageOp {
   distinct_id: string;
@@ -53,6 +64,8 @@ export class Tally {
   private readonly batchSize: number;
   private readonly exitHandler = () => void this.flush();
   private closed = false;
+  /** Exposures already sent, oldest first (a Map keeps insertion order): bounded by maxExposuresRemembered. */
+  private exposed = new Map<string, true>();
   /** Counters, for tests and diagnostics. */
   readonly stats = { requests: 0, sent: 0, dropped: 0 };
 
@@ -150,8 +163,30 @@ export class Tally {
   }
 
   /** One flag (local when possible, remote otherwise). Rejects when it needs the server and the server fails. */
-  getFlag(key: string, distinctId: string): Promise<EvaluatedFlag> {
-    return this.flags.getFlag(key, distinctId);
+  async getFlag(key: string, distinctId: string): Promise<EvaluatedFlag> {
+    const r = await this.flags.getFlag(key, distinctId);
+    this.exposure(key, distinctId, r);
+    return r;
+  }
+
+  /**
+   * `$experiment_started` for a variant served to a distinct id for the first time (as far as the
+   * bounded memory reaches: a forgotten one is sent again, which the analysis reads as the same
+   * first exposure). A flag without variants, or not served, exposes nothing.
+   */
+  private exposure(key: string, distinctId: string, r: EvaluatedFlag): void {
+    if (this.opts.experimentExposures === false || this.closed || !r.enabled || r.variant === null || r.variant === undefined) return;
+    const id = `${key}\0${distinctId}\0${r.variant}`;
+    if (this.exposed.has(id)) return;
+    this.exposed.set(id, true);
+    const max = Math.max(1, this.opts.maxExposuresRemembered ?? MAX_EXPOSURES_REMEMBERED);
+    while (this.exposed.size > max) this.exposed.delete(this.exposed.keys().next().value!);
+    this.track('$experiment_started', distinctId, { 'Experiment name': key, 'Variant name': r.variant });
+  }
+
+  /** How many exposures are remembered now (at most maxExposuresRemembered). */
+  get exposuresRemembered(): number {
+    return this.exposed.size;
   }
 
   /** Every flag of the project for one identity. */
@@ -162,7 +197,7 @@ export class Tally {
   /** `enabled` of one flag; `defaultValue` when it cannot be evaluated (unknown key, server unreachable). */
   async isEnabled(key: string, distinctId: string, defaultValue = false): Promise<boolean> {
     try {
-      const r = await this.flags.getFlag(key, distinctId);
+      const r = await this.getFlag(key, distinctId);
       return r.reason === 'not_found' ? defaultValue : r.enabled;
     } catch {
       return defaultValue;

@@ -6,11 +6,14 @@ import { badRequest, notFound } from '../http/errors.js';
 import { jsonBody } from '../http/body.js';
 import { sendJsonText } from '../http/respond.js';
 import { authOf, orgScope, requireRole } from '../auth/context.js';
-import { basicCredentials, flagSecretProjectOf, projectTokensOf } from '../auth/credentials.js';
+import { basicCredentials, flagSecretProjectOf, projectTokensOf, type TokenProject } from '../auth/credentials.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { etagMatches } from './live.js';
 import { resourceOf } from '../auth/managed.js';
 import { actorOf, type Actor } from '../audit/actor.js';
+import { ingestionService } from '../ingestion/accept.js';
+import { clientIp } from '../ingestion/geo.js';
+import { randomUUID } from 'node:crypto';
 import type { FlagsDomain } from './domain.js';
 import {
   CreateFlagBody,
@@ -31,8 +34,27 @@ import {
 } from './schema.js';
 
 /** Flag management (`/api/flags`) and the runtime endpoints (`/flags/*`); flag secrets are the project's (projects/flag-secret.ts). */
-export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: FlagsDomain): RouteSpec[] {
+export function flagRoutes(deps: Deps, flags: FlagsDomain): RouteSpec[] {
   const { service } = flags;
+  const ingestion = ingestionService(deps);
+
+  /**
+   * `/flags/evaluate {exposure: true}`: one `$experiment_started` (`Experiment name` = flag key,
+   * `Variant name`) per flag served with a variant, accepted as /track accepts events (limits,
+   * quota, buffer), so experiments on those flags count the exposure. The answer does not wait on
+   * it failing: the flags are answered and the refusal is logged.
+   */
+  async function recordExposures(ctx: Context, project: TokenProject, distinctId: string, json: string): Promise<void> {
+    const served = Object.entries((JSON.parse(json) as { flags: Record<string, { enabled: boolean; variant: string | null }> }).flags)
+      .filter(([, r]) => r.enabled && typeof r.variant === 'string');
+    if (served.length === 0) return;
+    const payload = served.map(([key, r]) => ({ event: '$experiment_started', properties: { distinct_id: distinctId, 'Experiment name': key, 'Variant name': r.variant } }));
+    const ip = clientIp(ctx, deps.config.trustedProxies);
+    await ingestion.track({
+      payload, acceptedAt: Date.now(), batchId: randomUUID(), geoIp: undefined, clientIp: () => ip,
+      projects: async (tokens) => tokens.map(() => project), ownerCheck: async () => async () => false,
+    }).catch((err) => deps.log.error('flags: exposure not recorded', { projectId: project.id, err: String(err) }));
+  }
 
   /** A flag by id, reachable by the caller (another organisation's flag is 404). */
   async function loadFlag(ctx: Context, id: number): Promise<FeatureFlag> {
@@ -144,13 +166,16 @@ export function flagRoutes(deps: Pick<Deps, 'projects' | 'rateLimits'>, flags: F
           if (!Array.isArray(body.flag_keys) || body.flag_keys.some((k) => typeof k !== 'string')) throw badRequest('flag_keys: must be an array of strings');
           keys = body.flag_keys as string[];
         }
+        if (body.exposure !== undefined && typeof body.exposure !== 'boolean') throw badRequest('exposure: must be a boolean');
         refuseNul({ distinct_id: body.distinct_id, flag_keys: keys });
         const cached = flags.live.get(project.id);
         const live = cached instanceof Promise ? await cached : cached;
         // JSON text from the compiled flags (plan.ts): the bytes JSON.stringify gives for
         // {flags: evaluator.evaluate(...)}, without building that object graph
         const json = flags.evaluator.evaluateJson(project.id, live.plan, body.distinct_id, keys);
-        sendJsonText(ctx, typeof json === 'string' ? json : await json);
+        const text = typeof json === 'string' ? json : await json;
+        if (body.exposure === true) await recordExposures(ctx, project, body.distinct_id, text);
+        sendJsonText(ctx, text);
         return undefined;
       },
     }),

@@ -202,7 +202,11 @@ export const FlagEventsQuery = z.object({
 export const PreviewBody = z.object({ distinctId: z.string().min(1) }).openapi('FlagPreviewBody');
 /** Documented only: the handler parses it itself (token in the body, `{status: 0}` messages). */
 export const EvaluateBody = z
-  .object({ distinct_id: z.string().min(1), flag_keys: z.array(z.string()).optional(), token: z.string().optional() })
+  .object({
+    distinct_id: z.string().min(1), flag_keys: z.array(z.string()).optional(), token: z.string().optional(),
+    /** Record `$experiment_started` for each flag served with a variant (docs/experiments.md). */
+    exposure: z.boolean().optional(),
+  })
   .openapi('FlagEvaluateBody');
 export const EvaluateResponse = z.object({ flags: z.record(z.string(), FlagResultSchema) }).openapi('FlagEvaluateResponse');
 /** GET /flags (Mixpanel's protocol): `context` is JSON with at least a distinct_id; other members (device_id, custom properties) are accepted and unused. */
