@@ -60,8 +60,19 @@ async function main() {
     body: { apiVersion: 'analytics.tally.dev/v1', kind, metadata: { name, namespace: NS }, spec },
   });
 
+  // Projects may act only for an organisation an Organization manages and whose namespaces list
+  // theirs: the bench's organisation is adopted by one listing the bench namespace.
+  await custom.createClusterCustomObject({
+    group: 'analytics.tally.dev', version: 'v1', plural: 'organizations',
+    body: {
+      apiVersion: 'analytics.tally.dev/v1', kind: 'Organization',
+      metadata: { name: 'bench', annotations: { 'analytics.tally.dev/adopt-id': String(org.id) } },
+      spec: { displayName: 'bench', namespaces: [NS] },
+    },
+  });
+
   // --- cold start ---
-  log(`creating ${PROJECTS} Projects and ${FLAGS} FeatureFlags before the operator starts`);
+  log(`creating an Organization, ${PROJECTS} Projects and ${FLAGS} FeatureFlags before the operator starts`);
   for (let p = 0; p < PROJECTS; p++) await cr('Project', 'projects', `p${p}`, { displayName: `Project ${p}`, organizationId: org.id });
   for (let f = 0; f < FLAGS; f++) {
     await cr('FeatureFlag', 'featureflags', `f${f}`, { projectRef: { name: `p${f % PROJECTS}` }, key: `flag-${f}`, name: `Flag ${f}`, rules: [{ rolloutPct: 100 }] });
