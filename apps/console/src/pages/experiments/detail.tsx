@@ -48,9 +48,12 @@ export function ExperimentDetail(props: { projectId: string; experimentId: strin
     setResults(null);
     setResultsError(null);
     const frequentist = engine === 'frequentist';
+    // Only the answer to the latest settings is shown (an earlier one may arrive after it).
+    let latest = true;
     experimentsApi
       .results(exp.id, { engine, sequential: frequentist ? sequential : undefined, correction: frequentist ? correction : undefined })
-      .then(setResults, (err) => setResultsError(err.message));
+      .then((r) => latest && setResults(r), (err) => latest && setResultsError(err.message));
+    return () => void (latest = false);
   }, [exp, engine, sequential, correction]);
 
   const stop = async () => {
@@ -126,14 +129,14 @@ export function ExperimentDetail(props: { projectId: string; experimentId: strin
       </fieldset>
       {resultsError && <p class="error" role="alert">{resultsError}</p>}
       {!results ? !resultsError && <p role="status" class="loading">Computing results…</p> : (
-        <>
+        <div class="experiment-results" data-settings={`${results.engine} ${results.sequential ? 'sequential' : 'fixed'} ${results.correction}`}>
           <ExposuresView results={results} split={split} />
           <h2>Metrics</h2>
           {results.metrics.map((m) => (
             <MetricResultView results={results} metric={m} def={exp.metrics.find((d) => d.id === m.id)} primary={m.id === exp.primaryMetricId} />
           ))}
           <p class="muted small">Computed {new Date(results.computedAt).toLocaleString()}{results.cached_at !== undefined ? ' (from the cache)' : ''}.</p>
-        </>
+        </div>
       )}
     </section>
   );

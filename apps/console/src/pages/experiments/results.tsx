@@ -56,7 +56,7 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
       </div>
       <p class="muted small">{what} · per exposed person</p>
       {table ? (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0} role="region" aria-label={`${title}: every number`}>
           <table class="exact-table">
             <caption class="sr-only">{title}: every number</caption>
             <thead>
@@ -92,7 +92,7 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
           </table>
         </div>
       ) : (
-        <div class="table-wrap lift-wrap">
+        <div class="table-wrap lift-wrap" tabIndex={0} role="region" aria-label={`${title}: lift`}>
           <table class="lift-table">
             <caption class="sr-only">{title}: lift against {r.control} with its {level} interval</caption>
             <thead>
@@ -149,7 +149,7 @@ export function ExposuresView(props: { results: ExperimentResults; split: Array<
           Something loses or adds people in one variant; fix the exposure path before reading these results.
         </p>
       )}
-      <div class="table-wrap">
+      <div class="table-wrap" tabIndex={0} role="region" aria-label="Exposures per variant">
         <table class="exposure-table">
           <caption class="sr-only">Exposed people per variant</caption>
           <thead><tr><th scope="col">Variant</th><th scope="col" class="num">Exposed</th><th scope="col" class="num">Share</th><th scope="col" class="num">Expected</th><th scope="col" class="share-col">Split</th></tr></thead>
