@@ -223,8 +223,13 @@ describe('Helm chart charts/tally', function () {
       const svc = o.filter((x) => x.kind === 'Service' && Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => x.metadata.labels?.[k] === v));
       assert.ok(svc.some((s) => s.spec.ports.some((p: { name: string }) => p.name === sm.spec.endpoints[0].port)), `${sm.metadata.name}: no Service with port ${sm.spec.endpoints[0].port}`);
     }
-    // Only the cluster-scoped kinds (Organizations) keep a ClusterRole of the operator.
-    assert.deepEqual(find(o, 'ClusterRole', 'shared-tally-operator').rules.flatMap((r: { resources: string[] }) => r.resources), ['organizations', 'organizations/status']);
+    // Only the cluster-scoped objects keep a ClusterRole of the operator: Organizations, and its own
+    // CRDs by name (get: is a CRD being deleted, so a Delete policy is not run).
+    const clusterRules = find(o, 'ClusterRole', 'shared-tally-operator').rules as { resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+    assert.deepEqual(clusterRules.flatMap((r) => r.resources), ['organizations', 'organizations/status', 'customresourcedefinitions']);
+    const crdRule = clusterRules.find((r) => r.resources.includes('customresourcedefinitions'))!;
+    assert.deepEqual(crdRule.verbs, ['get']);
+    assert.ok(crdRule.resourceNames!.length > 0 && crdRule.resourceNames!.every((n) => n.endsWith('.analytics.tally.dev')));
     assert.deepEqual(o.filter((x) => x.kind === 'ClusterRole').map((x) => x.metadata.name).sort(), ['shared-tally-operator', 'tally-tenant-edit', 'tally-tenant-view']);
     const watchRole = find(o, 'Role', 'tally-operator');
     assert.equal(watchRole.metadata.namespace, 'apps');

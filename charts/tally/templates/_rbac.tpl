@@ -39,6 +39,12 @@
 - apiGroups: [analytics.tally.dev]
   resources: [organizations/status]
   verbs: [patch]
+# get: whether a kind's CRD is being deleted (a deletionPolicy Delete is then not run: removing a
+# CRD never deletes a tenant's data).
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  resourceNames: [organizations.analytics.tally.dev, projects.analytics.tally.dev, flagsecrets.analytics.tally.dev, featureflags.analytics.tally.dev, apitokens.analytics.tally.dev]
+  verbs: [get]
 {{- end -}}
 
 {{/* In its own namespace (POD_NAMESPACE). */}}
