@@ -65,6 +65,8 @@ const LIMIT_LABELS: Record<string, string> = {
   overrideIdsPerRule: 'override ids per rule',
   overrideIdLength: 'override id length',
   flagKeyLength: 'flag key length',
+  metricsPerExperiment: 'metrics per experiment',
+  experimentWindowHours: 'longest metric window of an experiment (hours)',
   variantKeyLength: 'variant key length',
   filtersPerQuery: 'filters per query',
   funnelSteps: 'funnel steps',
