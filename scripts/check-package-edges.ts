@@ -6,7 +6,9 @@
  *   - a relative path leaves the workspace's folder (reaching into another package's files);
  *   - a bare import names a package the workspace does not declare: `dependencies` or
  *     `peerDependencies`, or `devDependencies` for an import that is types only;
- *   - an import of a workspace uses a subpath its `exports` does not list.
+ *   - an import of a workspace uses a subpath its `exports` does not list;
+ *   - the workspace's own files import each other in a circle at run time (an import that is
+ *     types only is erased and cannot close one): one line per circle, naming its files.
  * The repo's tests, scripts and benchmarks are the root package's and may read package internals.
  * Prints one line per violation and exits 1; `--json` prints them as one JSON array.
  */
@@ -134,11 +136,84 @@ export function checkPackageEdges(root: string): string[] {
   return violations;
 }
 
+/** The source file a relative specifier names (`./x.js` is `./x.ts` or `./x.tsx`; a folder its index). */
+function resolveSource(from: string, spec: string, known: Set<string>): string | undefined {
+  const base = path.resolve(path.dirname(from), spec);
+  const stem = base.replace(/\.(js|jsx|mjs|cjs)$/, '');
+  for (const c of [base, `${stem}.ts`, `${stem}.tsx`, `${stem}.mts`, path.join(base, 'index.ts'), path.join(base, 'index.tsx')]) if (known.has(c)) return c;
+  return undefined;
+}
+
+/**
+ * The circles of run-time imports among the sources of `dir`: each strongly connected group of
+ * two or more files (or a file importing itself), files sorted, relative to `dir`.
+ */
+export function importCycles(dir: string): string[][] {
+  const files = sourceFiles(dir);
+  const known = new Set(files);
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const to = new Set<string>();
+    for (const site of importsOf(file, readFileSync(file, 'utf8'))) {
+      if (site.typeOnly || !site.specifier.startsWith('.')) continue;
+      const target = resolveSource(file, site.specifier, known);
+      if (target) to.add(target);
+    }
+    edges.set(file, [...to]);
+  }
+  // Tarjan's strongly connected components, iterative (deep import chains).
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  let next = 0;
+  for (const start of files) {
+    if (index.has(start)) continue;
+    const work: Array<{ v: string; i: number }> = [{ v: start, i: 0 }];
+    index.set(start, next); low.set(start, next); next++; stack.push(start); onStack.add(start);
+    while (work.length) {
+      const top = work[work.length - 1];
+      const out = edges.get(top.v)!;
+      if (top.i < out.length) {
+        const w = out[top.i++];
+        if (!index.has(w)) {
+          index.set(w, next); low.set(w, next); next++; stack.push(w); onStack.add(w);
+          work.push({ v: w, i: 0 });
+        } else if (onStack.has(w)) low.set(top.v, Math.min(low.get(top.v)!, index.get(w)!));
+        continue;
+      }
+      work.pop();
+      if (work.length) low.set(work[work.length - 1].v, Math.min(low.get(work[work.length - 1].v)!, low.get(top.v)!));
+      if (low.get(top.v) !== index.get(top.v)) continue;
+      const group: string[] = [];
+      let w: string;
+      do { w = stack.pop()!; onStack.delete(w); group.push(w); } while (w !== top.v);
+      if (group.length > 1 || edges.get(top.v)!.includes(top.v)) cycles.push(group.map((f) => path.relative(dir, f)).sort());
+    }
+  }
+  return cycles;
+}
+
+/** One violation per run-time import circle inside a workspace of the repository at `root`. */
+export function checkImportCycles(root: string): string[] {
+  const dirs = [root, ...(readManifest(root).workspaces ?? []).map((w) => path.resolve(root, w))];
+  const violations: string[] = [];
+  for (const dir of dirs) {
+    const src = path.join(dir, dir === root ? 'bin' : 'src');
+    if (!existsSync(src)) continue;
+    for (const group of importCycles(src)) {
+      violations.push(`${path.relative(root, src)}: import cycle among ${group.join(', ')} (break it, or make the imports that close it \`import type\`)`);
+    }
+  }
+  return violations;
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  const violations = checkPackageEdges(root);
+  const violations = [...checkPackageEdges(root), ...checkImportCycles(root)];
   if (process.argv.includes('--json')) console.log(JSON.stringify(violations));
-  else if (violations.length === 0) console.log('package edges: every import between workspaces goes through a public entry');
+  else if (violations.length === 0) console.log('package edges: every import between workspaces goes through a public entry, and no workspace imports itself in a circle');
   else for (const v of violations) console.error(v);
   process.exit(violations.length === 0 ? 0 : 1);
 }

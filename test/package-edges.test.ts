@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkPackageEdges, importsOf } from '../scripts/check-package-edges.js';
+import { checkImportCycles, checkPackageEdges, importCycles, importsOf } from '../scripts/check-package-edges.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -75,5 +75,35 @@ describe('package edges: workspaces import each other through their public entri
     assert.deepEqual(sites.map((s) => [s.specifier, s.typeOnly]), [
       ['a', true], ['b', true], ['d', false], ['./e.js', false], ['f', true], ['g', false],
     ]);
+  });
+});
+
+describe('import cycles: no workspace imports itself in a circle at run time', () => {
+  it('the repository has none (apps/server/src included); circles closed only by import type are allowed', () => {
+    assert.deepEqual(checkImportCycles(repoRoot), []);
+  });
+
+  it('finds a circle closed by a run-time import, in any form, and not one closed by types only', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cycles-'));
+    try {
+      const write = (file: string, text: string) => {
+        mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+        writeFileSync(path.join(dir, file), text);
+      };
+      // a -> b -> c -> a at run time (a folder's index, an export-from); d <-> e only through types.
+      write('a.ts', "import { b } from './b/index.js';\nexport const a = () => b;\n");
+      write('b/index.ts', "export { c as b } from '../c.js';\n");
+      write('c.ts', "import { a } from './a.js';\nexport const c = () => a;\n");
+      write('d.ts', "import type { E } from './e.js';\nexport type D = { e?: E };\nexport const d = 1;\n");
+      write('e.ts', "import { d } from './d.js';\nexport type E = typeof d;\n");
+      write('f.tsx', "import { type G } from './g.js';\nexport const f = (g: G) => g;\n");
+      write('g.ts', "import { f } from './f.js';\nexport type G = number;\nexport const g = f;\n");
+      assert.deepEqual(importCycles(dir), [['a.ts', 'b/index.ts', 'c.ts']]);
+      write('e.ts', "import { d } from './d.js';\nexport type E = typeof d;\nexport const later = () => import('./d.js');\n");
+      write('d.ts', "import { later } from './e.js';\nexport const d = later;\n");
+      assert.deepEqual(importCycles(dir).sort(), [['a.ts', 'b/index.ts', 'c.ts'], ['d.ts', 'e.ts']], 'a value import closes it');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
