@@ -89,7 +89,7 @@ const EVENTS = [
 ];
 
 /** The hand numbers: per metric and variant, units, Σ value and Σ value². */
-function handTotals(): MetricTotals[] {
+function handTotals(): Array<MetricTotals & { variants: Array<{ key: string; units: number; total: number; sumOfSquares: number }> }> {
   return METRICS.map((m, i) => ({
     id: m.id,
     kind: m.kind,
