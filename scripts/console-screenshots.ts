@@ -7,8 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { configuredBackends } from '../test/support/backends.js';
-import { createTenant, startTestService } from '../test/support/service.js';
+import { createTenant, startTestService, type Tenant, type TestService } from '../test/support/service.js';
 import { boardSettled, launchBrowser, seedConsole, signInWithToken } from '../test/support/browser.js';
+import { drained, ingest } from '../test/ingestion.support.js';
+import type { Browser, Page } from 'puppeteer-core';
 
 const OUT = path.resolve('docs/console');
 
@@ -24,7 +26,7 @@ async function main() {
   try {
     const page = await browser.newPage();
     page.on('console', (m) => m.type() === 'error' && console.error('page:', m.text()));
-    const shot = async (name: string, on = page) => {
+    const shot = async (name: string, on: Page = page) => {
       if (only.length && !only.includes(name)) return;
       await new Promise((r) => setTimeout(r, 300));
       await on.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
@@ -76,10 +78,40 @@ async function main() {
       await admin.waitForSelector('.audit-detail table');
     }
     await shot('audit-log', admin);
+    if (!only.length || only.includes('experiments')) await experimentsShot(t, tenant, seed.token, browser, shot);
   } finally {
     await browser.close();
     await t.close();
   }
+}
+
+/**
+ * An experiment on a flag with two variants: the seeded 40 people exposed eleven days ago
+ * (`$experiment_started`, 22 to the treatment, 18 to the control), measured on their purchases; a member's view of its results.
+ */
+async function experimentsShot(t: TestService, tenant: Tenant, token: string, browser: Browser, shot: (name: string, on: Page) => Promise<void>) {
+  const pid = tenant.project.id;
+  const flag = await tenant.owner.post('/api/flags', { projectId: pid, key: 'new-checkout', name: 'New checkout', variants: [{ key: 'control', rolloutPct: 50 }, { key: 'treatment', rolloutPct: 50 }] });
+  if (flag.status !== 201) throw new Error(`experiment flag: ${flag.status} ${JSON.stringify(flag.body)}`);
+  const exposed = Date.now() - 11 * 86_400_000;
+  const exposures = Array.from({ length: 40 }, (_, i) => ({
+    event: '$experiment_started', properties: { distinct_id: `user-${i}`, time: exposed + i * 1000, 'Experiment name': 'new-checkout', 'Variant name': (i < 12 ? i % 3 !== 0 : i % 2 === 0) ? 'treatment' : 'control', $insert_id: `x${i}` },
+  }));
+  const sent = await ingest(t, tenant.project.token).post('/track', exposures);
+  if (sent.status !== 200) throw new Error(`exposures /track: ${sent.status} ${JSON.stringify(sent.body)}`);
+  await drained(t);
+  const made = await tenant.owner.post('/api/experiments', {
+    projectId: pid, key: 'new-checkout', name: 'New checkout', flagKey: 'new-checkout',
+    metrics: [{ id: 'purchased', name: 'Converted: Purchased', kind: 'conversion', event: 'Purchased' }, { id: 'revenue', name: 'Sum of amount: Purchased', kind: 'sum', event: 'Purchased', property: 'amount' }],
+  });
+  if (made.status !== 201) throw new Error(`experiment: ${made.status} ${JSON.stringify(made.body)}`);
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.goto(`${t.url}/projects/${pid}/experiments/${made.body.id}`);
+  await signInWithToken(page, token);
+  await page.waitForSelector('.metric-result');
+  await page.waitForFunction(() => document.querySelector('[data-decision]')?.getAttribute('data-decision'));
+  await shot('experiments', page);
 }
 
 main().then(() => process.exit(0), (e) => {

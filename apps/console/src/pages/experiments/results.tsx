@@ -28,8 +28,8 @@ function LiftInterval(props: { v: VariantResult; scale: { min: number; max: numb
   return (
     <svg class={`lift-svg ${toneOf(v)}`} viewBox="0 0 100 20" preserveAspectRatio="none" role="img"
       aria-label={`Lift of ${v.key}: ${signedPct(v.lift.mean)}, interval ${signedPct(v.lift.low)} to ${signedPct(v.lift.high)}`}>
-      <line class="zero" x1={x(0)} x2={x(0)} y1="0" y2="20" vector-effect="non-scaling-stroke" />
       <rect class="interval" x={lo} width={Math.max(hi - lo, 0.3)} y="6" height="8" />
+      <line class="zero" x1={x(0)} x2={x(0)} y1="0" y2="20" vector-effect="non-scaling-stroke" />
       <line class="estimate" x1={x(v.lift.mean)} x2={x(v.lift.mean)} y1="3" y2="17" vector-effect="non-scaling-stroke" />
     </svg>
   );
@@ -97,8 +97,8 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
             <caption class="sr-only">{title}: lift against {r.control} with its {level} interval</caption>
             <thead>
               <tr>
-                <th scope="col">Variant</th><th scope="col" class="num">Units</th><th scope="col" class="num">Mean</th><th scope="col" class="num">Lift</th>
-                <th scope="col" class="interval-col">{level} interval <span class="muted">(line: no change)</span></th>
+                <th scope="col">Variant</th><th scope="col" class="num units-col">Units</th><th scope="col" class="num">Mean</th><th scope="col" class="num">Lift</th>
+                <th scope="col" class="interval-col">{level} interval<span class="sr-only"> (a dashed line marks no change)</span></th>
                 <th scope="col" class="num">{frequentist ? pLabel(r) : 'Chance to win'}</th>
               </tr>
             </thead>
@@ -107,8 +107,8 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
                 const deciding = decidingValue(r, v);
                 return (
                   <tr data-variant={v.key} class={toneOf(v)}>
-                    <th scope="row">{v.key}{v.lift === undefined && <span class="muted small"> (control)</span>}</th>
-                    <td class="num">{v.units}</td>
+                    <th scope="row">{v.key}{v.lift === undefined && v.key !== 'control' && <span class="muted small"> (control)</span>}</th>
+                    <td class="num units-col">{v.units}</td>
                     <td class="num">{v.mean === null ? '—' : metric.kind === 'conversion' ? pct(v.mean) : num(v.mean)}</td>
                     <td class="num">{v.lift ? signedPct(v.lift.mean) : '—'}</td>
                     <td class="interval-col">
@@ -118,7 +118,7 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
                           <LiftInterval v={v} scale={scale} />
                           <span class="bound">{signedPct(v.lift.high)}</span>
                         </div>
-                      ) : <span class="muted small">{verdict(v)}</span>}
+                      ) : <span class="muted small">{v.lift === undefined ? 'baseline' : verdict(v)}</span>}
                     </td>
                     <td class="num">
                       {deciding ? deciding.text : '—'}
