@@ -166,3 +166,52 @@ forEachBackend('tenancy: TENANCY_ALLOW_UNMANAGED_ORGS=true (API)', (backend) => 
     assert.deepEqual([grab.status, grab.body.reason], [403, 'NamespaceNotAllowed']);
   });
 });
+
+forEachBackend('tenancy: a namespace taken off the list lets go of what its resources manage (API)', (backend) => {
+  let t: TestService;
+  before(async function () {
+    this.timeout(60_000);
+    t = await startTestService(backend, { OPERATOR_KEY });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await t?.close();
+  });
+
+  it('its resources may still revoke their token and flag secret and release their flag and project, but change nothing else', async () => {
+    const op = t.client(OPERATOR_KEY);
+    const bravo = await op.post('/admin/orgs', { name: 'Bravo', namespaces: ['team-b'] }, as('Organization/bravo'));
+    assert.equal(bravo.status, 201, bravo.text);
+    const project = await op.post(`/admin/orgs/${bravo.body.id}/projects`, { name: 'shop' }, as('Project/team-b/shop'));
+    assert.equal(project.status, 201, project.text);
+    const pid = project.body.id;
+    const secret = randomUUID();
+    assert.equal((await op.put(`/api/projects/${pid}/flag-secret`, { secret }, as('FlagSecret/team-b/shop'))).status, 200);
+    const flag = await op.post('/api/flags', { projectId: pid, key: 'checkout', name: 'Checkout', rules: [{ rolloutPct: 100 }] }, as('FeatureFlag/team-b/checkout'));
+    assert.equal(flag.status, 201, flag.text);
+    const minted = await op.post(`/admin/orgs/${bravo.body.id}/tokens`, { name: 'ci', role: 'viewer' }, as('ApiToken/team-b/ci'));
+    assert.equal(minted.status, 201, minted.text);
+    assert.equal((await t.client(minted.body.token).get('/api/projects')).status, 200);
+
+    // The platform team takes team-b off Bravo's list.
+    assert.equal((await op.patch(`/admin/orgs/${bravo.body.id}`, { namespaces: ['team-c'] }, as('Organization/bravo'))).status, 200);
+    const rename = await op.patch(`/api/projects/${pid}`, { name: 'still mine?' }, as('Project/team-b/shop'));
+    assert.deepEqual([rename.status, rename.body.reason], [403, 'NamespaceNotAllowed'], rename.text);
+    const flagEdit = await op.put(`/api/flags/${flag.body.id}`, { active: false }, as('FeatureFlag/team-b/checkout'));
+    assert.deepEqual([flagEdit.status, flagEdit.body.reason], [403, 'NamespaceNotAllowed'], flagEdit.text);
+    // Any other resource name is held to the boundary (403): only the owner lets go.
+    assert.equal((await op.delete(`/admin/orgs/${bravo.body.id}/tokens/${minted.body.id}`, as('ApiToken/team-b/other'))).status, 403);
+
+    assert.equal((await op.delete(`/admin/orgs/${bravo.body.id}/tokens/${minted.body.id}`, as('ApiToken/team-b/ci'))).status, 200);
+    assert.equal((await t.client(minted.body.token).get('/api/projects')).status, 401, 'the token no longer works');
+    assert.equal((await op.delete(`/api/projects/${pid}/flag-secret`, as('FlagSecret/team-b/shop'))).status, 200);
+    assert.equal((await t.anon.get('/flags/local-evaluation', { token: secret })).status, 401, 'the flag secret no longer works');
+    assert.equal((await op.post(`/api/flags/${flag.body.id}/release`, undefined, as('FeatureFlag/team-b/checkout'))).status, 200);
+    assert.equal((await t.admin.get(`/api/flags/${flag.body.id}`)).body.managed_by, null);
+    assert.equal((await op.post(`/api/projects/${pid}/release`, undefined, as('Project/team-b/shop'))).status, 200);
+    const kept = (await t.admin.get(`/api/projects/${pid}`)).body;
+    assert.deepEqual([kept.managed_by, kept.name], [null, 'shop'], 'released, not deleted nor renamed');
+    const actions = (await t.admin.get(`/admin/audit-log?organizationId=${bravo.body.id}&limit=200`)).body.entries.map((e: { action: string }) => e.action);
+    for (const a of ['token.revoked', 'flag_secret.revoked', 'flag.released', 'project.released']) assert.ok(actions.includes(a), `${a} in ${actions}`);
+  });
+});

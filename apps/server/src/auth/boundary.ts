@@ -72,6 +72,14 @@ export function assertMayAdoptProject(org: BoundaryOrg | null, actor: Acting, op
     : `${resource} may not adopt a project of ${orgName(org)}, which no Organization resource manages; adopt the organisation with an Organization listing ${ns} first`);
 }
 
+/**
+ * Letting go of what a resource manages (a release, a revocation) only takes access away, so the
+ * resource that manages the object may always do it, even once its namespace left the
+ * Organization's list: removing a namespace (or a CRD) must not leave a token live or an object
+ * managed by a resource that can no longer act. Only the ownership check (409) applies then.
+ */
+export const isLettingGo = (actor: Acting, managedBy: string | null): boolean => actor.resource !== null && managedBy === actor.resource;
+
 /** The boundary checks with the organisation read from the metadata store (inside the change's transaction). */
 export class TenancyBoundary {
   constructor(private readonly orgs: OrgStore, readonly allowUnmanagedOrgs: boolean) {}

@@ -8,7 +8,7 @@ import { isUniqueViolation, type FlagStore } from './store.js';
 import type { Actor } from '../audit/actor.js';
 import { creatorOf } from '../audit/actor.js';
 import type { AuditStore } from '../audit/store.js';
-import type { TenancyBoundary } from '../auth/boundary.js';
+import { isLettingGo, type TenancyBoundary } from '../auth/boundary.js';
 import type { Db } from '../ports/metadata/knex.js';
 import {
   flagConsistencyError,
@@ -125,10 +125,11 @@ export class FlagService {
     const flag = await this.store.transaction(async (trx) => {
       const before = await this.store.lock(trx, id);
       if (!before) throw notFound('flag');
-      await this.checkBoundary(trx, actor, before.project_id);
-      assertOwnedBy(before.managed_by, actor.resource);
       const at = Math.max(nowMs(), before.updated_at);
       const changed = change(before, at);
+      // The resource that manages the flag may always release it (isLettingGo); other writes act within the boundary.
+      if (!(changed?.verb === 'released' && isLettingGo(actor, before.managed_by))) await this.checkBoundary(trx, actor, before.project_id);
+      assertOwnedBy(before.managed_by, actor.resource);
       if (!changed) return before;
       await this.store.save(trx, changed.after);
       await this.record(trx, actor, { flag: changed.after, verb: changed.verb ?? changed.action, history: changed.action, before, after: changed.after, at });

@@ -1,7 +1,7 @@
 import type { Db } from '../ports/metadata/knex.js';
 import { notFound } from '../http/errors.js';
 import { assertOwnedBy } from '../auth/managed.js';
-import type { TenancyBoundary } from '../auth/boundary.js';
+import { isLettingGo, type TenancyBoundary } from '../auth/boundary.js';
 import type { Role } from '../auth/roles.js';
 import { creatorOf, type Actor } from '../audit/actor.js';
 import type { AuditStore } from '../audit/store.js';
@@ -40,8 +40,10 @@ export class MachineTokenService {
   /** Revokes a live token at once: 404 absent (or another organisation's), 409 managed by another resource. */
   revoke(actor: Actor, orgId: number, id: number): Promise<void> {
     return this.db.transaction(async (trx) => {
-      await this.orgInBoundary(trx, actor, orgId);
+      if (!(await this.orgs.getOrg(orgId, trx))) throw notFound('organization');
       const token = await this.tokens.lockLive(trx, orgId, id);
+      // The ApiToken that minted it may always revoke it (isLettingGo); anyone else acts within the boundary.
+      if (!token || !isLettingGo(actor, token.managedBy)) await this.boundary.check(trx, actor, orgId);
       if (!token) throw notFound('token');
       assertOwnedBy(token.managedBy, actor.resource);
       await this.tokens.revoke(trx, id);

@@ -5,7 +5,7 @@ import { conflict, notFound } from '../http/errors.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { assertOwnedBy } from '../auth/managed.js';
-import type { TenancyBoundary } from '../auth/boundary.js';
+import { isLettingGo, type TenancyBoundary } from '../auth/boundary.js';
 import { sha256Hex } from '../auth/credentials.js';
 import { loadProjectInScope } from '../auth/project-scope.js';
 import { actorOf, type Actor } from '../audit/actor.js';
@@ -44,8 +44,9 @@ export class FlagSecretService {
         const current = row.flag_secret_managed_by ?? null;
         assertOwnedBy(current, actor.resource);
         const orgId = row.org_id === null ? null : Number(row.org_id);
-        await this.boundary.check(trx, actor, orgId);
         const { hash, managedBy } = next(current);
+        // The resource that owns the secret may always revoke it (isLettingGo); other writes act within the boundary.
+        if (!(hash === null && managedBy === null && isLettingGo(actor, current))) await this.boundary.check(trx, actor, orgId);
         // Revoking no secret changes nothing and has no row.
         if (hash === null && row.flag_secret_hash === null && managedBy === current) return;
         await trx('projects').where({ id: projectId }).update({ flag_secret_hash: hash, flag_secret_managed_by: managedBy });
