@@ -4,7 +4,9 @@ import client from 'prom-client';
 /**
  * Names the metrics had before every Tally metric took the `tally_` prefix, served as duplicates
  * for one release so dashboards and alerts written against them keep working through an upgrade
- * (docs/deploy.md "Upgrading"). The renamed family's current name is the key.
+ * (docs/deploy.md "Upgrading"). The renamed family's current name is the key. One old name is
+ * not going away: `tenant_config_generation` is part of the Kubernetes contract (docs/decisions.md)
+ * that outside tooling reads, so it stays served when the other duplicates are dropped.
  */
 export const LEGACY_METRIC_NAMES: ReadonlyArray<{ prefix: string; legacy: string }> = [
   { prefix: 'tally_ingest_', legacy: 'ingest_' },
