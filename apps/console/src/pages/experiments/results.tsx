@@ -97,7 +97,7 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
             <caption class="sr-only">{title}: lift against {r.control} with its {level} interval</caption>
             <thead>
               <tr>
-                <th scope="col">Variant</th><th scope="col" class="num units-col">Units</th><th scope="col" class="num">Mean</th><th scope="col" class="num">Lift</th>
+                <th scope="col">Variant</th><th scope="col" class="num units-col">Units</th><th scope="col" class="num mean-col">Mean</th><th scope="col" class="num">Lift</th>
                 <th scope="col" class="interval-col">{level} interval<span class="sr-only"> (a dashed line marks no change)</span></th>
                 <th scope="col" class="num">{frequentist ? pLabel(r) : 'Chance to win'}</th>
               </tr>
@@ -109,7 +109,7 @@ export function MetricResultView(props: { results: ExperimentResults; metric: Me
                   <tr data-variant={v.key} class={toneOf(v)}>
                     <th scope="row">{v.key}{v.lift === undefined && v.key !== 'control' && <span class="muted small"> (control)</span>}</th>
                     <td class="num units-col">{v.units}</td>
-                    <td class="num">{v.mean === null ? '—' : metric.kind === 'conversion' ? pct(v.mean) : num(v.mean)}</td>
+                    <td class="num mean-col">{v.mean === null ? '—' : metric.kind === 'conversion' ? pct(v.mean) : num(v.mean)}</td>
                     <td class="num">{v.lift ? signedPct(v.lift.mean) : '—'}</td>
                     <td class="interval-col">
                       {v.lift ? (
