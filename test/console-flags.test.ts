@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
-import { axeViolations, launchBrowser, signInWithToken } from './support/browser.js';
-import { ensureConsoleBuilt } from './console.test.js';
+import { axeViolations, ensureConsoleBuilt, launchBrowser, signInWithToken } from './support/browser.js';
 
 /**
  * The console's Flags page in a real browser (chromium through puppeteer-core) against the real
  * service: create and edit a flag (variants, payloads, rules, rollout), its audit history, an
- * evaluation for a typed distinct id, and a flag a Kubernetes resource manages shown read-only.
+ * evaluation for a typed distinct id, and a flag a Kubernetes resource manages shown read-only;
+ * rules moved up and down by keyboard, on/off saved at once, the history's before and after.
  */
 forEachBackend('web console: flags', (backend) => {
   let t: TestService;
@@ -29,6 +29,10 @@ forEachBackend('web console: flags', (backend) => {
     const made = await t.client(token).post('/api/flags', { projectId: pid, key: 'checkout', name: 'New checkout', rules: [{ rolloutPct: 0 }] });
     assert.equal(made.status, 201, made.text);
     checkout = made.body.id;
+    // A resource acts only for an organisation whose Organization lists the resource's namespace.
+    const org = { headers: { 'x-tally-resource': 'Organization/flags-console' } };
+    assert.equal((await t.admin.post(`/admin/orgs/${tenant.org.id}/adopt`, undefined, org)).status, 200);
+    assert.equal((await t.admin.patch(`/admin/orgs/${tenant.org.id}`, { namespaces: ['tally'] }, org)).status, 200);
     const gitops = await t.admin.post('/api/flags', { projectId: pid, key: 'banner', name: 'Banner', rules: [{ rolloutPct: 100 }] }, { headers: { 'x-tally-resource': 'FeatureFlag/tally/banner' } });
     assert.equal(gitops.status, 201, gitops.text);
     assert.equal(gitops.body.managed_by, 'FeatureFlag/tally/banner');
@@ -96,8 +100,16 @@ forEachBackend('web console: flags', (backend) => {
     assert.deepEqual(stored.rules, [{ rolloutPct: 100, variant: 'blue' }]);
     await page.waitForFunction(() => /updated/.test(document.querySelector('ol[aria-label="Flag history"]')?.textContent ?? ''));
     const history = await page.$$eval('ol[aria-label="Flag history"] li', (lis) => lis.map((l) => l.textContent!));
-    assert.match(history[0], /^updated .*changed name, variants, rules$/);
+    assert.match(history[0], /^updated .*changed name, variants, rules/);
     assert.match(history[history.length - 1], /^created/);
+    // The newest change shows each field before and after (open), older ones on demand.
+    assert.equal(await page.$eval('ol[aria-label="Flag history"] li details', (d) => (d as HTMLDetailsElement).open), true);
+    const diff = await page.$$eval('ol[aria-label="Flag history"] li:first-child table.field-changes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim())));
+    assert.deepEqual(diff.map((r) => r[0]), ['name', 'variants', 'rules']);
+    assert.deepEqual(diff[0], ['name', '"New checkout"', '"Checkout v2"']);
+    assert.deepEqual(JSON.parse(diff[1][1]), []);
+    assert.deepEqual(JSON.parse(diff[1][2]), [{ key: 'blue', payload: { color: 'blue' }, rolloutPct: 100 }]);
+    assert.deepEqual([JSON.parse(diff[2][1]), JSON.parse(diff[2][2])], [[{ rolloutPct: 0 }], [{ rolloutPct: 100, variant: 'blue' }]]);
     // The evaluation of a typed id now serves the variant and its payload.
     await fill('Distinct id', 'user-42');
     await page.locator('::-p-aria([name="Evaluate"][role="button"])').click();
@@ -120,5 +132,75 @@ forEachBackend('web console: flags', (backend) => {
     const made = list.find((f: any) => f.key === 'dark-mode');
     assert.ok(made, 'created through the API');
     assert.equal(new URL(page.url()).pathname, `${flagsPath()}/${made.id}`);
+  });
+
+  const evaluated = async (id: string) => {
+    await page.evaluate(() => document.querySelector('dl[aria-label="Evaluation result"]')?.remove());
+    await fill('Distinct id', id);
+    await page.locator('::-p-aria([name="Evaluate"][role="button"])').click();
+    await page.waitForSelector('dl[aria-label="Evaluation result"]');
+    return page.$eval('dl[aria-label="Evaluation result"]', (e) => e.textContent!);
+  };
+  const darkMode = async () => (await t.client(token).get(`/api/flags?projectId=${tenant.project.id}`)).body.find((f: any) => f.key === 'dark-mode');
+
+  it('moves a rule up by keyboard, so an override placed after a catch-all applies once saved', async function () {
+    this.timeout(60_000);
+    const flag = await darkMode();
+    await page.goto(`${t.url}${flagsPath()}/${flag.id}`);
+    await page.waitForSelector('#flag-name:not(:disabled)');
+    await page.locator('::-p-aria([name="Add variant"][role="button"])').click();
+    await page.locator('::-p-aria([name="Add variant"][role="button"])').click();
+    await fill('Variant 2 key', 'beta');
+    // Rule 1 serves everyone by the variants' shares (all control); rule 2 would give vip-1 beta.
+    await page.locator('::-p-aria([name="Add rule"][role="button"])').click();
+    await page.locator('::-p-aria([name="Add rule"][role="button"])').click();
+    await fill('Rule 2 distinct ids (one a line)', 'vip-1');
+    await page.select('#rule-1-variant', 'beta');
+    assert.equal(await page.$eval('#rule-0-up', (b) => (b as HTMLButtonElement).disabled), true, 'the first rule cannot move up');
+    assert.equal(await page.$eval('#rule-1-down', (b) => (b as HTMLButtonElement).disabled), true, 'the last rule cannot move down');
+    await page.locator('::-p-aria([name="Save"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('.flag-detail [role="status"]')?.textContent === 'Saved.');
+    assert.match(await evaluated('vip-1'), /Variantcontrol.*Reasonrule:0/s, 'the catch-all comes first and wins');
+    // Keyboard only: focus "Move rule 2 up" and press Enter.
+    await page.focus('#rule-1-up');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => (document.querySelector('#rule-0-ids') as HTMLTextAreaElement).value === 'vip-1');
+    assert.equal(await page.$eval('#rule-0-variant', (e) => (e as HTMLSelectElement).value), 'beta');
+    assert.equal(await page.$eval('#rule-1-ids', (e) => (e as HTMLTextAreaElement).value), '');
+    await page.waitForFunction(() => document.activeElement?.id === 'rule-0-down');
+    assert.equal((await t.client(token).get(`/api/flags/${flag.id}`)).body.rules[0].variant, undefined, 'nothing stored before Save');
+    await page.locator('::-p-aria([name="Save"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('.flag-detail [role="status"]')?.textContent === 'Saved.');
+    assert.deepEqual((await t.client(token).get(`/api/flags/${flag.id}`)).body.rules, [{ rolloutPct: 100, variant: 'beta', distinctIds: ['vip-1'] }, { rolloutPct: 100 }]);
+    assert.match(await evaluated('vip-1'), /Variantbeta.*Reasonrule:0/s);
+    assert.match(await evaluated('someone-else'), /Variantcontrol.*Reasonrule:1/s);
+  });
+
+  it('turns a flag off and on at once, keeping other unsaved edits; a refusal is shown and the switch put back', async function () {
+    this.timeout(60_000);
+    const flag = await darkMode();
+    assert.equal(flag.active, true);
+    await fill('Name', 'Dark mode, unsaved');
+    await page.locator('::-p-aria([name="Active"][role="checkbox"])').click();
+    await page.waitForFunction(() => document.querySelector('.flag-detail [role="status"]')?.textContent === 'Turned off.');
+    let stored = (await t.client(token).get(`/api/flags/${flag.id}`)).body;
+    assert.equal(stored.active, false, 'saved without Save');
+    assert.equal(stored.name, 'Dark mode', 'the other edit is not saved with it');
+    assert.equal(await page.$eval('#flag-name', (e) => (e as HTMLInputElement).value), 'Dark mode, unsaved', 'and it is kept in the form');
+    await page.waitForFunction(() => /changed active/.test(document.querySelector('ol[aria-label="Flag history"] li')?.textContent ?? ''));
+    assert.deepEqual(await page.$$eval('ol[aria-label="Flag history"] li:first-child table.field-changes tbody tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent!.trim()))),
+      [['active', 'true', 'false']]);
+    await page.locator('::-p-aria([name="Active"][role="checkbox"])').click();
+    await page.waitForFunction(() => document.querySelector('.flag-detail [role="status"]')?.textContent === 'Turned on.');
+    stored = (await t.client(token).get(`/api/flags/${flag.id}`)).body;
+    assert.equal(stored.active, true);
+    assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation with the history diff open');
+    // Gone behind the page's back: the API refuses, the page says so and shows the flag as it is.
+    assert.equal((await t.client(token).post(`/api/flags/${flag.id}/archive`)).status, 200);
+    assert.equal((await t.client(token).delete(`/api/flags/${flag.id}`)).status, 200);
+    await page.locator('::-p-aria([name="Active"][role="checkbox"])').click();
+    await page.waitForSelector('.flag-detail [role="alert"]');
+    assert.match(await page.$eval('.flag-detail [role="alert"]', (e) => e.textContent!), /not found/i);
+    assert.equal(await page.$eval('::-p-aria([name="Active"][role="checkbox"])', (e) => (e as HTMLInputElement).checked), true, 'the switch is put back');
   });
 });

@@ -3,7 +3,7 @@ import { useShell } from '../../context.js';
 import type { Cohort } from '../../types.js';
 import { api } from '../../api.js';
 import { navigate } from '../../router.js';
-import { fieldChanges } from '../../components/diff.js';
+import { FieldChangesTable, fieldChanges } from '../../components/diff.js';
 import { FLAG_TYPES, flagsApi, type Flag, type FlagEvent, type FlagResult, type FlagRule, type FlagType, type FlagVariant } from './api.js';
 
 /** The editor's copy of a flag: payloads and override lists as the text a person types. */
@@ -53,8 +53,8 @@ const when = (ms: number) => new Date(ms).toLocaleString();
 const actor = (e: FlagEvent) =>
   e.actor_resource ? e.actor_resource : e.actor_user_id !== null ? `user ${e.actor_user_id}` : e.actor_mcp_token_id !== null ? `token ${e.actor_mcp_token_id}` : 'superadmin';
 const FIELDS = ['name', 'description', 'active', 'type', 'variants', 'rules'] as const;
-/** The settings an update changed (creations and deletions list none). */
-const changed = (e: FlagEvent) => (!e.before || !e.after ? [] : fieldChanges(e.before, e.after, FIELDS).map((c) => c.field));
+/** The settings an update changed, with their values before and after (creations and deletions list none). */
+const changesOf = (e: FlagEvent) => (!e.before || !e.after ? [] : fieldChanges(e.before, e.after, FIELDS));
 
 export function FlagDetail(props: { projectId: string; flagId: string; onChanged(): void }) {
   const { canWrite } = useShell();
@@ -91,6 +91,17 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
   const set = (patch: Partial<Draft>) => setDraft({ ...draft, ...patch });
   const setVariant = (i: number, patch: Partial<Draft['variants'][number]>) => set({ variants: draft.variants.map((v, j) => (j === i ? { ...v, ...patch } : v)) });
   const setRule = (i: number, patch: Partial<Draft['rules'][number]>) => set({ rules: draft.rules.map((r, j) => (j === i ? { ...r, ...patch } : r)) });
+  /** Rule `i` swapped with its neighbour `i + by`: order matters, the first matching rule wins. */
+  const moveRule = (i: number, by: -1 | 1) => {
+    const rules = [...draft.rules];
+    [rules[i], rules[i + by]] = [rules[i + by], rules[i]];
+    set({ rules });
+    // The focus follows the moved rule: the same button, or the other one once it reached an end.
+    const to = i + by;
+    const atEnd = by === -1 ? to === 0 : to === rules.length - 1;
+    const way = (by === -1) !== atEnd ? 'up' : 'down';
+    requestAnimationFrame(() => document.getElementById(`rule-${to}-${way}`)?.focus());
+  };
   const variantSum = draft.variants.reduce((s, v) => s + (Number(v.rolloutPct) || 0), 0);
 
   const act = async (what: string, fn: () => Promise<unknown>) => {
@@ -108,6 +119,23 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
   const save = (e: Event) => {
     e.preventDefault();
     void act('Saved.', async () => flagsApi.update(flag.id, writeOf(draft)));
+  };
+  /** On/off saves at once, apart from any other edit; a refusal shows its reason and puts the switch back. */
+  const toggle = async (active: boolean) => {
+    setError(null);
+    setNotice('');
+    setDraft({ ...draft, active });
+    try {
+      const f = await flagsApi.update(flag.id, { active });
+      setFlag(f);
+      setDraft((d) => (d ? { ...d, active: f.active } : d));
+      setNotice(f.active ? 'Turned on.' : 'Turned off.');
+      props.onChanged();
+      setHistory(await flagsApi.events(f.id));
+    } catch (err) {
+      setDraft((d) => (d ? { ...d, active: flag.active } : d));
+      setError((err as Error).message);
+    }
   };
   const evaluate = async (e: Event) => {
     e.preventDefault();
@@ -140,7 +168,8 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
               </select></div>
             <div class="field wide-field"><label for="flag-description">Description</label>
               <textarea id="flag-description" rows={2} value={draft.description} onInput={(e) => set({ description: (e.target as HTMLTextAreaElement).value })} /></div>
-            <label class="switch"><input type="checkbox" checked={draft.active} onChange={(e) => set({ active: (e.target as HTMLInputElement).checked })} /> Active</label>
+            <div class="field"><label class="switch"><input type="checkbox" checked={draft.active} aria-describedby="flag-active-hint" onChange={(e) => void toggle((e.target as HTMLInputElement).checked)} /> Active</label>
+              <span id="flag-active-hint" class="muted small">Turning the flag on or off saves at once.</span></div>
           </div>
 
           <fieldset>
@@ -182,6 +211,8 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
                   </select></div>
                 <div class="field grow"><label for={`rule-${i}-ids`}>Rule {i + 1} distinct ids (one a line)</label>
                   <textarea id={`rule-${i}-ids`} rows={1} value={r.distinctIds} onInput={(e) => setRule(i, { distinctIds: (e.target as HTMLTextAreaElement).value })} /></div>
+                <button type="button" id={`rule-${i}-up`} disabled={i === 0} onClick={() => moveRule(i, -1)}>Move rule {i + 1} up</button>
+                <button type="button" id={`rule-${i}-down`} disabled={i === draft.rules.length - 1} onClick={() => moveRule(i, 1)}>Move rule {i + 1} down</button>
                 <button type="button" onClick={() => set({ rules: draft.rules.filter((_, j) => j !== i) })}>Remove rule {i + 1}</button>
               </div>
             ))}
@@ -233,12 +264,21 @@ export function FlagDetail(props: { projectId: string; flagId: string; onChanged
       <h3>History</h3>
       {!history ? <p role="status" class="loading">Loading history…</p> : history.length === 0 ? <p class="muted">No change recorded.</p> : (
         <ol class="flag-history" aria-label="Flag history">
-          {history.map((e) => (
-            <li>
-              <strong>{e.action}</strong> <span class="muted">{when(e.created_at)} · {actor(e)}</span>
-              {changed(e).length > 0 && <span> · changed {changed(e).join(', ')}</span>}
-            </li>
-          ))}
+          {history.map((e, i) => {
+            const changes = changesOf(e);
+            return (
+              <li>
+                <strong>{e.action}</strong> <span class="muted">{when(e.created_at)} · {actor(e)}</span>
+                {changes.length > 0 && (
+                  // The newest change is shown open; older ones open on demand.
+                  <details open={i === 0}>
+                    <summary>changed {changes.map((c) => c.field).join(', ')}</summary>
+                    <FieldChangesTable changes={changes} caption={`Before and after: ${e.action} at ${when(e.created_at)}`} />
+                  </details>
+                )}
+              </li>
+            );
+          })}
         </ol>
       )}
     </section>
