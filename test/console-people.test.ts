@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, SUPERADMIN_KEY, type Tenant, type TestService } from './support/service.js';
-import { axeViolations, launchBrowser, signInWithToken } from './support/browser.js';
+import { axeViolations, ensureConsoleBuilt, launchBrowser, signInWithToken } from './support/browser.js';
 import { drained, ingest } from './ingestion.support.js';
-import { ensureConsoleBuilt } from './console.test.js';
 
 /**
  * The console's Events and People pages in a real browser against the real service: events
  * arriving while the page is open, a person's profile, identity cluster and timeline, a cohort's
- * members, and a privacy request (signed in with the superadmin key, which acts as an owner).
+ * members, and a privacy request (signed in with the superadmin key, which acts as an owner); the
+ * people list using the page, a search's exact match first, and Sessions saying it has no Save.
  */
 forEachBackend('web console: events and people', (backend) => {
   let t: TestService;
@@ -110,5 +110,45 @@ forEachBackend('web console: events and people', (backend) => {
     assert.deepEqual(row.slice(1, 3), ['access', 'completed']);
     assert.ok(await page.$('table[aria-label="Privacy requests"] button'), 'a completed access request has its download');
     assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation on the privacy tab');
+  });
+
+  it('lists people on the page itself (no small scroll box) and puts the exact match of a search first', async function () {
+    this.timeout(60_000);
+    // user104 is the oldest of those `user104` finds; the newest seen come first otherwise.
+    const now = Date.now();
+    const ids = ['user104', ...Array.from({ length: 20 }, (_, i) => `user${1040 + i}`)];
+    const r = await ingest(t, tenant.project.token).post('/track', ids.map((id, i) => ({ event: 'Visited', properties: { distinct_id: id, time: now - 7_200_000 + i * 60_000, $insert_id: `v-${id}` } })));
+    assert.equal(r.status, 200, r.text);
+    await drained(t);
+    const api = await tenant.owner.get(`/api/data/users?projectId=${pid}&search=USER104`);
+    assert.equal(api.status, 200, api.text);
+    assert.equal(api.body.total, 11, 'user104 and user1040 to user1049');
+    assert.equal(api.body.users[0].distinct_id, 'user104', 'the exact match (but for case) first');
+    assert.equal(api.body.users[1].distinct_id, 'user1049', 'then the newest seen');
+
+    await page.setViewport({ width: 1280, height: 800 });
+    await page.goto(`${t.url}/projects/${pid}/people`);
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label="People"] tbody tr').length === 23);
+    const box = await page.$eval('.people-page .table-wrap', (e) => ({ scroll: e.scrollHeight, client: e.clientHeight, table: e.querySelector('table')!.getBoundingClientRect().height }));
+    assert.ok(box.table > 400, `23 rows need more than a small box (${box.table} px)`);
+    assert.ok(box.scroll <= box.client + 1, `the list has no scroll box of its own (${box.scroll} px in ${box.client} px)`);
+
+    await page.locator('::-p-aria([name="Search people"])').fill('user104');
+    await page.locator('::-p-aria([name="Search"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelectorAll('table[aria-label="People"] tbody tr').length === 11);
+    const found = await rowsOf('People');
+    assert.deepEqual(found.slice(0, 3).map((row) => row[0]), ['user104', 'user1049', 'user1048']);
+  });
+
+  it('says plainly that Sessions cannot be saved', async function () {
+    this.timeout(60_000);
+    await page.goto(`${t.url}/projects/${pid}/insights`);
+    await page.locator('::-p-aria([name="Sessions"][role="button"])').click();
+    await page.waitForSelector('[role="note"]#sessions-unsaved');
+    assert.match(await page.$eval('#sessions-unsaved', (e) => e.textContent!), /Sessions cannot be saved as a report or put on a board/);
+    assert.equal(await page.$('#report-name'), null, 'no Save form that would refuse');
+    await page.locator('::-p-aria([name="Trends"][role="button"])').click();
+    await page.waitForSelector('#report-name');
+    assert.equal(await page.$('#sessions-unsaved'), null, 'the note is about Sessions only');
   });
 });

@@ -379,6 +379,9 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
             </div>
           )}
           <button type="button" class="primary" onClick={() => run()} disabled={running}>{running ? 'Running…' : 'Run'}</button>
+          {d.kind === 'sessions' && (
+            <p class="muted small" role="note" id="sessions-unsaved">Sessions cannot be saved as a report or put on a board; they are worked out here each time you run them.</p>
+          )}
           {canWrite && REPORT_TYPE[d.kind] && (
             <fieldset>
               <legend>Save</legend>

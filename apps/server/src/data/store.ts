@@ -129,12 +129,14 @@ export class DataStore {
 
   async users(projectId: number, opts: { search?: string; limit: number; offset: number }) {
     let where = '';
+    let order = this.sql.usersOrder;
     if (opts.search) {
       const s = this.str(opts.search);
       where = this.sql.userSearch(s);
+      // The identity named exactly (but for case) comes first: `user104` before `user1045`.
+      order = `CASE WHEN lower(person) = lower(${s}) THEN 0 ELSE 1 END, ${order}`;
     }
     const src = this.persons(projectId);
-    const order = this.sql.usersOrder;
     const [rows, total] = await this.read(projectId, (events) => Promise.all([
       events.query<PersonRow>(`SELECT * FROM ${src} ${where} ORDER BY ${order} LIMIT ${sqlInt(opts.limit)} OFFSET ${sqlInt(opts.offset)}`),
       events.query<{ n: number }>(`SELECT count(*) AS n FROM ${src} ${where}`),
