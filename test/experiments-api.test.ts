@@ -352,7 +352,7 @@ forEachBackend('experiments API', (backend) => {
 
   describe('authorisation matrix', () => {
     type Ids = { id: number; pid: number };
-    interface Row { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; url: (i: Ids) => string; body?: (i: Ids) => unknown; write: boolean; scope: 'id' | 'project'; status?: number }
+    interface Row { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; path: string; url: (i: Ids) => string; body?: (i: Ids) => unknown; write: boolean; scope: 'id' | 'project'; status?: number; resourceOnly?: boolean }
     let n = 0;
     const ROWS: Row[] = [
       { method: 'GET', path: '/api/experiments', url: (i) => `/api/experiments?projectId=${i.pid}`, write: false, scope: 'project' },
@@ -363,6 +363,8 @@ forEachBackend('experiments API', (backend) => {
       { method: 'POST', path: '/api/experiments/{id}/stop', url: (i) => `/api/experiments/${i.id}/stop`, write: true, scope: 'id' },
       { method: 'GET', path: '/api/experiments/{id}/results', url: (i) => `/api/experiments/${i.id}/results`, write: false, scope: 'id' },
       { method: 'GET', path: '/api/experiments/{id}/analysis', url: (i) => `/api/experiments/${i.id}/analysis`, write: false, scope: 'id' },
+      // Only an installation key naming the managing resource: without X-Tally-Resource a 400, any other credential 401.
+      { method: 'POST', path: '/api/experiments/{id}/release', url: (i) => `/api/experiments/${i.id}/release`, write: true, scope: 'id', resourceOnly: true },
     ];
 
     it('every Experiments route is in /openapi.json and in the matrix', async () => {
@@ -384,7 +386,8 @@ forEachBackend('experiments API', (backend) => {
         ['member machine token', t.client(machine.member), (r) => r.status ?? 200],
         ['viewer machine token', t.client(machine.viewer), (r) => (r.write ? 403 : r.status ?? 200)],
         ['foreign owner', t.client(other.tokens.owner), (r) => (r.scope === 'id' ? 404 : 403)],
-        ['operator key', t.client('exp-operator-key'), () => 403],
+        // It reads what an Experiment resource shows; its writes must name a resource (400 without), stop is not its.
+        ['operator key', t.client('exp-operator-key'), (r) => (r.path.endsWith('/stop') ? 403 : r.write ? 400 : r.status ?? 200)],
       ];
       const failures: string[] = [];
       for (const row of ROWS) {
@@ -392,7 +395,8 @@ forEachBackend('experiments API', (backend) => {
           const id = (await t.admin.post('/api/experiments', body({ key: `fixture-${++n}` }))).body.id;
           const ids = { id, pid };
           const res = await client.request(row.method, row.url(ids), row.body?.(ids));
-          if (res.status !== expected(row)) failures.push(`${row.method} ${row.path} as ${who}: ${res.status} (expected ${expected(row)}) ${res.text.slice(0, 160)}`);
+          const want = row.resourceOnly ? (who === 'superadmin' || who === 'operator key' ? 400 : 401) : expected(row);
+          if (res.status !== want) failures.push(`${row.method} ${row.path} as ${who}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);
         }
       }
       assert.deepEqual(failures, []);

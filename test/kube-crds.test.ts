@@ -40,14 +40,14 @@ describe('CRDs (crds/)', () => {
 
   it('are structural, with status subresource, printer columns, short names and the kustomization', async () => {
     const kustomization = await committed('kustomization.yaml');
-    assert.deepEqual(kustomization.resources, ['organization.yaml', 'project.yaml', 'flagsecret.yaml', 'featureflag.yaml', 'apitoken.yaml']);
+    assert.deepEqual(kustomization.resources, ['organization.yaml', 'project.yaml', 'flagsecret.yaml', 'featureflag.yaml', 'apitoken.yaml', 'experiment.yaml']);
     for (const def of KINDS) {
       const crd = await committed(`${def.singular}.yaml`);
       const version = crd.spec.versions[0];
       assert.deepEqual(untypedNodes(version.schema.openAPIV3Schema, def.kind, []), []);
       assert.deepEqual(version.subresources, { status: {} });
       const columns = version.additionalPrinterColumns.map((c: any) => c.name);
-      const own = { Organization: ['ID', 'Events', 'Quota'], ApiToken: ['Organization', 'Role', 'Secret'] }[def.kind] ?? ['Project ID'];
+      const own = { Organization: ['ID', 'Events', 'Quota'], ApiToken: ['Organization', 'Role', 'Secret'], Experiment: ['Flag', 'Exposures', 'Decision'] }[def.kind] ?? ['Project ID'];
       for (const name of ['Ready', ...own, 'Age']) assert.ok(columns.includes(name), `${def.kind} column ${name}`);
       assert.equal(crd.spec.scope, def.kind === 'Organization' ? 'Cluster' : 'Namespaced');
       assert.ok(crd.spec.names.shortNames.length > 0);
@@ -56,6 +56,21 @@ describe('CRDs (crds/)', () => {
       assert.deepEqual(status.conditions.items.required, ['type', 'status', 'lastTransitionTime', 'reason', 'message']);
       assert.equal(status.observedGeneration.type, 'integer');
     }
+  });
+
+  it('Experiment: texp, columns FLAG EXPOSURES DECISION READY, the API body with projectRef and flagRef or flagKey as CEL', () => {
+    const crd = parse(renderCrds()['experiment.yaml']);
+    const version = crd.spec.versions[0];
+    assert.deepEqual(crd.spec.names.shortNames, ['texp']);
+    assert.deepEqual(version.additionalPrinterColumns.filter((c: any) => !c.priority).map((c: any) => c.name), ['Flag', 'Exposures', 'Decision', 'Ready', 'Age']);
+    const spec = version.schema.openAPIV3Schema.properties.spec;
+    assert.deepEqual(spec.required.sort(), ['key', 'metrics', 'projectRef']);
+    assert.deepEqual(spec.properties.deletionPolicy.default, 'Delete');
+    assert.deepEqual(spec.properties.metrics.items.properties.kind.enum, ['conversion', 'count', 'sum']);
+    assert.ok(spec['x-kubernetes-validations'].some((v: any) => v.rule === 'has(self.flagRef) != has(self.flagKey)'));
+    const status = version.schema.openAPIV3Schema.properties.status.properties;
+    assert.deepEqual(status.decision.enum, ['Inconclusive', 'Winner', 'Loser', 'SampleRatioMismatch']);
+    assert.equal(status.exposures.additionalProperties.type, 'integer');
   });
 
   it('carry the contract bounds: flag key pattern, rolloutPct, variants, rules, overrides, policies, immutability', () => {

@@ -19,7 +19,7 @@ const V = 'v1';
 const OPERATOR_KEY = 'test-operator-key-boundary-0123456789';
 const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ADOPT = 'analytics.tally.dev/adopt-id';
-const PLURAL: Record<KindName, string> = { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Organization: 'organizations' };
+const PLURAL: Record<KindName, string> = { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Experiment: 'experiments', Organization: 'organizations' };
 const today = () => new Date().toISOString().slice(0, 10);
 
 forEachBackend('operator boundary between teams', (backend) => {

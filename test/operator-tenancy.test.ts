@@ -34,7 +34,7 @@ forEachBackend('operator tenancy', (backend) => {
   const deleteOrg = (name: string) => w().custom.deleteClusterCustomObject({ group: G, version: V, plural: 'organizations', name });
   const applyIn = (namespace: string, kind: KindName, name: string, spec: Record<string, unknown>, annotations?: Record<string, string>) =>
     w().custom.createNamespacedCustomObject({
-      group: G, version: V, namespace, plural: { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Organization: '' }[kind],
+      group: G, version: V, namespace, plural: { Project: 'projects', FlagSecret: 'flagsecrets', FeatureFlag: 'featureflags', ApiToken: 'apitokens', Experiment: 'experiments', Organization: '' }[kind],
       body: { apiVersion: `${G}/${V}`, kind, metadata: { name, namespace, annotations }, spec },
     });
   const waitOrg = (name: string, reason = 'Reconciled') => waitFor(`Organization ${name} ${reason}`, async () => {

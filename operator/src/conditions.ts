@@ -3,7 +3,7 @@ import type { BaseStatus, Condition } from './kinds.js';
 /** The reasons of the Ready condition (docs/decisions.md, "Kubernetes contract"), plus the operator's own few. */
 export type ReadyReason =
   | 'Reconciled' | 'Invalid' | 'ProjectNotFound' | 'OrganizationNotFound' | 'NamespaceNotAllowed' | 'AdoptionRefused' | 'NotManaged' | 'Conflict' | 'ApiUnavailable'
-  | 'SecretNotFound' | 'Deleting' | 'KubernetesError';
+  | 'SecretNotFound' | 'FlagNotFound' | 'Deleting' | 'KubernetesError';
 
 /**
  * The status an object should have: its own fields plus conditions. `lastTransitionTime` moves

@@ -49,6 +49,8 @@ export interface OperatorTiming {
   kubeRequestTimeoutMs: number;
   /** An Organization's usage is read again at most this often. */
   usageRefreshMs: number;
+  /** An Experiment's results (its status) are read again at most this often (EXPERIMENT_STATUS_INTERVAL_MS). */
+  experimentStatusIntervalMs: number;
 }
 
 export const DEFAULT_TIMING: OperatorTiming = {
@@ -63,6 +65,7 @@ export const DEFAULT_TIMING: OperatorTiming = {
   apiTimeoutMs: 10_000,
   kubeRequestTimeoutMs: 30_000,
   usageRefreshMs: 60_000,
+  experimentStatusIntervalMs: 300_000,
 };
 
 export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
@@ -74,6 +77,8 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
   if (!['true', 'false'].includes(leaderElect)) throw new Error(`LEADER_ELECT must be true or false (got ${leaderElect})`);
   const kubeRequestTimeoutMs = int(env, 'KUBE_REQUEST_TIMEOUT_MS', DEFAULT_TIMING.kubeRequestTimeoutMs);
   if (kubeRequestTimeoutMs < 1) throw new Error('KUBE_REQUEST_TIMEOUT_MS must be a positive number of milliseconds');
+  const experimentStatusIntervalMs = int(env, 'EXPERIMENT_STATUS_INTERVAL_MS', DEFAULT_TIMING.experimentStatusIntervalMs);
+  if (experimentStatusIntervalMs < 1000) throw new Error('EXPERIMENT_STATUS_INTERVAL_MS must be at least 1000 milliseconds');
   const allowUnmanaged = env.TENANCY_ALLOW_UNMANAGED_ORGS ?? 'false';
   if (!['true', 'false'].includes(allowUnmanaged)) throw new Error(`TENANCY_ALLOW_UNMANAGED_ORGS must be true or false (got ${allowUnmanaged})`);
   return {
@@ -88,7 +93,7 @@ export function loadOperatorConfig(env: Env = process.env): OperatorConfig {
     metricsHost: env.HOST ?? '0.0.0.0',
     identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
     allowUnmanagedOrgs: allowUnmanaged === 'true',
-    timing: { ...DEFAULT_TIMING, kubeRequestTimeoutMs },
+    timing: { ...DEFAULT_TIMING, kubeRequestTimeoutMs, experimentStatusIntervalMs },
     logLevel: (env.LOG_LEVEL as OperatorConfig['logLevel']) ?? 'info',
   };
 }

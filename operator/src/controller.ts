@@ -3,7 +3,7 @@ import { InformerSet, type Cache } from './cache.js';
 import { statusDiffers, withCondition } from './conditions.js';
 import { Informer, type ChangeType } from './informer.js';
 import {
-  keyOf, parseKey, type AnyResource, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type KindName,
+  keyOf, parseKey, type AnyResource, type ApiTokenResource, type ExperimentResource, type FeatureFlagResource, type FlagSecretResource, type KindName,
   type OrganizationResource, type ProjectResource,
 } from './kinds.js';
 import { MANAGED_SELECTOR, describeKubeError, statusOf, type ListPage, type SecretSelector } from './kube.js';
@@ -11,6 +11,7 @@ import { WorkQueue, type QueueResult } from './queue.js';
 import type { Outcome, ReconcileContext, SecretDigest } from './reconcile/context.js';
 import { ManagedRecords, apiTokenSecretName, flagSecretSecretName } from './reconcile/context.js';
 import { reconcileApiToken } from './reconcile/apitoken.js';
+import { reconcileExperiment } from './reconcile/experiment.js';
 import { reconcileFeatureFlag } from './reconcile/featureflag.js';
 import { FlagSecretReconciler } from './reconcile/flagsecret.js';
 import { OrganizationReconciler } from './reconcile/organization.js';
@@ -69,6 +70,7 @@ export class Controller {
     const flagSecrets = perNamespace<FlagSecretResource>('FlagSecret', 'flagsecrets', (t, o, old) => this.onFlagSecret(t, o, old));
     const featureFlags = perNamespace<FeatureFlagResource>('FeatureFlag', 'featureflags', (t, o, old) => this.onFeatureFlag(t, o, old));
     const apiTokens = perNamespace<ApiTokenResource>('ApiToken', 'apitokens', (t, o, old) => this.onApiToken(t, o, old));
+    const experiments = perNamespace<ExperimentResource>('Experiment', 'experiments', (t, o, old) => this.onExperiment(t, o, old));
     // Only the Secrets the operator labelled (minted ones) in the watched namespaces: memory does
     // not grow with the cluster's other Secrets.
     const labelled = new InformerSet<SecretDigest>(namespaces.map((ns) => informerFor<SecretDigest>(ns ? `secrets/${ns}` : 'secrets',
@@ -107,7 +109,7 @@ export class Controller {
     });
     this.ctx = {
       config, kube, api: deps.api, log: deps.log, metrics, records: new ManagedRecords(),
-      organizations, projects, flagSecrets, featureFlags, apiTokens, secrets,
+      organizations, projects, flagSecrets, featureFlags, apiTokens, experiments, secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
       crdBeingDeleted: (kind) => this.crdBeingDeleted(kind),
@@ -146,15 +148,15 @@ export class Controller {
   }
 
   private resyncAll(): void {
-    const { organizations, projects, flagSecrets, featureFlags, apiTokens } = this.ctx;
-    for (const c of [organizations, projects, flagSecrets, featureFlags, apiTokens] as Cache<AnyResource>[]) for (const o of c.list()) this.queue.add(keyOf(o));
+    const { organizations, projects, flagSecrets, featureFlags, apiTokens, experiments } = this.ctx;
+    for (const c of [organizations, projects, flagSecrets, featureFlags, apiTokens, experiments] as Cache<AnyResource>[]) for (const o of c.list()) this.queue.add(keyOf(o));
     this.queue.add(TENANT_KEY);
   }
 
   // --- events from the informers ---
 
   private dependents(namespace: string, projectName: string): string[] {
-    const refs = [...this.ctx.flagSecrets.list(), ...this.ctx.featureFlags.list()];
+    const refs = [...this.ctx.flagSecrets.list(), ...this.ctx.featureFlags.list(), ...this.ctx.experiments.list()];
     return refs.filter((o) => o.metadata.namespace === namespace && o.spec?.projectRef?.name === projectName).map(keyOf);
   }
 
@@ -207,6 +209,16 @@ export class Controller {
 
   private onFeatureFlag(type: ChangeType, obj: FeatureFlagResource, old: FeatureFlagResource | undefined): void {
     if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
+    // The Experiments that name it (flagRef) wait for its flag, or follow its key.
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) {
+      for (const e of this.ctx.experiments.list()) {
+        if (e.metadata.namespace === obj.metadata.namespace && e.spec?.flagRef?.name === obj.metadata.name) this.queue.add(keyOf(e));
+      }
+    }
+  }
+
+  private onExperiment(type: ChangeType, obj: ExperimentResource, old: ExperimentResource | undefined): void {
+    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
   }
 
   private onApiToken(type: ChangeType, obj: ApiTokenResource, old: ApiTokenResource | undefined): void {
@@ -230,7 +242,7 @@ export class Controller {
   private cacheOf(kind: KindName): Cache<AnyResource> {
     const c = this.ctx;
     const caches: Record<KindName, Cache<AnyResource>> = {
-      Organization: c.organizations, Project: c.projects, FlagSecret: c.flagSecrets, FeatureFlag: c.featureFlags, ApiToken: c.apiTokens,
+      Organization: c.organizations, Project: c.projects, FlagSecret: c.flagSecrets, FeatureFlag: c.featureFlags, ApiToken: c.apiTokens, Experiment: c.experiments,
     };
     return caches[kind];
   }
@@ -260,7 +272,7 @@ export class Controller {
       }
       retrying = !!outcome.retry;
       await this.writeStatus(obj, outcome);
-      if (parsed.kind !== 'FeatureFlag' && parsed.kind !== 'ApiToken') this.queue.add(TENANT_KEY);
+      if (parsed.kind !== 'FeatureFlag' && parsed.kind !== 'ApiToken' && parsed.kind !== 'Experiment') this.queue.add(TENANT_KEY);
       const failed = outcome.ready?.status === 'False';
       metrics.reconciles.inc({ kind: parsed.kind, result: failed ? (outcome.retry ? 'error' : 'waiting') : 'ok' });
       if (failed) {
@@ -312,6 +324,7 @@ export class Controller {
       case 'Project': return reconcileProject(this.ctx, obj as ProjectResource);
       case 'FlagSecret': return this.flagSecretReconciler.reconcile(obj as FlagSecretResource);
       case 'ApiToken': return reconcileApiToken(this.ctx, obj as ApiTokenResource);
+      case 'Experiment': return reconcileExperiment(this.ctx, obj as ExperimentResource);
       default: return reconcileFeatureFlag(this.ctx, obj as FeatureFlagResource);
     }
   }

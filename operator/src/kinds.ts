@@ -10,16 +10,17 @@ export const FIELD_MANAGER = 'tally-operator';
 
 export { ADOPT_ANNOTATION } from './resources/meta.js';
 
-export type KindName = 'Organization' | 'Project' | 'FlagSecret' | 'FeatureFlag' | 'ApiToken';
+export type KindName = 'Organization' | 'Project' | 'FlagSecret' | 'FeatureFlag' | 'ApiToken' | 'Experiment';
 export const KINDS: Record<KindName, { plural: string; cluster?: boolean }> = {
   Organization: { plural: 'organizations', cluster: true },
   Project: { plural: 'projects' },
   FlagSecret: { plural: 'flagsecrets' },
   FeatureFlag: { plural: 'featureflags' },
   ApiToken: { plural: 'apitokens' },
+  Experiment: { plural: 'experiments' },
 };
 /** The kinds that live in a namespace and act for an Organization that lists it. */
-export const NAMESPACED_KINDS = ['Project', 'FlagSecret', 'FeatureFlag', 'ApiToken'] as const;
+export const NAMESPACED_KINDS = ['Project', 'FlagSecret', 'FeatureFlag', 'ApiToken', 'Experiment'] as const;
 
 export interface ObjectMeta {
   name: string;
@@ -106,7 +107,38 @@ export interface ApiTokenSpec { organizationRef: { name: string }; role: 'viewer
 export interface ApiTokenStatus extends BaseStatus { organizationId?: number; tokenId?: number; secretName?: string }
 export type ApiTokenResource = Resource<ApiTokenSpec, ApiTokenStatus>;
 
-export type AnyResource = OrganizationResource | ProjectResource | FlagSecretResource | FeatureFlagResource | ApiTokenResource;
+export interface ExperimentSpec {
+  projectRef: { name: string };
+  flagRef?: { name: string };
+  flagKey?: string;
+  key: string;
+  name?: string;
+  control?: string;
+  metrics: { id: string; name?: string; kind: string; event: string; property?: string; windowHours?: number }[];
+  primaryMetricId?: string;
+  engine?: string;
+  confidenceLevel?: number;
+  sequential?: boolean;
+  correction?: string;
+  startAt?: number | null;
+  endAt?: number | null;
+  deletionPolicy?: DeletionPolicy;
+}
+export interface ExperimentStatus extends BaseStatus {
+  projectId?: number;
+  experimentId?: number;
+  flagKey?: string;
+  exposures?: Record<string, number>;
+  totalExposures?: number;
+  srm?: { pValue: number; ok: boolean };
+  primary?: { metricId: string; variants: Record<string, unknown>[] };
+  decision?: string;
+  winner?: string | null;
+  resultsAt?: string;
+}
+export type ExperimentResource = Resource<ExperimentSpec, ExperimentStatus>;
+
+export type AnyResource = OrganizationResource | ProjectResource | FlagSecretResource | FeatureFlagResource | ApiTokenResource | ExperimentResource;
 
 /**
  * The owner the service records in `managed_by`: `<Kind>/<namespace>/<name>`, or `<Kind>/<name>`

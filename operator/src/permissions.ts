@@ -33,11 +33,11 @@ export const OPERATOR_PERMISSIONS: readonly PermissionRule[] = [
     reason: 'patch: organizationId, usage and conditions',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags', 'apitokens'], verbs: ['list', 'watch', 'patch'], scope: 'cluster',
+    apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags', 'apitokens', 'experiments'], verbs: ['list', 'watch', 'patch'], scope: 'cluster',
     reason: 'list+watch: informers; patch: add/remove the finalizer',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status', 'apitokens/status'], verbs: ['patch'], scope: 'cluster',
+    apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status', 'apitokens/status', 'experiments/status'], verbs: ['patch'], scope: 'cluster',
     reason: 'patch: status fields and conditions',
   },
   {

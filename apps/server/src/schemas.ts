@@ -9,6 +9,7 @@
 export { ProjectName } from './projects/schema.js';
 export { OrgName } from './orgs/schema.js';
 export { CreateFlagBody, FlagKey, flagConsistencyError } from './flags/schema.js';
+export { CreateExperimentBody, DECISIONS } from './experiments/schema.js';
 
 export type { ProjectListItemSchema } from './projects/schema.js';
 export type { BoardListItemSchema, BoardRunSchema, BoardWithCardsSchema, CardSchema, BoardCardWrite } from './boards/schema.js';

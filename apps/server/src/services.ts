@@ -72,7 +72,7 @@ export function createServices(deps: Deps): Services {
     executor: new QueryExecutor({ config: deps.config, events: deps.events, analyses, rateLimits: deps.rateLimits, projects: deps.projects, cache }),
     flags,
     reports: new ReportService(db, new ReportStore(db), audit, checkReport),
-    experiments: new ExperimentService(db, new ExperimentStore(db), audit, flagByKey(flags)),
+    experiments: new ExperimentService(db, new ExperimentStore(db), audit, flagByKey(flags), tenancy.boundary),
     boards: new BoardService(db, new BoardStore(db), audit),
     definitions: definitionServices(db, analyses.definitions, audit),
     annotations: new AnnotationService(db, analyses.annotations, audit),

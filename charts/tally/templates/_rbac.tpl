@@ -5,11 +5,11 @@
 {{- define "tally.operatorWatchRules" -}}
 # list+watch: the informers; patch: add/remove the finalizer analytics.tally.dev/finalizer.
 - apiGroups: [analytics.tally.dev]
-  resources: [projects, flagsecrets, featureflags, apitokens]
+  resources: [projects, flagsecrets, featureflags, apitokens, experiments]
   verbs: [list, watch, patch]
 # patch: status fields and conditions (merge-patch on /status).
 - apiGroups: [analytics.tally.dev]
-  resources: [projects/status, flagsecrets/status, featureflags/status, apitokens/status]
+  resources: [projects/status, flagsecrets/status, featureflags/status, apitokens/status, experiments/status]
   verbs: [patch]
 # update: the Secrets it mints set blockOwnerDeletion on their FlagSecret/ApiToken owner, which
 # OwnerReferencesPermissionEnforcement (OpenShift, hardened clusters) allows only with this.
@@ -43,7 +43,7 @@
 # CRD never deletes a tenant's data).
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
-  resourceNames: [organizations.analytics.tally.dev, projects.analytics.tally.dev, flagsecrets.analytics.tally.dev, featureflags.analytics.tally.dev, apitokens.analytics.tally.dev]
+  resourceNames: [organizations.analytics.tally.dev, projects.analytics.tally.dev, flagsecrets.analytics.tally.dev, featureflags.analytics.tally.dev, apitokens.analytics.tally.dev, experiments.analytics.tally.dev]
   verbs: [get]
 {{- end -}}
 

@@ -3,7 +3,7 @@ import type { Cache } from '../cache.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
 import {
-  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ApiTokenResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
+  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ApiTokenResource, type ExperimentResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
 } from '../kinds.js';
 import { crdName, type Kube } from '../kube.js';
 import type { OperatorMetrics } from '../metrics.js';
@@ -33,6 +33,8 @@ export class ManagedRecords {
   readonly flagSecrets = new Map<string, number>();
   /** FeatureFlag key → its flag (a hint only: always checked against the service's managed_by). */
   readonly featureFlags = new Map<string, { projectId: number; flagId: number }>();
+  /** Experiment key → its experiment and the status last shown (a hint only: checked against managedBy). */
+  readonly experiments = new Map<string, { projectId: number; experimentId: number; shown?: Record<string, unknown>; fetchedAt?: number }>();
   /** ApiToken key → the organisation its token was minted in. */
   readonly apiTokens = new Map<string, number>();
   /** Keys reconciled at least once since start (the tenant config waits for all of them). */
@@ -51,7 +53,7 @@ export class ManagedRecords {
   }
 
   forget(key: string): void {
-    for (const m of [this.projects, this.organizations, this.flagSecrets, this.featureFlags, this.apiTokens] as Map<string, unknown>[]) m.delete(key);
+    for (const m of [this.projects, this.organizations, this.flagSecrets, this.featureFlags, this.apiTokens, this.experiments] as Map<string, unknown>[]) m.delete(key);
     this.reconciled.delete(key);
     this.retrying.delete(key);
   }
@@ -69,6 +71,7 @@ export interface ReconcileContext {
   flagSecrets: Cache<FlagSecretResource>;
   featureFlags: Cache<FeatureFlagResource>;
   apiTokens: Cache<ApiTokenResource>;
+  experiments: Cache<ExperimentResource>;
   /** The Secrets the operator made (labelled) and the ones FlagSecrets refer to: never all of them. */
   secrets: Cache<SecretDigest>;
   enqueue(key: string): void;
@@ -208,7 +211,7 @@ export function organizationFor(ctx: ReconcileContext, namespace: string, spec: 
 }
 
 /** The Project a FlagSecret or FeatureFlag refers to, if it exists, may act from here, and has its project (by the records). */
-export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource | FeatureFlagResource):
+export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource | FeatureFlagResource | ExperimentResource):
   { project: ProjectResource; projectId: number } | Outcome {
   const name = obj.spec.projectRef?.name;
   const project = name ? ctx.projects.get(obj.metadata.namespace, name) : undefined;

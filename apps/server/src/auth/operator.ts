@@ -1,6 +1,6 @@
 /**
  * What `OPERATOR_KEY` may call: exactly what the Kubernetes operator does (organisations, their
- * members, groups and machine tokens, projects, flag secrets, flags, usage counts), listed by the
+ * members, groups and machine tokens, projects, flag secrets, flags, experiments and their verdicts, usage counts), listed by the
  * route declaration's `METHOD path`. Every other route answers `403 forbidden` to it, so the key
  * itself reads no tenant's events, reports, exports or privacy downloads (it can mint a machine
  * token that does, inside the boundary between teams: docs/auth.md, "Threat model"). Its writes
@@ -41,6 +41,14 @@ export const OPERATOR_ROUTES: ReadonlySet<string> = new Set([
   'POST /api/flags/{id}/archive',
   'POST /api/flags/{id}/revive',
   'POST /api/flags/{id}/release',
+  'GET /api/experiments',
+  'POST /api/experiments',
+  'GET /api/experiments/{id}',
+  'PUT /api/experiments/{id}',
+  'DELETE /api/experiments/{id}',
+  'POST /api/experiments/{id}/release',
+  'GET /api/experiments/{id}/analysis',
+  'GET /api/experiments/{id}/results',
 ]);
 
 export const operatorMayCall = (method: string, path: string) => OPERATOR_ROUTES.has(`${method.toUpperCase()} ${path}`);

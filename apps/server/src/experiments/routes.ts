@@ -4,6 +4,7 @@ import type { Deps } from '../deps.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf, requireRole } from '../auth/context.js';
 import { actorOf } from '../audit/actor.js';
+import { requireResource } from '../auth/managed.js';
 import { resolveProject, rowInScope } from '../auth/project-scope.js';
 import { IdParams } from '../projects/schema.js';
 import type { Services } from '../services.js';
@@ -80,6 +81,15 @@ export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor'
         const e = await load(ctx, params.id);
         requireRole(ctx, 'member');
         return experiments.stop(actorOf(ctx), e.id);
+      },
+    }),
+    route({
+      method: 'post', path: '/api/experiments/{id}/release', tag: 'Experiments', auth: 'admin', params: IdParams, response: ExperimentSchema,
+      summary: 'The managing resource lets go of its experiment (operator or superadmin key and its X-Tally-Resource): managedBy becomes null',
+      handler: async ({ ctx, params }) => {
+        const e = await load(ctx, params.id);
+        requireResource(ctx);
+        return experiments.release(actorOf(ctx), e.id);
       },
     }),
     route({

@@ -88,6 +88,8 @@ export const ExperimentSchema = z
     status: z.enum(['running', 'stopped']),
     stoppedAt: z.number().int().nullable(),
     createdBy: z.number().int().nullable(),
+    /** The Kubernetes resource (`Experiment/<namespace>/<name>`) that manages it; other writers get 409. */
+    managedBy: z.string().nullable(),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })

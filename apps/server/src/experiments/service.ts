@@ -2,6 +2,8 @@ import type { Db } from '../ports/metadata/knex.js';
 import { isUniqueViolation, nowMs } from '../ports/metadata/knex.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import type { Actor } from '../audit/actor.js';
+import { assertOwnedBy } from '../auth/managed.js';
+import { isLettingGo, type TenancyBoundary } from '../auth/boundary.js';
 import { creatorOf } from '../audit/actor.js';
 import type { AuditStore } from '../audit/store.js';
 import type { FeatureFlag } from '../flags/schema.js';
@@ -41,7 +43,19 @@ export function checkExperiment(e: ExperimentFields, flag: FeatureFlag | undefin
  * commit in one transaction.
  */
 export class ExperimentService {
-  constructor(private readonly db: Db, private readonly store: ExperimentStore, private readonly audit: AuditStore, private readonly flagByKey: FlagByKey) {}
+  constructor(
+    private readonly db: Db, private readonly store: ExperimentStore, private readonly audit: AuditStore, private readonly flagByKey: FlagByKey,
+    private readonly boundary: TenancyBoundary,
+  ) {}
+
+  /**
+   * A write through a Kubernetes resource acts only inside the boundary between teams (403,
+   * auth/boundary.ts); a managed experiment takes writes only from its resource (409).
+   */
+  private async checkWriter(trx: Db, actor: Actor, e: Experiment): Promise<void> {
+    await this.boundary.check(trx, actor, await this.store.orgOf(trx, e.projectId));
+    assertOwnedBy(e.managedBy, actor.resource);
+  }
 
   get(id: number): Promise<Experiment | undefined> {
     return this.store.get(id);
@@ -74,10 +88,12 @@ export class ExperimentService {
       status: 'running',
       stoppedAt: null,
       createdBy: creatorOf(actor),
+      managedBy: actor.resource,
     };
     checkExperiment(fields, await this.flagByKey(projectId, fields.flagKey));
     try {
       return await this.db.transaction(async (trx) => {
+        await this.boundary.check(trx, actor, await this.store.orgOf(trx, projectId));
         if (await this.store.keyTaken(trx, projectId, fields.key)) throw keyTaken(fields.key);
         const created = await this.store.create(trx, fields);
         await this.audit.recordInProject(trx, actor, projectId, { action: 'experiment.created', target: { kind: 'experiment', id: created.id }, after: created });
@@ -92,6 +108,8 @@ export class ExperimentService {
   /** The patch laid over the stored experiment, checked as a whole (a new flag with the old control is refused). */
   async update(actor: Actor, experiment: Experiment, patch: UpdateExperimentInput): Promise<Experiment> {
     const { id, createdAt: _c, updatedAt: _u, ...stored } = experiment;
+    // The boundary (403) and the owner (409) before the body's checks, then again under the transaction.
+    await this.db.transaction((trx) => this.checkWriter(trx, actor, experiment));
     const fields: ExperimentFields = { ...stored };
     for (const [k, v] of Object.entries(patch)) if (v !== undefined) (fields as Record<string, unknown>)[k] = v;
     // A primary metric that is no longer among the metrics follows to the first one, unless named.
@@ -103,6 +121,8 @@ export class ExperimentService {
       return await this.db.transaction(async (trx) => {
         const before = await this.store.get(id, trx);
         if (!before) throw notFound('experiment');
+        await this.checkWriter(trx, actor, before);
+        fields.managedBy = before.managedBy;
         if (fields.key !== before.key && (await this.store.keyTaken(trx, fields.projectId, fields.key, id))) throw keyTaken(fields.key);
         const after = await this.store.save(trx, id, fields);
         await this.audit.recordInProject(trx, actor, after.projectId, { action: 'experiment.updated', target: { kind: 'experiment', id }, before, after });
@@ -122,6 +142,7 @@ export class ExperimentService {
     return this.db.transaction(async (trx) => {
       const before = await this.store.get(id, trx);
       if (!before) throw notFound('experiment');
+      await this.checkWriter(trx, actor, before);
       if (before.status === 'stopped') return before;
       const at = nowMs();
       const { id: _i, createdAt: _c, updatedAt: _u, ...fields } = before;
@@ -133,10 +154,29 @@ export class ExperimentService {
     });
   }
 
+  /**
+   * The managing resource lets go of its experiment (an Experiment deleted with deletionPolicy
+   * Retain): managed_by becomes null. Always allowed to that resource, even outside the boundary
+   * (letting go only takes access away); an unmanaged experiment is returned as is.
+   */
+  async release(actor: Actor, id: number): Promise<Experiment> {
+    return this.db.transaction(async (trx) => {
+      const before = await this.store.get(id, trx);
+      if (!before) throw notFound('experiment');
+      if (before.managedBy === null) return before;
+      if (!isLettingGo(actor, before.managedBy)) await this.checkWriter(trx, actor, before);
+      const { id: _i, createdAt: _c, updatedAt: _u, ...fields } = before;
+      const after = await this.store.save(trx, id, { ...fields, managedBy: null });
+      await this.audit.recordInProject(trx, actor, after.projectId, { action: 'experiment.updated', target: { kind: 'experiment', id }, before, after });
+      return after;
+    });
+  }
+
   async delete(actor: Actor, id: number): Promise<void> {
     await this.db.transaction(async (trx) => {
       const before = await this.store.get(id, trx);
       if (!before) throw notFound('experiment');
+      await this.checkWriter(trx, actor, before);
       await this.store.delete(trx, id);
       await this.audit.recordInProject(trx, actor, before.projectId, { action: 'experiment.deleted', target: { kind: 'experiment', id }, before });
     });

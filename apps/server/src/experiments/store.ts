@@ -28,6 +28,7 @@ function toExperiment(r: Record<string, unknown>): Experiment {
     status: r.status as Experiment['status'],
     stoppedAt: num(r.stopped_at),
     createdBy: num(r.created_by),
+    managedBy: r.managed_by === null || r.managed_by === undefined ? null : String(r.managed_by),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };
@@ -38,6 +39,7 @@ function toRow(e: ExperimentFields): Record<string, unknown> {
     project_id: e.projectId, key: e.key, name: e.name, flag_key: e.flagKey, control: e.control, metrics: JSON.stringify(e.metrics),
     primary_metric_id: e.primaryMetricId, engine: e.engine, confidence_level: e.confidenceLevel, sequential: e.sequential,
     correction: e.correction, start_at: e.startAt, end_at: e.endAt, status: e.status, stopped_at: e.stoppedAt, created_by: e.createdBy,
+    managed_by: e.managedBy,
   };
 }
 
@@ -53,6 +55,11 @@ export class ExperimentStore {
 
   async list(projectId: number): Promise<Experiment[]> {
     return (await this.db('experiments').where({ project_id: projectId }).orderBy('id')).map(toExperiment);
+  }
+
+  async orgOf(trx: Db, projectId: number): Promise<number | null> {
+    const row = await trx('projects').where({ id: projectId }).first('org_id');
+    return row ? num(row.org_id) : null;
   }
 
   async keyTaken(trx: Db, projectId: number, key: string, except?: number): Promise<boolean> {
