@@ -195,6 +195,11 @@ forEachBackend('web console: flags', (backend) => {
     stored = (await t.client(token).get(`/api/flags/${flag.id}`)).body;
     assert.equal(stored.active, true);
     assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation with the history diff open');
+    // On a phone the rules' move buttons and the history's before and after fit the width.
+    await page.setViewport({ width: 390, height: 844 });
+    await page.waitForFunction(() => document.documentElement.clientWidth === 390);
+    assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 390), 'nothing wider than a phone');
+    await page.setViewport({ width: 1280, height: 800 });
     // Gone behind the page's back: the API refuses, the page says so and shows the flag as it is.
     assert.equal((await t.client(token).post(`/api/flags/${flag.id}/archive`)).status, 200);
     assert.equal((await t.client(token).delete(`/api/flags/${flag.id}`)).status, 200);
