@@ -14,7 +14,7 @@ import { repoRoot } from './support/chart.js';
  */
 
 const run = promisify(execFile);
-const KINDS = ['Organization', 'Project', 'FlagSecret', 'FeatureFlag', 'ApiToken'];
+const KINDS = ['Organization', 'Project', 'FlagSecret', 'FeatureFlag', 'ApiToken', 'Experiment'];
 
 /** A JSON value as a Lua table constructor (how Argo CD hands `obj` to the script). */
 function toLua(v: unknown): string {

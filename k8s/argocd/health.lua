@@ -1,4 +1,4 @@
--- Argo CD health of a Tally resource (Organization, Project, FlagSecret, FeatureFlag, ApiToken),
+-- Argo CD health of a Tally resource (Organization, Project, FlagSecret, FeatureFlag, ApiToken, Experiment),
 -- read from the operator's status: the Ready condition, once the operator has seen this generation.
 --   Ready=True  -> Healthy;  Ready=False -> Degraded (reason: message);
 --   no status yet, an older observedGeneration, Ready=Unknown, or deleting -> Progressing.
