@@ -58,7 +58,7 @@ export function dataRoutes(deps: Deps, store: DataStore): RouteSpec[] {
     }),
     route({
       method: 'get', path: '/api/data/users', tag: 'Data', auth: 'api', query: UsersQuery, response: UsersResultSchema,
-      summary: 'Identities (canonical ids) with their profiles, most recently seen first; search matches ids and profile values',
+      summary: 'Identities (canonical ids) with their profiles, most recently seen first; search matches ids and profile values, an id equal to the search (any case) first',
       handler: async ({ ctx, query }) => store.users((await scope(ctx, query.projectId)).id, query),
     }),
     route({
