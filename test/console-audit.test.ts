@@ -198,9 +198,12 @@ forEachBackend('web console: audit log', (backend) => {
       await page.locator('::-p-aria([name="Load older"][role="button"])').click();
       await page.waitForFunction((n) => document.querySelectorAll('.audit-table > table > tbody > tr').length > n, {}, before);
       pages++;
-      // The focus moves to the first row the page added.
+      // The focus moves to the first row the page added (in the render after the rows appear: wait
+      // for it, up to 5 s, rather than read it at once on a loaded machine).
+      const focusedFirstNew = await page.waitForFunction((id) => document.activeElement?.getAttribute('data-entry') === String(id), { timeout: 5000 }, log[before].id)
+        .then(() => true, () => false);
       const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-entry'));
-      assert.equal(Number(focused), log[before].id);
+      assert.ok(focusedFirstNew, `focus on the first new row ${log[before].id}, not ${focused}`);
       assert.ok(pages < 100);
     }
     assert.equal(pages, Math.ceil(log.length / 2));
