@@ -1,6 +1,7 @@
 import { keyOf, type DeletionPolicy, type ExperimentResource } from '../kinds.js';
 import { ApiError, type ApiExperiment, type ExperimentBody } from '../tally-api.js';
-import { apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+import { apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from './context.js';
+import { finalizeProjectScoped } from './finalize.js';
 
 /**
  * Experiment ↔ an experiment of the referenced Project's project, written through the experiments
@@ -146,6 +147,7 @@ async function ownExperiments(ctx: ReconcileContext, obj: ExperimentResource, re
 
 const policyOf = (obj: ExperimentResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
 
+/** `Delete` deletes the experiment (its events stay), `Retain` releases it; an experiment gone is done. */
 async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy, resource: string, id: number): Promise<void> {
   try {
     if (policy === 'Retain') await ctx.api.releaseExperiment(id, resource);
@@ -155,25 +157,13 @@ async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy
   }
 }
 
-async function finalizeExperiment(ctx: ReconcileContext, obj: ExperimentResource, resource: string): Promise<Outcome | 'gone'> {
-  if (!hasFinalizer(obj)) return 'gone';
-  const policy = await deletionPolicyNow(ctx, obj, policyOf(obj));
-  try {
-    // Only experiments the service records as this resource's (never an id taken from status alone).
-    const found = await ownExperiments(ctx, obj, resource);
-    if (found.length === 0) {
-      const project = ctx.projects.get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
-      const projectId = ctx.records.experiments.get(resource)?.projectId ?? (project && ctx.records.projects.get(keyOf(project))?.projectId);
-      const e = projectId ? await ctx.api.findExperiment(projectId, resource).catch((err) => {
-        if (err instanceof ApiError && err.kind === 'not_found') return undefined;
-        throw err;
-      }) : undefined;
-      if (e) found.push(e);
-    }
-    for (const e of found) await applyDeletionPolicy(ctx, policy, resource, e.id);
-  } catch (err) {
-    if (!(err instanceof ApiError && err.kind === 'conflict')) return apiFailure(err, `${policy === 'Retain' ? 'releasing' : 'deleting'} experiment of ${resource}`);
-  }
-  await removeFinalizer(ctx, obj);
-  return 'gone';
+function finalizeExperiment(ctx: ReconcileContext, obj: ExperimentResource, resource: string): Promise<Outcome | 'gone'> {
+  return finalizeProjectScoped(ctx, obj, resource, {
+    what: 'experiment',
+    policy: policyOf(obj),
+    own: () => ownExperiments(ctx, obj, resource),
+    recordedProjectId: ctx.records.experiments.get(resource)?.projectId,
+    find: (projectId, by) => ctx.api.findExperiment(projectId, by),
+    apply: (policy, id, by) => applyDeletionPolicy(ctx, policy, by, id),
+  });
 }

@@ -1,6 +1,7 @@
 import { keyOf, type DeletionPolicy, type FeatureFlagResource } from '../kinds.js';
 import { ApiError, type ApiFlag, type FlagBody } from '../tally-api.js';
-import { apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
+import { apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from './context.js';
+import { finalizeProjectScoped } from './finalize.js';
 
 /**
  * FeatureFlag ↔ a flag of the referenced Project's project, written through the flags API (so
@@ -95,6 +96,7 @@ async function ownFlags(ctx: ReconcileContext, obj: FeatureFlagResource, resourc
 
 const policyOf = (obj: FeatureFlagResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
 
+/** `Delete` archives then deletes the flag (the API deletes archived flags only), `Retain` releases it; a flag gone is done. */
 async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy, resource: string, flagId: number): Promise<void> {
   try {
     if (policy === 'Retain') {
@@ -108,26 +110,13 @@ async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy
   }
 }
 
-async function finalizeFlag(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<Outcome | 'gone'> {
-  if (!hasFinalizer(obj)) return 'gone';
-  const policy = await deletionPolicyNow(ctx, obj, policyOf(obj));
-  try {
-    // Only flags the service records as this resource's (never an id taken from status alone).
-    const flags = await ownFlags(ctx, obj, resource);
-    if (flags.length === 0) {
-      const project = ctx.projects.get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
-      const projectId = ctx.records.featureFlags.get(resource)?.projectId ?? (project && ctx.records.projects.get(keyOf(project))?.projectId);
-      const found = projectId ? await ctx.api.findFlag(projectId, resource).catch((err) => {
-        if (err instanceof ApiError && err.kind === 'not_found') return undefined;
-        throw err;
-      }) : undefined;
-      if (found) flags.push(found);
-    }
-    for (const f of flags) await applyDeletionPolicy(ctx, policy, resource, f.id);
-  } catch (err) {
-    // 409: the flag is managed by someone else now (released, then taken): nothing of ours to remove.
-    if (!(err instanceof ApiError && err.kind === 'conflict')) return apiFailure(err, `${policy === 'Retain' ? 'releasing' : 'deleting'} flag of ${resource}`);
-  }
-  await removeFinalizer(ctx, obj);
-  return 'gone';
+function finalizeFlag(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<Outcome | 'gone'> {
+  return finalizeProjectScoped(ctx, obj, resource, {
+    what: 'flag',
+    policy: policyOf(obj),
+    own: () => ownFlags(ctx, obj, resource),
+    recordedProjectId: ctx.records.featureFlags.get(resource)?.projectId,
+    find: (projectId, by) => ctx.api.findFlag(projectId, by),
+    apply: (policy, id, by) => applyDeletionPolicy(ctx, policy, by, id),
+  });
 }
