@@ -73,6 +73,7 @@ forEachBackend('web console: boards edited in place', (backend) => {
     await page.focus(menuButton);
     await page.keyboard.press('Enter');
     await page.waitForSelector('[role="menu"]');
+    await page.waitForFunction(() => document.activeElement?.getAttribute('role') === 'menuitem', { timeout: 5000 }).catch(() => undefined);
     const items = await page.$$eval('[role="menu"] [role="menuitem"]', (els) => els.map((e) => e.textContent));
     assert.deepEqual([...items].sort(), ['Remove from board', 'Resize']);
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('role')), 'menuitem', 'focus moves into the menu');
@@ -81,9 +82,11 @@ forEachBackend('web console: boards edited in place', (backend) => {
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.querySelector('[role="menu"]'));
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Card actions for Hourly signups');
-    // Open again, down to Resize, Enter.
+    // Open again, down to Resize, Enter. The menu moves the focus into itself on the next frame:
+    // wait for that before pressing keys meant for the menu (it fails if the focus never moves).
     await page.keyboard.press('ArrowDown');
     await page.waitForSelector('[role="menu"]');
+    await page.waitForFunction(() => document.activeElement?.getAttribute('role') === 'menuitem', { timeout: 5000 });
     const resizeAt = items.indexOf('Resize');
     for (let i = 0; i < resizeAt; i++) await page.keyboard.press('ArrowDown');
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Resize');
