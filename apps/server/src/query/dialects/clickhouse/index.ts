@@ -124,7 +124,9 @@ export const clickhouse: Dialect = {
   uniqIf: (e, c) => `uniqExactIf(${e}, ${c})`,
   keep: (cols) => `ignore(${cols.join(', ')}) = 0`,
   sortStrings: (arr) => `arraySort(${arr})`,
-  flag: (c) => `toUInt8(${c} ? 1 : 0)`,
+  // materialize: a flag that folds to a constant (`1 = 0`) in one branch of a UNION ALL and not in
+  // another is refused by 18.16 ("non constant in source stream but must be constant in result").
+  flag: (c) => `materialize(toUInt8(${c} ? 1 : 0))`,
   countZero: () => 'toUInt64(0)',
   int64: (e) => `toInt64(${e})`,
   int64s: (arr) => `arrayMap(o -> toInt64(o), ${arr})`,
