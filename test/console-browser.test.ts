@@ -338,6 +338,8 @@ forEachBackend('web console in a browser', (backend) => {
       // A viewer's range (and filters) apply to this view only; the saved board keeps its own.
       await p.select('#board-range', '30d');
       await boardSettled(p);
+      // The card draws again over the new range: wait (up to 10 s) for its chart on a loaded machine.
+      await p.waitForSelector('[role="figure"][aria-label="Daily signups"] canvas', { timeout: 10_000 }).catch(() => undefined);
       const rows = await p.$$eval('[role="figure"][aria-label="Daily signups"] canvas', (c) => c.length);
       assert.equal(rows, 1);
       assert.deepEqual((await api().get(`/api/boards/${seed.boardId}`)).body.date_range, { kind: 'preset', preset: '7d' });
