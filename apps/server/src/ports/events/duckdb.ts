@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { duckDbSettings } from './duckdb-settings.js';
 import { RankedStatementQueue } from './duckdb-queue.js';
-import { FILL_EVENT_IDS, joinList, materializedValue, plain, sameKey, splitList, str } from './duckdb-values.js';
+import { FILL_EVENT_IDS, joinList, materializedValue, rowObjects, sameKey, splitList, str } from './duckdb-values.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
@@ -406,7 +406,10 @@ export class DuckDbEventStore implements EventStore {
       let timedOut = false;
       const timer = setTimeout(() => { timedOut = true; conn.interrupt(); }, this.limits.timeoutMs);
       try {
-        return await conn.runAndReadAll(sql);
+        const result = await conn.run(sql);
+        const chunks: DuckDBDataChunk[] = [];
+        for (let chunk = await result.fetchChunk(); chunk && chunk.rowCount > 0; chunk = await result.fetchChunk()) chunks.push(chunk);
+        return { names: result.deduplicatedColumnNames(), chunks };
       } catch (err) {
         if (timedOut) throw new QueryLimitExceeded('timeout', this.limits);
         if (/Out of Memory Error/i.test(err instanceof Error ? err.message : String(err))) throw new QueryLimitExceeded('memory', this.limits);
@@ -415,7 +418,7 @@ export class DuckDbEventStore implements EventStore {
         clearTimeout(timer);
       }
     }, opts.rank);
-    return reader.getRowObjectsJS().map((r) => plain(r) as T);
+    return await rowObjects<T>(reader.names, reader.chunks);
   }
 
   async command(sql: string): Promise<void> {
