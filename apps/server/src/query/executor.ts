@@ -4,7 +4,7 @@ import { notFound } from '../http/errors.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import type { EventStore } from '../ports/events/index.js';
 import type { ProjectStore } from '../projects/store.js';
-import type { Cached, ResultsCachePort } from '../results-cache/index.js';
+import type { CacheRunOptions, Cached, ResultsCachePort } from '../results-cache/index.js';
 import type { Analyses } from './analyses.js';
 import { OrgSlots } from './concurrency.js';
 import { boundedEvents, taggedEvents } from './guard.js';
@@ -133,8 +133,8 @@ export class QueryExecutor implements ProjectReads {
    * `compute` through the results cache: `parts` name the answer within the project (the engine
    * is added here), `span` is the event times it reads (undefined: not cacheable), `at` the run's clock.
    */
-  cached<V extends object>(project: ProjectScope, at: number, parts: unknown, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>> {
-    return this.deps.cache.run({ projectId: project.id, at, parts: { e: this.deps.events.dialect, q: parts } }, span, compute);
+  cached<V extends object>(project: ProjectScope, at: number, parts: unknown, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>> {
+    return this.deps.cache.run({ projectId: project.id, at, parts: { e: this.deps.events.dialect, q: parts } }, span, compute, opts);
   }
 
   private get irDeps(): IrDeps {
@@ -143,13 +143,16 @@ export class QueryExecutor implements ProjectReads {
 
   /**
    * Holds a slot of the project's organisation while `work` reads the engine through the run's view
-   * of the store: its reads carry the slot's rank, so the engine favours organisations running
-   * fewer analyses (ports/events ReadOptions).
+   * of the store. Each statement's rank is the number of analyses its organisation runs at that
+   * moment, so the engine favours organisations running fewer (ports/events ReadOptions): a
+   * flooding organisation's statements all yield to a quiet one's, its oldest included (ranked by
+   * slot order, the flood's first slot kept rank 1 and shared the engine evenly with the quiet
+   * organisation: B's p95 2.4-2.5x idle instead of the 2x aimed at, docs/performance.md).
    */
   private engine<T>(project: ProjectScope, capped: boolean, work: (events: EventStore) => Promise<T>): Promise<T> {
     const org = project.org_id ?? 0;
-    return this.slots.hold(org, (rank) => {
-      const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, { rank });
+    return this.slots.hold(org, () => {
+      const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, () => ({ rank: this.slots.load(org).running }));
       return work(capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged);
     });
   }

@@ -60,14 +60,16 @@ export function boundedEvents(events: EventStore, guard: QueryGuard): EventStore
 
 /**
  * The event store with every read led by `/* <tag> *\/` (the executor names the organisation and
- * project) and run with `read` (the run's rank in its organisation). ClickHouse keeps a query's
+ * project) and run with `read` (the run's rank in its organisation; a function is asked at each
+ * statement). ClickHouse keeps a query's
  * text as sent in system.processes and system.query_log, where 18.16 has no `log_comment` setting
  * (an unknown setting is an error there) and current releases accept the comment alike. Only
  * letters, digits, `=`, `_`, `-` and spaces pass into it.
  */
-export function taggedEvents(events: EventStore, tag: string, read: ReadOptions = {}): EventStore {
+export function taggedEvents(events: EventStore, tag: string, read: ReadOptions | (() => ReadOptions) = {}): EventStore {
   const comment = `/* ${tag.replace(/[^\w= -]/g, '')} */ `;
-  return withQuery(events, <T>(sql: string, opts?: ReadOptions) => events.query<T>(comment + sql, { ...opts, ...read }));
+  const options = typeof read === 'function' ? read : () => read;
+  return withQuery(events, <T>(sql: string, opts?: ReadOptions) => events.query<T>(comment + sql, { ...opts, ...options() }));
 }
 
 /** `events` with its `query` replaced; other members pass through to the store itself. */
