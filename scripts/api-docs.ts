@@ -78,6 +78,8 @@ const LIMIT_LABELS: Record<string, string> = {
   cohortBehaviorCount: 'cohort behaviour `count`',
   cohortBehaviorWindowDays: 'cohort behaviour `windowDays`',
   cohortPreviewSample: 'ids in a cohort preview sample',
+  cohortStaticIds: 'distinct ids the `static` criteria of one cohort list, in all',
+  cohortStaticIdsChars: 'characters of those ids, in all',
   drilldownPageLimit: 'drill-down page `limit`',
   queryMaxCells: 'series × buckets of one answer (`QUERY_MAX_CELLS`; more: `400 query too large`)',
   queryMaxRows: 'rows one engine answer may hand to the service (`QUERY_MAX_ROWS`)',

@@ -37,6 +37,13 @@ export const LIMITS = {
   cohortBehaviorCount: { min: 0, max: 1_000_000 },
   cohortBehaviorWindowDays: { min: 0, max: 366 },
   cohortPreviewSample: 10,
+  /**
+   * Distinct ids a cohort's `static` criteria list, in all, and their total length in characters:
+   * membership inlines the list in the engine's statement, which stays under ClickHouse's 256 KiB
+   * max_query_size.
+   */
+  cohortStaticIds: 1000,
+  cohortStaticIdsChars: 40_000,
   drilldownPageLimit: { max: 500, default: 50 },
   /** Series × buckets a query may produce (docs/decisions.md, "Limits"); larger ones are refused before they run (QUERY_MAX_CELLS). */
   queryMaxCells: 10_000,
@@ -48,6 +55,8 @@ export const LIMITS = {
   /** Analyses one organisation runs at once per API process, and how long more wait for a slot (QUERY_CONCURRENCY_PER_ORG, QUERY_QUEUE_MS). */
   queryConcurrencyPerOrg: 4,
   queryQueueMs: 10_000,
+  /** A forced Refresh (`refresh: true`) of one board, or one of its cards, by one caller at most this often; beyond, the run answers from the cache (POST /api/boards/{id}/run). */
+  boardRefreshIntervalMs: 30_000,
   irBreakdownSegments: { min: 1, max: 100, default: 25 },
   flagAuditLimit: { max: 200, default: 50 },
   /** Rows per page of GET /api/audit-log and /admin/audit-log. */

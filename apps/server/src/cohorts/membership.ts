@@ -15,6 +15,8 @@ import type { CohortCriterion, CohortDefinition } from './schema.js';
  *   neq/not_set are their negations (so an identity without profile has `not_set` of every key).
  * - behaviour criteria count the identity's events matching the event name (or `$all_events`, or
  *   a derived event) in the last `windowDays` days before `now` (0 = all time), compared with `op`.
+ * - static criteria hold for the identities their listed distinct ids resolve to now (through their
+ *   events or their profiles); a listed id with neither selects nobody.
  */
 export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { now: number; canonicalId?: string }): string {
   const { d } = q;
@@ -49,13 +51,25 @@ export function membershipSql(q: QueryContext, def: CohortDefinition, opts: { no
     ? `SELECT ${zeroSel} FROM ${q.d.canonicalIds(q.projectId, where, q.overrides)} ci
       UNION ALL
       ` : '';
+  // A static criterion's listed ids: the identities they resolve to now, from their events and
+  // from their profiles (one branch each; c{i} is 1 on this criterion's rows only).
+  const staticSql = criteria.map((c, i) => {
+    if (c.kind !== 'static') return '';
+    const listed = `distinct_id IN (${c.ids.map((id) => d.str(id)).join(', ')})`;
+    const sel = ['cid', ...criteria.map((_, j) => flag(j === i ? '1 = 1' : '1 = 0', j))].join(', ');
+    return `SELECT ${sel} FROM ${q.d.canonicalIds(q.projectId, [...where, listed], q.overrides)} si${i}
+      UNION ALL
+      SELECT ${sel} FROM ${q.d.canonicalProfiles(q.projectId, [...where, listed])} sp${i}
+      UNION ALL
+      `;
+  }).join('');
   const agg = criteria.map((c, i) => (c.kind === 'behavior' ? `sum(c${i}) AS n${i}` : `max(c${i}) AS n${i}`));
   const conds = criteria.map((c, i) => criterionCondition(c, `n${i}`));
   const combined = conds.length === 0 ? (def.op === 'and' ? '1 = 1' : '1 = 0') : conds.map((c) => `(${c})`).join(def.op === 'and' ? ' AND ' : ' OR ');
   const idFilter = opts.canonicalId !== undefined ? ` WHERE cid = ${d.str(opts.canonicalId)}` : '';
   return `SELECT cid FROM (
     SELECT cid${agg.length ? ', ' + agg.join(', ') : ''} FROM (
-      ${countedSql}${universeSql}SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
+      ${countedSql}${universeSql}${staticSql}SELECT ${prSel} FROM ${q.d.canonicalProfiles(q.projectId, where)}
     )${idFilter} GROUP BY cid
   ) WHERE ${combined}`;
 }
@@ -70,6 +84,7 @@ function positive(f: { key: string; op: string; value?: string }) {
 export function holdsWithoutData(def: CohortDefinition): boolean {
   const holds = (c: CohortCriterion): boolean => {
     if (c.kind === 'property') return c.filter.op === 'neq' || c.filter.op === 'not_set';
+    if (c.kind === 'static') return false;
     return { gte: 0 >= c.count, lte: 0 <= c.count, gt: 0 > c.count, lt: 0 < c.count, eq: 0 === c.count }[c.op];
   };
   return def.op === 'and' ? def.criteria.every(holds) : def.criteria.some(holds);
@@ -80,6 +95,7 @@ function criterionCondition(c: CohortCriterion, col: string): string {
     const negated = c.filter.op === 'neq' || c.filter.op === 'not_set';
     return negated ? `${col} = 0` : `${col} = 1`;
   }
+  if (c.kind === 'static') return `${col} = 1`;
   const op = { gte: '>=', lte: '<=', gt: '>', lt: '<', eq: '=' }[c.op];
   return `${col} ${op} ${sqlInt(c.count)}`;
 }

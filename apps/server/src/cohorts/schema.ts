@@ -11,12 +11,28 @@ export const CohortCriterionSchema = z.discriminatedUnion('kind', [
     count: z.number().int().min(LIMITS.cohortBehaviorCount.min).max(LIMITS.cohortBehaviorCount.max),
     windowDays: z.number().int().min(LIMITS.cohortBehaviorWindowDays.min).max(LIMITS.cohortBehaviorWindowDays.max),
   }).strict(),
+  // A list of people fixed when it was saved (a drill-down's or a funnel drop-off's people): each
+  // listed distinct id's identity, as it is resolved now, belongs to the cohort.
+  z.object({
+    kind: z.literal('static'),
+    ids: z.array(z.string().min(1).max(LIMITS.overrideIdLength)).min(1).max(LIMITS.cohortStaticIds),
+  }).strict(),
 ]);
 export type CohortCriterion = z.infer<typeof CohortCriterionSchema>;
 
 export const CohortDefinitionSchema = z
   .object({ op: z.enum(['and', 'or']), criteria: z.array(CohortCriterionSchema).max(LIMITS.cohortCriteria) })
   .strict() // a definition is stored as sent: a member it does not know is refused, not dropped
+  .superRefine((d, ctx) => {
+    const ids = d.criteria.flatMap((c) => (c.kind === 'static' ? c.ids : []));
+    const chars = ids.reduce((n, id) => n + id.length, 0);
+    if (ids.length > LIMITS.cohortStaticIds || chars > LIMITS.cohortStaticIdsChars) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom, path: ['criteria'],
+        message: `static criteria list at most ${LIMITS.cohortStaticIds} ids of ${LIMITS.cohortStaticIdsChars} characters in all (${ids.length} ids, ${chars} characters)`,
+      });
+    }
+  })
   .openapi('CohortDefinition');
 export type CohortDefinition = z.infer<typeof CohortDefinitionSchema>;
 
