@@ -4,6 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
 import { OrgSlots } from '../apps/server/src/query/concurrency.js';
+import { QueryExecutor } from '../apps/server/src/query/executor.js';
 import { AppError } from '../apps/server/src/http/errors.js';
 import { RankedStatementQueue } from '../apps/server/src/ports/events/duckdb-queue.js';
 import type { ReadOptions } from '../apps/server/src/ports/events/index.js';
@@ -39,21 +40,6 @@ describe('per-organisation query slots', () => {
     r1();
     b1();
     assert.deepEqual([slots.load(1), slots.load(2)], [{ running: 0, waiting: 0 }, { running: 0, waiting: 0 }]);
-  });
-
-  it('ranks each slot within its organisation (the smallest free rank; a slot passed to a waiter keeps its rank)', async () => {
-    const slots = new OrgSlots(3, 1000);
-    const [a1, a2, a3, b1] = [await slots.take(1), await slots.take(1), await slots.take(1), await slots.take(2)];
-    assert.deepEqual([a1.rank, a2.rank, a3.rank, b1.rank], [1, 2, 3, 1], "every organisation's first slot is rank 1");
-    a2.release();
-    const again = await slots.take(1);
-    assert.equal(again.rank, 2, 'the freed rank is taken again, not a fourth');
-    const waiter = slots.take(1);
-    a1.release();
-    assert.equal((await waiter).rank, 1, 'the waiter gets the released slot with its rank');
-    const ranks: number[] = [];
-    await slots.hold(2, async (rank) => { ranks.push(rank); });
-    assert.deepEqual(ranks, [2], 'hold hands the rank to its work');
   });
 
   it('counts refusals and waiting queries in the metrics', async () => {
@@ -221,7 +207,31 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual(done.body, other.body, 'both organisations hold the same events: the same answer');
     assert.equal((await query(a)).status, 200, 'the slot is free again');
     assert.ok(tags.includes(`/* org=${b.org.id} project=${b.project.id} */`), `reads carry the organisation and project: ${[...new Set(tags)]}`);
-    assert.deepEqual([...new Set(ranks)], [1], 'and their slot\'s rank (one slot per organisation here: rank 1)');
+    assert.deepEqual([...new Set(ranks)], [1], 'and their rank: the analyses their organisation runs at once (one at most here)');
+  });
+
+  it('ranks each statement by the analyses its organisation runs at that moment', async function () {
+    this.timeout(30_000);
+    // An executor of this service's parts allowing three at once: A runs three, B one.
+    const { deps, services } = t.svc;
+    const wide = new QueryExecutor({
+      config: { ...deps.config, queryConcurrency: { perOrg: 3, queueMs: 1000 } },
+      events: deps.events, analyses: services.analyses, rateLimits: deps.rateLimits, projects: deps.projects, cache: services.executor.cache,
+    });
+    const scope = (tenant: Tenant) => ({ id: tenant.project.id, org_id: tenant.org.id });
+    const rankOf = (tenant: Tenant) => ranks[tags.lastIndexOf(`/* org=${tenant.org.id} project=${tenant.project.id} */`)];
+    resetGate();
+    const from = tags.length;
+    const flood = [1, 2, 3].map(() => wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n')));
+    await waitEntered(3);
+    // Ranked by slot order they were 1, 2, 3: the flood's first shared the engine evenly with B.
+    assert.deepEqual(ranks.slice(from), [3, 3, 3], 'while A runs three, each of its statements ranks 3');
+    await wide.compiled(scope(b), (events) => events.query('SELECT 1 AS n'));
+    assert.equal(rankOf(b), 1, 'B, running one, ranks 1: the engine takes it before the flood');
+    gate.release();
+    await Promise.all(flood);
+    await wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n'));
+    assert.equal(rankOf(a), 1, 'A alone again: rank 1');
   });
 
   it('data browsing takes the same slots, its reads named like an analysis', async function () {

@@ -11,13 +11,8 @@ export function tooManyConcurrentQueries(queueMs: number): AppError {
   });
 }
 
-/**
- * One slot of an organisation: its rank among the organisation's slots held now (1 for the first;
- * the smallest free one when taken) and its release (call it once the engine is done; later calls
- * do nothing).
- */
+/** One slot of an organisation: its release (call it once the engine is done; later calls do nothing). */
 export interface Slot {
-  rank: number;
   release: () => void;
 }
 
@@ -29,21 +24,21 @@ interface Waiter {
  * Fairness between organisations: at most `perOrg` analyses of one organisation hold the engine at
  * once in this process; more wait in arrival order up to `queueMs` for a slot, then are refused
  * (429), so one team's flood queues behind itself and never in front of another team's queries.
- * Inside the engine, each slot's rank is the read's rank (ports/events ReadOptions): every
- * organisation's first analysis goes before any organisation's second, so a flooding organisation's
- * extra analyses yield to a quiet one's. Counted per API process (replicas each allow `perOrg`):
+ * Inside the engine, the executor ranks each statement by `load(org).running` (ports/events
+ * ReadOptions), so a flooding organisation's statements yield to a quiet one's. Counted per API
+ * process (replicas each allow `perOrg`):
  * the engines' own per-query bounds cap what each running query may take.
  */
 export class OrgSlots {
-  /** The ranks each organisation holds now. */
-  private held = new Map<number, Set<number>>();
+  /** The slots each organisation holds now. */
+  private held = new Map<number, number>();
   private waiting = new Map<number, Waiter[]>();
 
   constructor(readonly perOrg: number, readonly queueMs: number) {}
 
   /** Analyses of `orgId` holding a slot now, and waiting for one. */
   load(orgId: number): { running: number; waiting: number } {
-    return { running: this.held.get(orgId)?.size ?? 0, waiting: this.waiting.get(orgId)?.length ?? 0 };
+    return { running: this.held.get(orgId) ?? 0, waiting: this.waiting.get(orgId)?.length ?? 0 };
   }
 
   /** Resolves with the slot's release (call it once the engine is done; later calls do nothing). */
@@ -54,14 +49,11 @@ export class OrgSlots {
   /** Resolves with a slot of `orgId`, after waiting for one if all are held; 429 after `queueMs`. */
   take(orgId: number): Promise<Slot> {
     const org = String(orgId);
-    const ranks = this.held.get(orgId) ?? new Set<number>();
-    if (ranks.size < this.perOrg) {
-      let rank = 1;
-      while (ranks.has(rank)) rank++;
-      ranks.add(rank);
-      this.held.set(orgId, ranks);
+    const held = this.held.get(orgId) ?? 0;
+    if (held < this.perOrg) {
+      this.held.set(orgId, held + 1);
       queryMetrics.running.inc({ org });
-      return Promise.resolve(this.slot(orgId, rank));
+      return Promise.resolve(this.slot(orgId));
     }
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId) ?? [];
@@ -86,17 +78,17 @@ export class OrgSlots {
     });
   }
 
-  /** Runs `work` holding one of the organisation's slots; `work` gets the slot's rank. */
-  async hold<T>(orgId: number, work: (rank: number) => Promise<T>): Promise<T> {
-    const { rank, release } = await this.take(orgId);
+  /** Runs `work` holding one of the organisation's slots. */
+  async hold<T>(orgId: number, work: () => Promise<T>): Promise<T> {
+    const { release } = await this.take(orgId);
     try {
-      return await work(rank);
+      return await work();
     } finally {
       release();
     }
   }
 
-  private slot(orgId: number, rank: number): Slot {
+  private slot(orgId: number): Slot {
     let released = false;
     const release = () => {
       if (released) return;
@@ -104,13 +96,13 @@ export class OrgSlots {
       const queue = this.waiting.get(orgId);
       const next = queue?.shift();
       if (queue && queue.length === 0) this.waiting.delete(orgId);
-      // The slot passes to the longest waiter as it is: count and rank stay.
-      if (next) return next.grant(this.slot(orgId, rank));
-      const ranks = this.held.get(orgId);
-      ranks?.delete(rank);
-      if (ranks && ranks.size === 0) this.held.delete(orgId);
+      // The slot passes to the longest waiter as it is: the count stays.
+      if (next) return next.grant(this.slot(orgId));
+      const held = (this.held.get(orgId) ?? 1) - 1;
+      if (held > 0) this.held.set(orgId, held);
+      else this.held.delete(orgId);
       queryMetrics.running.dec({ org: String(orgId) });
     };
-    return { rank, release };
+    return { release };
   }
 }
