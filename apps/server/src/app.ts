@@ -130,9 +130,9 @@ export async function startService(
 ): Promise<RunningService> {
   const roles = opts.roles ?? ['api', 'worker'];
   // The api role alone still serves METRICS_PORT (when set): its metrics leave the API port.
-  const workers = roles.includes('worker') ? await startWorkerRole(deps) : await startMetricsServer(deps);
-  let server: http.Server | undefined;
   const services = createServices(deps);
+  const workers = roles.includes('worker') ? await startWorkerRole(deps, services) : await startMetricsServer(deps);
+  let server: http.Server | undefined;
   if (roles.includes('api')) {
     server = http.createServer(buildKoa(deps, allRoutes(deps, services)).callback());
     instrumentHttpServer(server);

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { LIMITS } from './limits.js';
 import { natsConfig, type NatsConfig } from './ports/buffer/jetstream-config.js';
-import { int, type Env } from './env.js';
+import { int, oneOf, type Env } from './env.js';
 
 /** Runtime configuration, read once from the environment (see README "Configuration"). */
 export interface Config {
@@ -53,8 +53,17 @@ export interface Config {
    * this API process; more wait up to `queueMs` for a slot, then answer 429.
    */
   queryConcurrency: { perOrg: number; queueMs: number };
-  /** Report and board-card answers kept per API process (results-cache/): RESULTS_CACHE_FRESH_MS, RESULTS_CACHE_MAX_MB (0: off). */
-  resultsCache: { freshMs: number; maxBytes: number };
+  /**
+   * Report and board-card answers (results-cache/): RESULTS_CACHE_FRESH_MS, RESULTS_CACHE_MAX_MB per
+   * process (0: off); RESULTS_CACHE `shared` (default with DATABASE_URL) also keeps them in the
+   * metadata store for every API process, at most RESULTS_CACHE_SHARED_MAX_MB; `process`: memory only.
+   */
+  resultsCache: { freshMs: number; maxBytes: number; mode: 'shared' | 'process'; sharedMaxBytes: number };
+  /**
+   * The worker's warming of recently viewed boards (boards/warming.ts): every BOARD_WARM_INTERVAL_MS
+   * (0: off), at most BOARD_WARM_MAX_CARDS_PER_PASS cards computed per project and pass.
+   */
+  boardWarm: { intervalMs: number; maxCardsPerProject: number };
   /** RETENTION_INTERVAL_MS: how often the worker deletes events past each project's retentionDays (0: never). */
   retentionIntervalMs: number;
   /** AUDIT_RETENTION_DAYS: audit log rows older than this are deleted by the worker's retention pass. */
@@ -134,7 +143,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
     materializedProperties: [...new Set((env.MATERIALIZED_PROPERTIES ?? '').split(',').map((s) => s.trim()).filter(Boolean))],
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
-    resultsCache: { freshMs: int(env, 'RESULTS_CACHE_FRESH_MS', 60_000), maxBytes: int(env, 'RESULTS_CACHE_MAX_MB', 128) * 1024 * 1024 },
+    resultsCache: {
+      freshMs: int(env, 'RESULTS_CACHE_FRESH_MS', 60_000),
+      maxBytes: int(env, 'RESULTS_CACHE_MAX_MB', 128) * 1024 * 1024,
+      mode: oneOf(env, 'RESULTS_CACHE', ['shared', 'process'], env.DATABASE_URL ? 'shared' : 'process'),
+      sharedMaxBytes: int(env, 'RESULTS_CACHE_SHARED_MAX_MB', 512) * 1024 * 1024,
+    },
+    boardWarm: { intervalMs: int(env, 'BOARD_WARM_INTERVAL_MS', 300_000), maxCardsPerProject: int(env, 'BOARD_WARM_MAX_CARDS_PER_PASS', 20) },
     queryGuard: {
       maxCells: int(env, 'QUERY_MAX_CELLS', LIMITS.queryMaxCells),
       maxRows: int(env, 'QUERY_MAX_ROWS', LIMITS.queryMaxRows),

@@ -2,7 +2,7 @@ import type { Deps } from './deps.js';
 import type { AuditStore } from './audit/store.js';
 import { analysisMetadata, buildAnalyses, type Analyses } from './query/analyses.js';
 import { QueryExecutor } from './query/executor.js';
-import { DataVersions, ResultsCache, RESULTS_CACHE_DEFAULTS } from './results-cache/index.js';
+import { openResultsCache, RESULTS_CACHE_DEFAULTS } from './results-cache/index.js';
 import { flagsDomain, type FlagsDomain } from './flags/domain.js';
 import { ReportService } from './reports/service.js';
 import { ReportStore } from './reports/store.js';
@@ -10,6 +10,7 @@ import { checkReportQuery } from './reports/query.js';
 import { checkIrQuery } from './reports/ir.js';
 import { BoardService } from './boards/service.js';
 import { BoardStore } from './boards/store.js';
+import { BoardViews } from './boards/views.js';
 import { definitionServices, type DefinitionServices } from './definitions/service.js';
 import { AnnotationService } from './annotations/service.js';
 import { LexiconService } from './lexicon/service.js';
@@ -43,6 +44,8 @@ export interface Services {
   /** Experiments on flags with variants; their results run through `executor`. */
   experiments: ExperimentService;
   boards: BoardService;
+  /** When a person last ran each board: the worker warms the cards of boards viewed lately (boards/warming.ts). */
+  boardViews: BoardViews;
   /** Derived events, calculated metrics and cohorts. */
   definitions: DefinitionServices;
   annotations: AnnotationService;
@@ -60,7 +63,7 @@ export interface Services {
 
 export function createServices(deps: Deps): Services {
   const analyses = buildAnalyses(deps.db, deps.events);
-  const cache = new ResultsCache(new DataVersions(deps.db), deps.config.resultsCache ?? RESULTS_CACHE_DEFAULTS, analysisMetadata(analyses));
+  const cache = openResultsCache(deps.db, deps.config.resultsCache ?? RESULTS_CACHE_DEFAULTS, analysisMetadata(analyses), deps.log);
   const { db, audit } = deps;
   const checkReport = (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) =>
     checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
@@ -74,6 +77,7 @@ export function createServices(deps: Deps): Services {
     reports: new ReportService(db, new ReportStore(db), audit, checkReport),
     experiments: new ExperimentService(db, new ExperimentStore(db), audit, flagByKey(flags), tenancy.boundary),
     boards: new BoardService(db, new BoardStore(db), audit),
+    boardViews: new BoardViews(db),
     definitions: definitionServices(db, analyses.definitions, audit),
     annotations: new AnnotationService(db, analyses.annotations, audit),
     lexicon: new LexiconService(db, new LexiconStore(db), audit),

@@ -18,7 +18,7 @@ import {
 } from './schema.js';
 
 /** Boards: every role reads and runs, member and above write; another organisation's id is 404. */
-export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'boards'>): RouteSpec[] {
+export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'boards' | 'boardViews'>): RouteSpec[] {
   const { boards } = services;
   const inScope = rowInScope(deps.projects, 'board', (id) => boards.get(id));
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
@@ -30,6 +30,8 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
   const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     const { executor } = services;
     await executor.admit(authOf(ctx), board.project_id);
+    // A person's view (not a machine's) makes the worker keep the board warm (warming.ts); never fails the run.
+    if (authOf(ctx).kind === 'user') services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
     let cards = await cardViews(deps.db, await boards.cards([board.id]));
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);

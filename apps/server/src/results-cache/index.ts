@@ -2,18 +2,32 @@ import { createHash } from 'node:crypto';
 import type { DateRange } from '../query/range.js';
 import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
+import { SharedEntries } from './shared-store.js';
+import type { Db } from '../ports/metadata/knex.js';
+import type { Logger } from '../http/errors.js';
 
 export { DataVersions } from './versions.js';
 export { withDataVersions } from './tracked-store.js';
+export { SharedEntries } from './shared-store.js';
 
 export interface ResultsCacheConfig {
   /** How long a result whose range reaches today is served (RESULTS_CACHE_FRESH_MS). */
   freshMs: number;
   /** Budget of the cached answers in this process (RESULTS_CACHE_MAX_MB); 0 turns the cache off. */
   maxBytes: number;
+  /** RESULTS_CACHE: `shared` keeps answers in the metadata store for every process too (shared-store.ts); `process` (default): memory only. */
+  mode?: 'shared' | 'process';
+  /** Budget of the shared table's answers (RESULTS_CACHE_SHARED_MAX_MB). */
+  sharedMaxBytes?: number;
 }
 
 export const RESULTS_CACHE_DEFAULTS: ResultsCacheConfig = { freshMs: 60_000, maxBytes: 128 * 1024 * 1024 };
+
+/** The results cache as configured: this process's memory, in front of the shared table when `mode` is `shared`. */
+export function openResultsCache(db: Db, config: ResultsCacheConfig, metadataOf: (projectId: number) => Promise<unknown>, log?: Logger): ResultsCache {
+  const shared = config.mode === 'shared' ? new SharedEntries(db, config.sharedMaxBytes ?? 512 * 1024 * 1024) : undefined;
+  return new ResultsCache(new DataVersions(db), config, metadataOf, shared, (err) => log?.error('results cache: shared table failed', { err: String(err) }));
+}
 
 /** What names one answer: its project, the clock of the run (a board's cards share it) and everything else it depends on. */
 export interface CacheKey {
@@ -62,6 +76,10 @@ export const sha = (s: string) => createHash('sha256').update(s).digest('base64u
  *   today's writes do not invalidate it, or a live project would never hit.
  *
  * It is reached only after the route has authorised the caller for the key's project.
+ *
+ * With `shared` (RESULTS_CACHE=shared, shared-store.ts) this memory is the first level of a cache
+ * every API process shares: a miss here reads the shared table, served under the same rules, and
+ * every answer computed is written there too. A failure of the shared table only costs its hits.
  */
 export class ResultsCache implements ResultsCachePort {
   private lru: SizedLru<object>;
@@ -69,8 +87,16 @@ export class ResultsCache implements ResultsCachePort {
   private metaOf = new Map<string, Promise<string>>();
   hits = 0;
   misses = 0;
+  /** Of `hits`, those answered from the shared table (another process's or an evicted answer). */
+  sharedHits = 0;
 
-  constructor(readonly versions: DataVersions, readonly config: ResultsCacheConfig, private metadataOf: (projectId: number) => Promise<unknown>) {
+  constructor(
+    readonly versions: DataVersions,
+    readonly config: ResultsCacheConfig,
+    private metadataOf: (projectId: number) => Promise<unknown>,
+    readonly shared?: SharedEntries,
+    private onSharedError: (err: unknown) => void = () => {},
+  ) {
     this.lru = new SizedLru<object>(config.maxBytes);
   }
 
@@ -91,19 +117,29 @@ export class ResultsCache implements ResultsCachePort {
       this.metadata(key.projectId, key.at),
     ]);
     const signature = `${data}:${meta}`;
+    const servable = (e: Entry<object> | undefined): e is Entry<object> => !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
     const e = this.lru.get(id);
-    if (e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs)) {
+    if (servable(e)) {
       this.hits++;
       return { ...(e.value as V), cached_at: e.at };
+    }
+    const s = this.shared && await this.shared.get(id, key.projectId).catch((err) => { this.onSharedError(err); return undefined; });
+    if (servable(s)) {
+      this.hits++;
+      this.sharedHits++;
+      this.lru.set(id, s);
+      return { ...(s.value as V), cached_at: s.at };
     }
     this.misses++;
     // Identical runs at once (one report on two cards, two people opening a board) compute once.
     const flight = `${id}:${signature}`;
     let pending = this.inflight.get(flight);
     if (!pending) {
-      pending = compute().then((value) => {
+      pending = compute().then(async (value) => {
         const entry: Entry<object> = { value, signature, at: started, live, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + id.length };
         this.lru.set(id, entry);
+        // Written before answering, so the next request on any process finds it.
+        await this.shared?.set(id, key.projectId, entry).catch(this.onSharedError);
         return entry;
       });
       this.inflight.set(flight, pending);

@@ -1,0 +1,64 @@
+import type { Db } from '../ports/metadata/knex.js';
+import type { Entry } from './lru.js';
+
+/** Rows one eviction statement deletes at most; a next insert deletes more if still over. */
+const EVICT_BATCH = 500;
+/** A read refreshes an entry's `last_read` only when older than this: a hit is one read, not one read and one write. */
+const READ_MARK_MS = 60_000;
+
+/**
+ * The second level of the results cache (index.ts) when RESULTS_CACHE=shared: finished answers in
+ * the metadata store's `results_cache` table, so an answer one API process computed is served by
+ * every other. An entry carries its project (checked on read as well as hashed into its id), the
+ * signature it was computed under and when; whether it may be served is decided by the caller
+ * exactly as for its own memory. The table is bounded by the bytes of its answers
+ * (RESULTS_CACHE_SHARED_MAX_MB): after an insert, the least recently read entries beyond the bound
+ * go in one statement of at most EVICT_BATCH rows.
+ *
+ * A failure of this table (a lost connection) never fails an analysis: a read answers a miss,
+ * a write is dropped (index.ts).
+ */
+export class SharedEntries {
+  constructor(private db: Db, readonly maxBytes: number) {}
+
+  async get(id: string, projectId: number, now = Date.now()): Promise<Entry<object> | undefined> {
+    const row = await this.db('results_cache').where({ id, project_id: projectId }).first();
+    if (!row) return undefined;
+    if (Number(row.last_read) < now - READ_MARK_MS) {
+      await this.db('results_cache').where({ id }).andWhere('last_read', '<', now - READ_MARK_MS).update({ last_read: now });
+    }
+    // Memory holds it at two bytes a character (lru.ts).
+    return { value: JSON.parse(row.value), signature: row.signature, at: Number(row.computed_at), live: Boolean(row.live), bytes: 2 * Number(row.bytes) };
+  }
+
+  /** Stores (or replaces) an entry, then trims the table to its bound. An answer over a quarter of the bound is not kept. */
+  async set(id: string, projectId: number, entry: Entry<object>, now = Date.now()): Promise<void> {
+    const value = JSON.stringify(entry.value);
+    const bytes = value.length + entry.signature.length + id.length;
+    if (bytes > this.maxBytes / 4) return;
+    const row = { id, project_id: projectId, signature: entry.signature, value, computed_at: entry.at, live: entry.live, bytes, last_read: now };
+    await this.db('results_cache').insert(row).onConflict('id').merge();
+    await this.evict();
+  }
+
+  /**
+   * Deletes the least recently read entries whose running total of bytes, newest read first,
+   * passes the bound (at most EVICT_BATCH per call). Answers how many went.
+   */
+  async evict(): Promise<number> {
+    const r = await this.db.raw(
+      `DELETE FROM results_cache WHERE id IN (
+         SELECT id FROM (
+           SELECT id, SUM(bytes) OVER (ORDER BY last_read DESC, id DESC ROWS UNBOUNDED PRECEDING) AS running FROM results_cache
+         ) kept WHERE running > ? LIMIT ${EVICT_BATCH})`,
+      [this.maxBytes],
+    );
+    return Number(r?.rowCount ?? r?.changes ?? 0);
+  }
+
+  /** The bytes and rows the table holds (tests, the docs' figures). */
+  async size(): Promise<{ bytes: number; rows: number }> {
+    const [row] = await this.db('results_cache').sum({ b: 'bytes' }).count({ n: '*' });
+    return { bytes: Number(row?.b ?? 0), rows: Number(row?.n ?? 0) };
+  }
+}
