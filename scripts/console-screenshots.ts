@@ -39,6 +39,25 @@ async function main() {
     await signInWithToken(page, seed.token);
     await boardSettled(page);
     await shot('board');
+    // Report cards shown as numbers (one comparing with the previous period) and as a table.
+    const compared = await tenant.owner.post(`/api/reports?projectId=${tenant.project.id}`, {
+      name: 'Purchases, last 7 days', type: 'segmentation',
+      query: { v: 2, dateRange: { kind: 'preset', preset: '7d' }, metrics: [{ id: 'A', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day', chart: 'line', compare: { kind: 'previous_period' } } },
+    });
+    if (compared.status !== 201) throw new Error(`seed report: ${compared.status} ${JSON.stringify(compared.body)}`);
+    const numbers = await tenant.owner.post(`/api/boards?projectId=${tenant.project.id}`, {
+      name: 'Numbers',
+      cards: [
+        { reportId: seed.reports.daily, span: 4, height: 'short', display: 'number' },
+        { reportId: compared.body.id, span: 4, height: 'short', display: 'number' },
+        { reportId: seed.reports.byPlan, span: 4, height: 'short', display: 'number' },
+        { reportId: seed.reports.byPlan, span: 12, height: 'medium', display: 'table' },
+      ],
+    });
+    if (numbers.status !== 201) throw new Error(`seed board: ${numbers.status} ${JSON.stringify(numbers.body)}`);
+    await page.goto(`${t.url}/projects/${tenant.project.id}/boards/${numbers.body.id}`);
+    await boardSettled(page);
+    await shot('board-cards');
     await page.goto(`${t.url}/projects/${tenant.project.id}/insights`);
     await page.locator('.tabs button::-p-text(Funnel)').click();
     await page.locator('#metric-0').fill('Signed up');

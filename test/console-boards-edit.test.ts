@@ -75,7 +75,7 @@ forEachBackend('web console: boards edited in place', (backend) => {
     await page.waitForSelector('[role="menu"]');
     await page.waitForFunction(() => document.activeElement?.getAttribute('role') === 'menuitem', { timeout: 5000 }).catch(() => undefined);
     const items = await page.$$eval('[role="menu"] [role="menuitem"]', (els) => els.map((e) => e.textContent));
-    assert.deepEqual([...items].sort(), ['Remove from board', 'Resize']);
+    assert.deepEqual([...items].sort(), ['Remove from board', 'Resize', 'Show as number', 'Show as table']);
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('role')), 'menuitem', 'focus moves into the menu');
     assert.equal(await page.$eval(menuButton, (b) => b.getAttribute('aria-expanded')), 'true');
     // Escape closes it and gives focus back to its button.

@@ -1,17 +1,19 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, joinError } from '../api.js';
+import { api, ApiError, joinError, runBoardStream, type BoardRunBody, type BoardStreamLine } from '../api.js';
+import { session } from '../session.js';
 import { useShell } from '../context.js';
 import { Link, navigate } from '../router.js';
 import { RangePicker } from '../components/range-picker.js';
 import { FiltersEditor } from '../components/filters-editor.js';
 import { ResultChart, ResultTable } from '../components/result.js';
+import { NumberCard } from '../components/number-card.js';
 import { download, toCsv, toTable, toView, type View } from '../components/view.js';
 import type { SeriesKind } from '../components/series-chart.js';
 import type { Board, BoardCardWrite, Card, CardRun, DateRangeSpec, PropertyFilter, PropertySummary } from '../types.js';
 import { CardMenu } from './board-menu.js';
 import './board.css';
 
-type RunState = { state: 'loading' } | { state: 'ok'; view: View; warnings: string[] } | { state: 'error'; message: string };
+type RunState = { state: 'loading' } | { state: 'ok'; view: View; warnings: string[]; computedAt: number } | { state: 'error'; message: string };
 /** A board's range and filters as someone is looking at it, not saved yet (null: as saved). */
 type Look = { date_range: DateRangeSpec | null; filters: PropertyFilter[] };
 const HEIGHT = { short: 150, medium: 250, tall: 400 } as const;
@@ -24,7 +26,7 @@ export const cardTitle = (c: Card) => (c.card_type === 'report' ? c.report.name 
 function runState(run: CardRun): RunState {
   if (run.status === 'error') return { state: 'error', message: joinError(run.error.error, run.error.message) };
   try {
-    return { state: 'ok', view: toView(run.type, run.result), warnings: run.warnings };
+    return { state: 'ok', view: toView(run.type, run.result), warnings: run.warnings, computedAt: run.computed_at ?? run.cached_at ?? Date.now() };
   } catch (e) {
     return { state: 'error', message: (e as Error).message };
   }
@@ -36,19 +38,78 @@ function seriesKindOf(c: Card): SeriesKind {
   return chart === 'bar' || chart === 'number' ? 'bar' : chart === 'area' ? 'stacked' : 'line';
 }
 
+/** A report card's other ways to show (its menu's Show as items); retention and flows have no single number. */
+function displayItems(c: Card): Array<[Card['display'], string]> {
+  if (c.card_type !== 'report') return [];
+  const all: Array<[Card['display'], string]> = [['number', 'Show as number'], ['table', 'Show as table'], ['chart', 'Show as chart']];
+  return all.filter(([d]) => d !== c.display && !(d === 'number' && (c.report.type === 'retention' || c.report.type === 'flows')));
+}
+
+/** A streamed board run whose lines are kept, so a page that starts following later replays them first. */
+class RunFeed {
+  private lines: BoardStreamLine[] = [];
+  private listener: ((line: BoardStreamLine) => void) | null = null;
+  readonly abort = new AbortController();
+  readonly done: Promise<void>;
+  constructor(readonly boardId: string, body: BoardRunBody, quiet = false) {
+    this.done = runBoardStream(boardId, body, (line) => {
+      this.lines.push(line);
+      this.listener?.(line);
+    }, { signal: this.abort.signal, quiet });
+    this.done.catch(() => {});
+  }
+  follow(onLine: (line: BoardStreamLine) => void): Promise<void> {
+    for (const line of this.lines) onLine(line);
+    this.listener = onLine;
+    return this.done;
+  }
+}
+
+/**
+ * Opening a board's address (a visit, a reload) starts its run as the console's script loads,
+ * beside the account and projects reads rather than after them; the page follows it when it
+ * mounts. The stream's first line is the board itself, so the page lays out from it.
+ */
+let early: RunFeed | null = (() => {
+  const m = /^\/projects\/[^/]+\/boards\/(\d+)\/?$/.exec(location.pathname);
+  return m && session() ? new RunFeed(m[1], {}, true) : null;
+})();
+const takeEarly = (boardId: string) => {
+  const feed = early;
+  early = null;
+  if (feed && feed.boardId !== boardId) feed.abort.abort();
+  return feed && feed.boardId === boardId ? feed : null;
+};
+
+/** `updated 3 min ago` from when an answer was computed. */
+export function updatedAgo(now: number, at: number): string {
+  const s = Math.max(0, Math.round((now - at) / 1000));
+  if (s < 60) return 'updated just now';
+  if (s < 3600) return `updated ${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `updated ${Math.floor(s / 3600)} h ago`;
+  return `updated ${new Date(at).toLocaleDateString()}`;
+}
+
+const lookBody = (lk: Look | null): BoardRunBody => (lk ? { date_range: lk.date_range, filters: lk.filters, replace_filters: true } : {});
+/** A card removed since the board loaded (its report deleted): say so next to the API's words. */
+const failedMessage = (e: unknown) =>
+  e instanceof ApiError && e.status === 404 ? `${e.message}: its report may have been deleted; reload the board.` : e instanceof Error ? e.message : String(e);
+
 const sorted = (b: Board) => [...b.cards].sort((a, c) => a.position - c.position);
 const sameLook = (a: Look, b: Look) => JSON.stringify(a) === JSON.stringify(b);
 const lookOf = (b: Board): Look => ({ date_range: b.date_range, filters: b.filters as PropertyFilter[] });
 
 const writes = (list: Card[]): BoardCardWrite[] =>
   list.map((c, i) => (c.card_type === 'report'
-    ? { cardType: 'report', reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }
-    : { cardType: 'text', text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }));
+    ? { cardType: 'report', reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height, display: c.display }
+    : { cardType: 'text', text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height, display: 'chart' }));
 
 /**
  * A board: its cards on a 12-column grid (each card's span and height from the API), the board's
- * range and filters over every card. Each report card runs on its own request, so one slow or
- * failing card never holds the others. A range or filter change shows at once for the person
+ * range and filters over every card. The board and every card's answer come in one streamed
+ * request (POST /api/boards/{id}/run as NDJSON): the page lays out from its first line and each
+ * card draws the moment its answer arrives, so one slow or failing card never holds the others.
+ * Each card says when its answer was computed; Refresh (the board's or a card's) recomputes. A range or filter change shows at once for the person
  * making it only; `Save to board` keeps it for everyone. Members edit the board in place (text
  * cards, remove, resize, reorder, rename, duplicate, delete); every write carries the version it
  * was made on, so a change someone saved meanwhile is never overwritten (the API answers 409).
@@ -67,6 +128,10 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   /** The card whose size controls are open, by position (a save gives cards new ids), and the control to focus again. */
   const [resizing, setResizing] = useState<{ index: number; focus: 'width' | 'height' } | null>(null);
   const generation = useRef(0);
+  /** The board run the page follows now: stopped when another starts or the page goes (the API then skips what is left). */
+  const feedRef = useRef<RunFeed | null>(null);
+  const [refreshNote, setRefreshNote] = useState('');
+  const [now, setNow] = useState(() => Date.now());
   const boardRef = useRef<Board | null>(null);
   /** The version the next write is made on: the last one this page saved or loaded. */
   const version = useRef(0);
@@ -88,62 +153,90 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
 
   const cards = board ? sorted(board) : [];
 
-  const runAll = async (b: Board, lk: Look | null) => {
-    const gen = ++generation.current;
-    const reportCards = b.cards.filter((c) => c.card_type === 'report');
-    setRuns(Object.fromEntries(reportCards.map((c) => [c.id, { state: 'loading' } as RunState])));
+  /**
+   * Follows one board run: the board line lays the page out (unless it is already, `laidOut`),
+   * each card draws the moment its answer arrives, and a card the run never answered (its report
+   * deleted since the board loaded) or a run that failed says so in its card.
+   */
+  const follow = async (feed: RunFeed, gen: number, laidOut: Board | null) => {
+    feedRef.current?.abort.abort();
+    feedRef.current = feed;
     const put = (id: number, s: RunState) => gen === generation.current && setRuns((r) => ({ ...r, [id]: s }));
-    const failed = (e: unknown): RunState => ({
-      state: 'error',
-      // A card removed since the board loaded (its report deleted): say so next to the API's words.
-      message: e instanceof ApiError && e.status === 404 ? `${e.message}: its report may have been deleted; reload the board.` : e instanceof Error ? e.message : String(e),
-    });
-    if (lk) {
-      try {
-        const out = await api.runBoard(b.id, { date_range: lk.date_range, filters: lk.filters, replace_filters: true });
-        for (const c of out.cards) put(c.card_id, runState(c));
-      } catch (e) {
-        for (const c of reportCards) put(c.id, failed(e));
-      }
-      return;
-    }
-    // A few cards in flight at once: each draws the moment its own answer arrives.
-    let next = 0;
-    const worker = async () => {
-      while (next < reportCards.length) {
-        const c = reportCards[next++];
-        try {
-          const out = await api.runCard(b.id, c.id);
-          const run = out.cards.find((x) => x.card_id === c.id);
-          put(c.id, run ? runState(run) : { state: 'error', message: 'The board answered without this card.' });
-        } catch (e) {
-          put(c.id, failed(e));
-        }
-      }
+    let shown = laidOut;
+    const answered = new Set<number>();
+    const unanswered = (message: string) => {
+      for (const c of shown?.cards ?? []) if (c.card_type === 'report' && !answered.has(c.id)) put(c.id, { state: 'error', message });
     };
-    await Promise.all(Array.from({ length: Math.min(4, reportCards.length) }, worker));
+    try {
+      await feed.follow((line) => {
+        if (gen !== generation.current) return;
+        if (line.kind === 'board') {
+          if (line.refresh) setRefreshNote(line.refresh.refused ? `Shown from the cache: refreshing again is allowed at ${new Date(line.refresh.next_allowed_at).toLocaleTimeString()}.` : '');
+          if (shown) return;
+          const b = line.board;
+          shown = b;
+          version.current = b.version;
+          setBoard(b);
+          document.title = `${b.name} · Tally`;
+          setRuns(Object.fromEntries(b.cards.filter((c) => c.card_type === 'report').map((c) => [c.id, { state: 'loading' } as RunState])));
+        } else if (line.kind === 'card') {
+          answered.add(line.card.card_id);
+          put(line.card.card_id, runState(line.card));
+        } else if (line.kind === 'error') {
+          unanswered(joinError(line.error.error, line.error.message));
+        }
+      });
+      unanswered('card not found: its report may have been deleted; reload the board.');
+    } catch (e) {
+      if (gen !== generation.current || feed.abort.signal.aborted) return;
+      if (!shown) setError(e instanceof ApiError && e.status === 404 ? 'This board does not exist, or is in another organisation.' : (e as Error).message);
+      else unanswered(failedMessage(e));
+    }
   };
 
+  /** Runs every card again as one streamed request: `refresh` recomputes them (bypassing the results cache). */
+  const runAll = (b: Board, lk: Look | null, refresh = false) => {
+    const gen = ++generation.current;
+    setRuns(Object.fromEntries(b.cards.filter((c) => c.card_type === 'report').map((c) => [c.id, { state: 'loading' } as RunState])));
+    return follow(new RunFeed(String(b.id), { ...lookBody(lk), ...(refresh ? { refresh: true } : {}) }), gen, b);
+  };
+
+  /** One card's Refresh: that card recomputed on its own. */
+  const refreshCard = async (c: Card) => {
+    const b = boardRef.current;
+    if (!b) return;
+    const gen = generation.current;
+    const put = (s: RunState) => gen === generation.current && setRuns((r) => ({ ...r, [c.id]: s }));
+    put({ state: 'loading' });
+    try {
+      const out = await api.runBoard(b.id, { ...lookBody(look), refresh: true, card_id: c.id });
+      const run = out.cards.find((x) => x.card_id === c.id);
+      if (out.refresh && gen === generation.current) setRefreshNote(out.refresh.refused ? `Shown from the cache: refreshing ${cardTitle(c)} again is allowed at ${new Date(out.refresh.next_allowed_at).toLocaleTimeString()}.` : '');
+      put(run ? runState(run) : { state: 'error', message: 'The board answered without this card.' });
+    } catch (e) {
+      put({ state: 'error', message: failedMessage(e) });
+    }
+  };
+
+  /** The board and its cards' answers in one streamed request (the one started as the console loaded, when there is one). */
   const load = () => {
     setError(null);
     setConflict(false);
     setLook(null);
-    return api.board(props.boardId).then(
-      (b) => {
-        version.current = b.version;
-        setBoard(b);
-        document.title = `${b.name} · Tally`;
-        void runAll(b, null);
-      },
-      (e: ApiError) => setError(e.status === 404 ? 'This board does not exist, or is in another organisation.' : e.message),
-    );
+    setRefreshNote('');
+    return follow(takeEarly(props.boardId) ?? new RunFeed(props.boardId, {}), ++generation.current, null);
   };
   useEffect(() => {
     setBoardState(null);
     boardRef.current = null;
     void load();
     api.properties(props.projectId).then(setProperties, () => {});
+    return () => feedRef.current?.abort.abort();
   }, [props.boardId]);
+  useEffect(() => {
+    const tick = setInterval(() => setNow(Date.now()), 30_000);
+    return () => clearInterval(tick);
+  }, []);
 
   /**
    * Saves a change on the version last seen. The answer's cards carry new ids: results move over
@@ -214,9 +307,12 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const resizeCard = (index: number, size: { span?: number; height?: Card['height'] }) =>
     void changeCards(cards.map((c, i) => (i === index ? { ...c, ...size } : c)) as Card[], `${cardTitle(cards[index])} resized`);
 
+  const showAs = (index: number, display: Card['display']) =>
+    void changeCards(cards.map((c, i) => (i === index ? { ...c, display } : c)) as Card[], `${cardTitle(cards[index])} shown as a ${display}`);
+
   const addText = (text: string) => {
     const b = boardRef.current!;
-    const card = { id: -Date.now(), board_id: b.id, card_type: 'text', report_id: null, text, position: cards.length, span: 6, height: 'short' } as Card;
+    const card = { id: -Date.now(), board_id: b.id, card_type: 'text', report_id: null, text, position: cards.length, span: 6, height: 'short', display: 'chart' } as Card;
     return changeCards([...cards, card], `${cardTitle(card)} added`);
   };
 
@@ -265,8 +361,9 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
         <h1>{board.name}</h1>
         <div class="toolbar">
           <RangePicker id="board-range" value={shown.date_range} onChange={(r) => changeLook({ ...shown, date_range: r })} allowNone="Each report's own range" />
-          <button type="button" onClick={() => runAll(board, look)}>Refresh</button>
+          <button type="button" onClick={() => { setNow(Date.now()); void runAll(board, look, true); }}>Refresh</button>
           <span id="board-save-status" class="muted" role="status">{saving ?? ''}</span>
+          <span id="board-refresh-status" class="muted small" role="status">{refreshNote}</span>
         </div>
       </div>
       {canWrite && (
@@ -312,7 +409,8 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
         <div class="grid" role="list" aria-label="Cards">
           {cards.map((c, i) => (
             <CardView key={c.id} card={c} index={i} count={cards.length} run={runs[c.id]} projectId={props.projectId} canWrite={canWrite} onMove={move} boardName={board.name}
-              onRemove={() => removeCard(i)} onResize={(size) => resizeCard(i, size)}
+              onRemove={() => removeCard(i)} onResize={(size) => resizeCard(i, size)} onShowAs={(d) => showAs(i, d)}
+              onRefresh={() => void refreshCard(c)} now={now}
               resizing={resizing?.index === i} onResizing={(focus) => setResizing(focus ? { index: i, focus } : null)} />
           ))}
         </div>
@@ -359,6 +457,9 @@ function TextCardForm(props: { onSave: (text: string) => void; onCancel: () => v
 function CardView(props: {
   card: Card; index: number; count: number; run?: RunState; projectId: string; canWrite: boolean; boardName: string;
   onMove: (from: number, to: number, fromKeyboard?: boolean) => void; onRemove: () => void; onResize: (size: { span?: number; height?: Card['height'] }) => void;
+  onShowAs: (display: Card['display']) => void;
+  /** Recomputes this card (Refresh); `now` is the clock its "updated … ago" reads. */
+  onRefresh: () => void; now: number;
   resizing: boolean; onResizing: (focus: 'width' | 'height' | null) => void;
 }) {
   const { card, run } = props;
@@ -390,7 +491,7 @@ function CardView(props: {
           <span class="card-actions">
             {card.card_type === 'report' && (
               <>
-                <button type="button" aria-expanded={table} aria-controls={`table-${card.id}`} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>
+                {card.display === 'chart' && <button type="button" aria-expanded={table} aria-controls={`table-${card.id}`} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>}
                 <button type="button" aria-label={`CSV of ${title}`} disabled={run?.state !== 'ok'}
                   onClick={() => run?.state === 'ok' && download(`${props.boardName}-${title}.csv`.replace(/[^\w.-]+/g, '-'), toCsv(toTable(run.view)))}>CSV</button>
               </>
@@ -398,6 +499,7 @@ function CardView(props: {
             {props.canWrite && (
               <>
                 <CardMenu title={title} items={[
+                  ...displayItems(card).map(([display, label]) => ({ label, run: () => props.onShowAs(display) })),
                   { label: 'Resize', run: () => props.onResizing('width') },
                   { label: 'Remove from board', run: props.onRemove },
                 ]} />
@@ -430,12 +532,20 @@ function CardView(props: {
             <div class="card-error" role="alert">{run.message}</div>
           ) : (
             <>
-              <ResultChart view={run.view} title={title} height={height} seriesKind={seriesKindOf(card)} />
-              {table && <div id={`table-${card.id}`}><ResultTable view={run.view} title={title} /></div>}
+              {card.display === 'number' ? <NumberCard view={run.view} title={title} />
+                : card.display === 'table' ? <ResultTable view={run.view} title={title} />
+                : <ResultChart view={run.view} title={title} height={height} seriesKind={seriesKindOf(card)} />}
+              {table && card.display === 'chart' && <div id={`table-${card.id}`}><ResultTable view={run.view} title={title} /></div>}
               {run.warnings.length > 0 && <p class="muted small">{run.warnings.join(' ')}</p>}
             </>
           )}
         </div>
+        {card.card_type === 'report' && (
+          <p class="card-foot muted small">
+            {run?.state === 'ok' && <span title={new Date(run.computedAt).toLocaleString()}>{updatedAgo(props.now, run.computedAt)}</span>}
+            <button type="button" class="link" aria-label={`Refresh ${title}`} disabled={!run || run.state === 'loading'} onClick={props.onRefresh}>Refresh</button>
+          </p>
+        )}
       </figure>
       {props.index === 0 && <p id="move-help" class="sr-only">Use the arrow keys on the move button to reorder cards; Home and End move to the first or last place.</p>}
     </div>

@@ -12,6 +12,7 @@ import type { SeriesKind } from '../components/series-chart.js';
 import type {
   BoardListItem, DateRangeSpec, DrilldownPage, DrilldownSelection, LexiconEvent, LexiconProperty, PropertyFilter, QueryV2, ReportType, SavedReport,
 } from '../types.js';
+import { SaveAsCohort } from './people/save-as-cohort.js';
 
 type Kind = 'trend' | 'funnel' | 'retention' | 'flows' | 'sessions';
 type Agg = 'count' | 'unique' | 'sum' | 'avg' | 'min' | 'max' | 'p50' | 'p90' | 'p99';
@@ -77,11 +78,12 @@ function toIr(d: Draft): QueryV2 {
   return { ...base, analysis: { kind: 'trend', unit: d.unit, chart: d.chart === 'stacked' ? 'area' : d.chart, ...(d.formula.trim() ? { formula: d.formula.trim() } : {}), ...compare } } as QueryV2;
 }
 
-/** The v0 body of retention, flows and sessions (dates resolved now). */
+/** The v0 body of retention, flows and sessions (sessions' dates resolved now; retention and flows keep a preset as `dateRange`, so a saved report rolls). */
 function toV0(d: Draft): Record<string, unknown> {
   const days = rangeDays(d.dateRange);
-  if (d.kind === 'retention') return { bornEvent: d.metrics[0]?.event.trim() || '$all_events', returnEvent: (d.metrics[1]?.event ?? d.metrics[0]?.event ?? '').trim() || '$all_events', ...days, unit: d.retentionUnit, buckets: d.retentionBuckets };
-  if (d.kind === 'flows') return { event: d.metrics[0]?.event.trim() ?? '', direction: d.flowsDirection, steps: d.flowsSteps, ...days, limit: 20 };
+  const range = d.dateRange.kind === 'preset' ? { dateRange: d.dateRange } : days;
+  if (d.kind === 'retention') return { bornEvent: d.metrics[0]?.event.trim() || '$all_events', returnEvent: (d.metrics[1]?.event ?? d.metrics[0]?.event ?? '').trim() || '$all_events', ...range, unit: d.retentionUnit, buckets: d.retentionBuckets };
+  if (d.kind === 'flows') return { event: d.metrics[0]?.event.trim() ?? '', direction: d.flowsDirection, steps: d.flowsSteps, ...range, limit: 20 };
   return { ...days, unit: d.unit };
 }
 
@@ -107,8 +109,10 @@ function fromReport(r: SavedReport): Draft {
       d.unit = a.unit ?? 'day';
       d.chart = a.chart === 'bar' || a.chart === 'number' ? 'bar' : a.chart === 'area' ? 'stacked' : 'line';
       d.formula = a.formula ?? '';
-    } else if (a.kind === 'retention' || a.kind === 'flows') {
-      d.kind = a.kind;
+    } else if (a.kind === 'retention') {
+      Object.assign(d, { kind: 'retention', retentionUnit: a.unit ?? 'week', retentionBuckets: a.buckets ?? 8 });
+    } else if (a.kind === 'flows') {
+      Object.assign(d, { kind: 'flows', flowsDirection: a.direction ?? 'after', flowsSteps: a.steps ?? 3 });
     }
     d.compare = !!a.compare;
   } else {
@@ -144,7 +148,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
   const [props_, setProps] = useState<LexiconProperty[]>([]);
   const [boards, setBoards] = useState<BoardListItem[]>([]);
   const [boardId, setBoardId] = useState('');
-  const [people, setPeople] = useState<{ title: string; page: DrilldownPage } | null>(null);
+  const [people, setPeople] = useState<{ title: string; page: DrilldownPage; selection: DrilldownSelection } | null>(null);
 
   useEffect(() => {
     document.title = `Insights · Tally`;
@@ -220,9 +224,9 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
     try {
       const b = await api.board(boardId);
       const cards = [...b.cards].sort((x, y) => x.position - y.position).map((c, i) => (c.card_type === 'report'
-        ? { cardType: 'report' as const, reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }
-        : { cardType: 'text' as const, text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height }));
-      await api.updateBoard(b.id, { cards: [...cards, { cardType: 'report', reportId: r.id, position: cards.length, span: 6, height: 'medium' }] });
+        ? { cardType: 'report' as const, reportId: c.report_id, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height, display: c.display }
+        : { cardType: 'text' as const, text: c.text, position: i, span: c.span as 4 | 6 | 8 | 12, height: c.height, display: 'chart' as const }));
+      await api.updateBoard(b.id, { cards: [...cards, { cardType: 'report', reportId: r.id, position: cards.length, span: 6, height: 'medium', display: 'chart' }] });
       setNotice(`Added to board "${b.name}".`);
     } catch (e) {
       setError((e as Error).message);
@@ -233,7 +237,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
     if (!ran?.ir) return;
     try {
       const page = await api.drilldown(props.projectId, ran.ir, selection, { limit: 100, offset: 0 });
-      setPeople({ title, page });
+      setPeople({ title, page, selection });
     } catch (e) {
       setError((e as Error).message);
     }
@@ -431,10 +435,22 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
                 {people.page.users.map((u) => <li><Link href={personHref(props.projectId, u.distinctId)}>{u.distinctId}</Link></li>)}
               </ul>
               {people.page.total > people.page.users.length && <p class="muted">Showing the first {people.page.users.length}.</p>}
+              {ran?.ir && <SaveAsCohort key={people.title} projectId={props.projectId} title={people.title} total={people.page.total} loadIds={() => drilldownIds(props.projectId, ran.ir!, people.selection, people.page.total)} />}
             </section>
           )}
         </div>
       </div>
     </section>
   );
+}
+
+/** Every id behind a drill-down (its pages of at most 500), for Save as cohort. */
+async function drilldownIds(projectId: string, query: QueryV2, selection: DrilldownSelection, total: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let offset = 0; offset < total; offset += 500) {
+    const page = await api.drilldown(projectId, query, selection, { limit: 500, offset });
+    ids.push(...page.users.map((u) => u.distinctId));
+    if (page.users.length < 500) break;
+  }
+  return ids;
 }

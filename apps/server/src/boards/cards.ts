@@ -10,7 +10,7 @@ import type { Board, CardRow, NewCard } from './store.js';
 export function cardsToWrite(cards: BoardCardWrite[]): NewCard[] {
   return cards.map((c, i) => ({
     card_type: c.cardType, report_id: c.cardType === 'report' ? c.reportId! : null, text: c.cardType === 'text' ? c.text! : null,
-    position: c.position ?? i, span: c.span, height: c.height,
+    position: c.position ?? i, span: c.span, height: c.height, display: c.display,
   }));
 }
 
@@ -40,7 +40,7 @@ export async function cardViews(db: Knex, cards: CardRow[]): Promise<CardView[]>
   const ids = [...new Set(cards.flatMap((c) => (c.report_id === null ? [] : [c.report_id])))];
   const reports = new Map((ids.length ? await db('reports').whereIn('id', ids) : []).map((r: any) => [Number(r.id), withQueryV1(toReport(r))]));
   return cards.flatMap((c): CardView[] => {
-    const base = { id: c.id, board_id: c.board_id, position: c.position, span: c.span, height: c.height };
+    const base = { id: c.id, board_id: c.board_id, position: c.position, span: c.span, height: c.height, display: c.display };
     if (c.card_type === 'text') return [{ ...base, card_type: 'text', report_id: null, text: c.text ?? '' }];
     const report = reports.get(c.report_id!);
     return report ? [{ ...base, card_type: 'report', report_id: report.id, text: null, report }] : [];

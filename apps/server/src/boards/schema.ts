@@ -37,6 +37,14 @@ export const BoardFilters = z.array(PropertyFilterSchema).max(LIMITS.filtersPerQ
 export const CardSpan = z.union(SPANS.map((s) => z.literal(s)) as unknown as [z.ZodLiteral<4>, z.ZodLiteral<6>, z.ZodLiteral<8>, z.ZodLiteral<12>])
   .openapi({ type: 'integer', enum: [...SPANS] });
 export const CardHeight = z.enum(HEIGHTS);
+/**
+ * How a report card shows its report: `chart` (the report's own chart), `number` (each series'
+ * total over the range, with the change from the previous period when the report compares) or
+ * `table` (the series by bucket). Per card, so one report can be a chart on one board and a
+ * number on another. Text cards are always `chart`.
+ */
+export const CARD_DISPLAYS = ['chart', 'number', 'table'] as const;
+export const CardDisplay = z.enum(CARD_DISPLAYS).openapi('CardDisplay');
 
 export const BoardCardWriteSchema = z
   .object({
@@ -46,6 +54,7 @@ export const BoardCardWriteSchema = z
     position: z.number().int().min(0).max(10_000).optional(),
     span: CardSpan.default(6),
     height: CardHeight.default('medium'),
+    display: CardDisplay.default('chart'),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -55,6 +64,7 @@ export const BoardCardWriteSchema = z
     } else {
       if (c.text === undefined) ctx.addIssue({ code: 'custom', path: ['text'], message: 'required when cardType is text' });
       if (c.reportId !== undefined) ctx.addIssue({ code: 'custom', path: ['reportId'], message: 'only report cards carry a reportId' });
+      if (c.display !== 'chart') ctx.addIssue({ code: 'custom', path: ['display'], message: 'only report cards show as a number or a table' });
     }
   })
   .openapi('BoardCardWrite');
@@ -77,7 +87,7 @@ export const UpdateBoardBody = z
   .strict();
 
 const cardBase = {
-  id: z.number().int(), board_id: z.number().int(), position: z.number().int(), span: z.number().int(), height: CardHeight,
+  id: z.number().int(), board_id: z.number().int(), position: z.number().int(), span: z.number().int(), height: CardHeight, display: CardDisplay,
 };
 export const CardSchema = z
   .discriminatedUnion('card_type', [
@@ -108,7 +118,13 @@ export const ProjectQuery = z.object({ projectId: z.string().optional() });
  * `filters` join the board's, or replace them with `replace_filters` (someone trying a board without one of its filters).
  */
 export const BoardRunBody = z
-  .object({ date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), replace_filters: z.boolean().optional() })
+  .object({
+    date_range: BoardDateRange.nullable().optional(), filters: BoardFilters.optional(), replace_filters: z.boolean().optional(),
+    /** Recompute, bypassing the results cache (the new answers are stored); at most once per 30 s per caller and board (else answered from the cache, `refresh.refused`). */
+    refresh: z.boolean().optional(),
+    /** Run this card only (a card's own Refresh). */
+    card_id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+  })
   .strict();
 export type BoardRunBody = z.infer<typeof BoardRunBody>;
 export const BoardRunQuery = z.object({
@@ -117,6 +133,8 @@ export const BoardRunQuery = z.object({
   cardId: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
+export const BoardRefreshSchema = z.object({ refused: z.boolean(), next_allowed_at: z.number().int() }).openapi('BoardRefresh');
+
 const cardRunBase = { card_id: z.number().int(), report_id: z.number().int(), type: ReportTypeSchema, label: z.string() };
 export const BoardRunSchema = z
   .object({
@@ -124,8 +142,12 @@ export const BoardRunSchema = z
     /** The days the board's range covered at run time (null: each report ran over its own). */
     range: z.object({ from: z.string(), to: z.string() }).nullable(),
     ran_at: z.number().int(),
+    /** With `refresh: true`: whether it was refused (answered from the cache) and when the caller's next is allowed (Unix ms). */
+    refresh: BoardRefreshSchema.optional(),
     cards: z.array(z.discriminatedUnion('status', [
       z.object({ ...cardRunBase, status: z.literal('ok'), result: z.unknown(), warnings: z.array(z.string()),
+        /** When the answer was computed (Unix ms), now or earlier when it came from the results cache. */
+        computed_at: z.number().int(),
         /** Present when the card's answer came from the results cache: when it was computed (Unix ms). */
         cached_at: z.number().int().optional() }),
       z.object({ ...cardRunBase, status: z.literal('error'), error: z.object({ status: z.number().int(), error: z.string(), message: z.string().optional() }) }),

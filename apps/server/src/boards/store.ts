@@ -26,6 +26,8 @@ export interface CardRow {
   position: number;
   span: number;
   height: 'short' | 'medium' | 'tall';
+  /** How a report card shows its report (text cards: chart). */
+  display: 'chart' | 'number' | 'table';
 }
 
 /** A card as written: positions resolved, defaults applied. */
@@ -45,6 +47,7 @@ function toCard(r: Record<string, unknown>): CardRow {
     id: Number(r.id), board_id: Number(r.board_id), card_type: r.card_type as CardRow['card_type'],
     report_id: r.report_id == null ? null : Number(r.report_id), text: (r.text as string | null) ?? null,
     position: Number(r.position), span: Number(r.span), height: r.height as CardRow['height'],
+    display: r.display === 'number' || r.display === 'table' ? r.display : 'chart',
   };
 }
 
