@@ -3,7 +3,7 @@ import type { QueryExecutor } from './executor.js';
 import { route, type RouteSpec } from '../http/route.js';
 import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
-import { dateRange } from './range.js';
+import { bodyRange } from './ir/range.js';
 import { ANALYSES, type AnalysisDef } from './registry.js';
 
 /** The v0 analysis endpoints, one per declaration of the registry: every role may query; `projectId` in the body. */
@@ -13,8 +13,8 @@ export function queryRoutes(deps: Pick<Deps, 'projects' | 'config'>, executor: Q
     return route({
       method: 'post', path: `/api/query/${a.name}`, tag: 'Query', auth: 'api', body: a.body, response: a.response, summary: a.summary,
       handler: async ({ ctx, body }) => {
-        const { from, to, projectId } = body as { projectId?: unknown; from: unknown; to: unknown };
-        const range = dateRange(from, to, deps.config.maxQueryRangeDays);
+        const { projectId } = body as { projectId?: unknown };
+        const range = bodyRange(body as { from?: unknown; to?: unknown }, deps.config.maxQueryRangeDays);
         const project = await resolveProject(deps.projects, authOf(ctx), projectId);
         await executor.admit(authOf(ctx), project.id);
         return executor.analysis(project, a, body, range, 'endpoint');

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../limits.js';
+import { DateRangeSpecSchema } from './date-range-spec.js';
 
 export const PropertyFilterSchema = z
   .object({
@@ -18,6 +19,11 @@ const EventName = z.string().min(1).max(255);
 /** Dates are validated (and refused with `invalid date range`) by the handlers, so any string passes here. */
 const DateField = z.unknown().openapi({ type: 'string', format: 'date' });
 const ProjectIdField = z.union([z.string(), z.number()]).optional();
+/**
+ * Instead of from/to (not both): a range resolved on the day the query runs, so a saved report of
+ * "the last 30 days" keeps rolling (query/ir/range.ts's bodyRange). Retention and flows take it.
+ */
+const RollingRangeField = DateRangeSpecSchema.optional();
 
 export const SegmentationQuerySchema = z
   .object({
@@ -59,10 +65,10 @@ export type FunnelStep = z.infer<typeof FunnelStepSchema>;
 
 export const RetentionQuerySchema = z
   .object({
-    bornEvent: EventName, returnEvent: EventName, from: DateField, to: DateField,
+    bornEvent: EventName, returnEvent: EventName, from: DateField.optional(), to: DateField.optional(),
     unit: z.enum(['day', 'week']).default('week'),
     buckets: z.number().int().min(LIMITS.retentionBuckets.min).max(LIMITS.retentionBuckets.max).default(LIMITS.retentionBuckets.default),
-    projectId: ProjectIdField,
+    dateRange: RollingRangeField, projectId: ProjectIdField,
   })
   .strict()
   .openapi('RetentionQuery');
@@ -75,9 +81,9 @@ export const FlowsQuerySchema = z
     event: EventName.refine((e) => e !== '$all_events', { message: '$all_events is not allowed for flows' }),
     direction: z.enum(['after', 'before']),
     steps: z.number().int().min(LIMITS.flowsSteps.min).max(LIMITS.flowsSteps.max).default(LIMITS.flowsSteps.default),
-    from: DateField, to: DateField,
+    from: DateField.optional(), to: DateField.optional(),
     limit: z.number().int().min(LIMITS.flowsLimit.min).max(LIMITS.flowsLimit.max).default(LIMITS.flowsLimit.default),
-    projectId: ProjectIdField,
+    dateRange: RollingRangeField, projectId: ProjectIdField,
   })
   .strict()
   .openapi('FlowsQuery');

@@ -1,6 +1,6 @@
 import { badRequest } from '../http/errors.js';
 import { isRowId } from '../http/columns.js';
-import { dateRange } from '../query/range.js';
+import { bodyRange } from '../query/ir/range.js';
 import { analysisNamed, REPORT_TYPES, type ReportType } from '../query/registry.js';
 
 /** The v0 endpoint body a report type holds: its analysis's declaration (query/registry.ts) says. */
@@ -37,11 +37,12 @@ export async function checkReportQuery(
     const issue = parsed.error.issues[0];
     throw invalid(['query', ...issue.path].join('.'), issue.message);
   }
-  const body = parsed.data as { from: unknown; to: unknown; definitionId?: number };
+  const body = parsed.data as { from?: unknown; to?: unknown; definitionId?: number };
   try {
-    dateRange(body.from, body.to, maxRangeDays);
+    bodyRange(body, maxRangeDays);
   } catch {
-    throw invalid('query', 'invalid date range (from and to are YYYY-MM-DD, from <= to)');
+    const both = 'dateRange' in body && (body.from !== undefined || body.to !== undefined);
+    throw invalid('query', both ? 'give dateRange or from and to, not both' : 'invalid date range (from and to are YYYY-MM-DD, from <= to)');
   }
   if (type === 'metric') {
     const metric = isRowId(body.definitionId!) ? await metrics.get(body.definitionId!) : undefined;

@@ -1,5 +1,6 @@
 import { badRequest } from '../http/errors.js';
-import { dateRange, type DateRange } from '../query/range.js';
+import type { DateRange } from '../query/range.js';
+import { bodyRange } from '../query/ir/range.js';
 import { analysisNamed, spanOfAnalysis, spanOfIr } from '../query/registry.js';
 import type { PropertyFilter } from '../query/schema.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
@@ -110,7 +111,11 @@ function prepareV0(runner: ReportRunner, report: SavedReport, override: RunOverr
   const def = analysisNamed(report.type);
   const warnings: string[] = [];
   const body: Record<string, unknown> = { ...report.query };
-  if (override.dateRange) Object.assign(body, resolveDateRange(override.dateRange, now));
+  if (override.dateRange) {
+    // The board's range replaces the report's, rolling or fixed.
+    delete body.dateRange;
+    Object.assign(body, resolveDateRange(override.dateRange, now));
+  }
   if (override.filters?.length) {
     if (def.report?.filterable) {
       body.filters = withFilters(body.filters as PropertyFilter[] | undefined, override.filters);
@@ -120,7 +125,8 @@ function prepareV0(runner: ReportRunner, report: SavedReport, override: RunOverr
   }
   const parsed = def.body.safeParse(body);
   if (!parsed.success) throw badRequest('invalid report query', { message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
-  const spec = parsed.data as { from: unknown; to: unknown };
-  const range = dateRange(spec.from, spec.to, runner.config.maxQueryRangeDays);
+  const spec = parsed.data as { from?: unknown; to?: unknown };
+  // A rolling `dateRange` (retention, flows) resolves on the run's day: a board card rolls forward.
+  const range = bodyRange(spec, runner.config.maxQueryRangeDays, now);
   return { kind: 'v0', body: spec, range, warnings };
 }

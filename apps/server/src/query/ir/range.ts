@@ -22,6 +22,16 @@ export function resolveRange(spec: DateRangeSpec, maxDays: number, now = Date.no
   return dateRange(iso(from), iso(today), maxDays);
 }
 
+/**
+ * The range of a v0 body: its `dateRange` (retention and flows may keep one instead of fixed days,
+ * so a saved "last 30 days" rolls with the day it runs) resolved on `now`, else its `from`/`to`.
+ */
+export function bodyRange(body: { from?: unknown; to?: unknown; dateRange?: DateRangeSpec }, maxDays: number, now = Date.now()): DateRange {
+  if (body.dateRange === undefined) return dateRange(body.from, body.to, maxDays);
+  if (body.from !== undefined || body.to !== undefined) throw badRequest('invalid date range', { message: 'give dateRange or from and to, not both' });
+  return resolveRange(body.dateRange, maxDays, now);
+}
+
 /** The comparison range: the same length right before (`previous_period`) or shifted back `days`. */
 export function comparisonRange(range: DateRange, compare: Compare): DateRange {
   const shift = compare.kind === 'previous_period' ? range.toEndMs - range.fromMs : compare.days * DAY_MS;

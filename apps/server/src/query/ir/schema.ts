@@ -17,15 +17,7 @@ export const METRIC_IDS = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'] as 
 export const MetricIdSchema = z.enum(METRIC_IDS);
 export type MetricId = z.infer<typeof MetricIdSchema>;
 
-export const DATE_PRESETS = ['today', 'yesterday', '7d', '30d', '3m', '6m', '12m'] as const;
-/** Dates are checked (and refused with a plain `invalid date range`) when the range is resolved. */
-export const DateRangeSpecSchema = z
-  .discriminatedUnion('kind', [
-    z.object({ kind: z.literal('preset'), preset: z.enum(DATE_PRESETS) }).strict(),
-    z.object({ kind: z.literal('absolute'), from: z.string().max(32), to: z.string().max(32) }).strict(),
-  ])
-  .openapi('DateRangeSpec');
-export type DateRangeSpec = z.infer<typeof DateRangeSpecSchema>;
+export { DATE_PRESETS, DateRangeSpecSchema, type DateRangeSpec } from '../date-range-spec.js';
 
 export const IrFilters = z.array(PropertyFilterSchema).max(LIMITS.filtersPerQuery);
 const EventName = z.string().min(1).max(255);

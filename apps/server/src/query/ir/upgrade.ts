@@ -150,8 +150,8 @@ function fromV0(body: Record<string, unknown>, type: V0Type): { ok: true; doc: u
   const def = analysisNamed(type);
   const p = def.body.safeParse(doc);
   if (!p.success) return { ok: false, errors: zodIssues(p.error) };
-  const { from, to } = p.data as { from: unknown; to: unknown };
-  return { ok: true, doc: { v: IR_VERSION, dateRange: absolute(from, to), ...def.toIr(p.data) } };
+  const { from, to, dateRange } = p.data as { from: unknown; to: unknown; dateRange?: unknown };
+  return { ok: true, doc: { v: IR_VERSION, dateRange: dateRange ?? absolute(from, to), ...def.toIr(p.data) } };
 }
 
 const V1_OPS: Record<string, string> = { total: 'count', unique: 'unique', median: 'p50' };
