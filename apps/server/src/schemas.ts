@@ -19,8 +19,10 @@ export type { TrendResultSchema, IrFunnelResultSchema } from './query/ir/results
 export type { DrilldownPage, DrilldownSelection } from './query/ir/drilldown.js';
 export type { PropertyFilter, SegmentationResult, FunnelStep, RetentionRow, FlowsResult, SessionsResult } from './query/schema.js';
 export type { LexiconEventSchema, LexiconPropertySchema } from './lexicon/schema.js';
+export type { LexiconEntryBody } from './lexicon/schema.js';
+export type { AnnotationSchema } from './annotations/schema.js';
 export type { EventNameCountSchema, PropertySummarySchema, EventsResultSchema, UserDetailSchema, UsersResultSchema } from './data/schema.js';
 export type { FeatureFlagSchema, FlagEventSchema, FlagResultSchema, FlagRuleSchema, FlagVariantSchema } from './flags/schema.js';
-export type { CohortSchema, CohortMembersSchema } from './cohorts/schema.js';
+export type { CohortSchema, CohortMembersSchema, CohortPreviewSchema } from './cohorts/schema.js';
 export type { PrivacyRequestSchema } from './privacy/schema.js';
 export type { Role } from './auth/roles.js';

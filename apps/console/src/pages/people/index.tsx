@@ -2,9 +2,10 @@ import { useEffect, useState } from 'preact/hooks';
 import { useShell } from '../../context.js';
 import type { Cohort } from '../../types.js';
 import { api } from '../../api.js';
-import { Link, usePath } from '../../router.js';
+import { Link, navigate, usePath } from '../../router.js';
 import { personHref } from '../../links.js';
 import { peopleApi, type PrivacyRequest, type PrivacyType, type UsersResult } from './api.js';
+import { CohortBuilder } from './cohort-builder.js';
 import './people.css';
 
 export { PersonPage } from './person.js';
@@ -93,21 +94,29 @@ function PeopleList(props: { projectId: string }) {
 }
 
 function Cohorts(props: { projectId: string; cohortId?: string }) {
+  const { canWrite } = useShell();
   const [cohorts, setCohorts] = useState<Cohort[] | null>(null);
   const [members, setMembers] = useState<string[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
+  const creating = props.cohortId === 'new';
   useEffect(() => {
     api.cohorts(props.projectId).then(setCohorts, (e) => setError(e.message));
-  }, [props.projectId]);
+  }, [props.projectId, version]);
   useEffect(() => {
     setMembers(null);
-    if (props.cohortId) peopleApi.members(Number(props.cohortId)).then((m) => setMembers(m.members), (e) => setError(e.message));
-  }, [props.cohortId]);
+    if (props.cohortId && !creating) peopleApi.members(Number(props.cohortId)).then((m) => setMembers(m.members), (e) => setError(e.message));
+  }, [props.cohortId, version]);
   const chosen = cohorts?.find((c) => String(c.id) === props.cohortId);
   const base = `/projects/${props.projectId}/people?tab=cohorts`;
+  const saved = (c: Cohort) => {
+    setVersion((v) => v + 1);
+    navigate(`${base}&cohort=${c.id}`);
+  };
   return (
     <div class="people-split">
       <div>
+        {canWrite && <div class="toolbar cohort-toolbar"><Link href={`${base}&cohort=new`} class="button" aria-current={creating ? 'page' : undefined}>New cohort</Link></div>}
         {error && <p class="error" role="alert">{error}</p>}
         {!cohorts ? <p role="status" class="loading">Loading cohorts…</p> : cohorts.length === 0 ? <p class="muted">No cohort yet.</p> : (
           <ul class="list cohort-list" aria-label="Cohorts">
@@ -120,15 +129,24 @@ function Cohorts(props: { projectId: string; cohortId?: string }) {
           </ul>
         )}
       </div>
-      {props.cohortId && (
-        <section class="panel" aria-labelledby="cohort-title">
-          <h2 id="cohort-title">{chosen ? chosen.name : `Cohort ${props.cohortId}`}: members</h2>
-          {!members ? <p role="status" class="loading">Loading members…</p> : members.length === 0 ? <p class="muted">No member now.</p> : (
-            <ul class="list" aria-label="Cohort members">
-              {members.map((m) => <li><Link href={personHref(props.projectId, m)}>{m}</Link></li>)}
-            </ul>
+      {creating && canWrite && (
+        <CohortBuilder projectId={props.projectId} canWrite onSaved={saved} onCancel={() => navigate(base)} />
+      )}
+      {props.cohortId && !creating && (
+        <div>
+          {chosen && (
+            <CohortBuilder key={`${chosen.id}-${chosen.updated_at}`} projectId={props.projectId} cohort={chosen} canWrite={canWrite} onSaved={saved}
+              onDeleted={() => { setVersion((v) => v + 1); navigate(base); }} />
           )}
-        </section>
+          <section class="panel" aria-labelledby="cohort-title">
+            <h2 id="cohort-title">{chosen ? chosen.name : `Cohort ${props.cohortId}`}: members</h2>
+            {!members ? <p role="status" class="loading">Loading members…</p> : members.length === 0 ? <p class="muted">No member now.</p> : (
+              <ul class="list" aria-label="Cohort members">
+                {members.map((m) => <li><Link href={personHref(props.projectId, m)}>{m}</Link></li>)}
+              </ul>
+            )}
+          </section>
+        </div>
       )}
     </div>
   );
