@@ -97,6 +97,41 @@ describe("DuckDB's statement queue by rank", () => {
   });
 });
 
+describe("DuckDB's statement queue: the express lane", () => {
+  it('a read ranked better than the running read starts at once in the express lane, one at a time; writes and worse ranks wait', async () => {
+    const queue = new RankedStatementQueue(1000, true);
+    const order: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let openExpress!: () => void;
+    const expressGate = new Promise<void>((r) => (openExpress = r));
+    const statement = (name: string, rank?: number, wait?: Promise<void>) => queue.run(async (lane) => {
+      order.push(`${name} starts (${lane})`);
+      await wait;
+      order.push(`${name} ends`);
+      return lane;
+    }, rank);
+    const flood = statement('flood (rank 4)', 4, gate);
+    await sleep(10);
+    const quiet = statement('quiet (rank 1)', 1, expressGate);
+    const write = statement('write');
+    const other = statement('other (rank 2)', 2);
+    const worse = statement('worse (rank 4)', 4);
+    await sleep(10);
+    assert.deepEqual(order, ['flood (rank 4) starts (main)', 'quiet (rank 1) starts (express)'], 'the quiet read runs beside the flood; the lane holds one');
+    assert.deepEqual(queue.ranks(), [0, 2, 4], 'a write, the second better read and a worse one wait their turn');
+    openExpress();
+    assert.equal(await quiet, 'express');
+    open();
+    assert.deepEqual(await Promise.all([flood, write, other, worse]), ['main', 'main', 'main', 'main']);
+    assert.deepEqual(order.slice(2), ['quiet (rank 1) ends', 'flood (rank 4) ends', 'write starts (main)', 'write ends',
+      'other (rank 2) starts (main)', 'other (rank 2) ends', 'worse (rank 4) starts (main)', 'worse (rank 4) ends']);
+    // Nothing ranked runs: a read goes through the main lane.
+    assert.equal(await statement('alone (rank 1)', 1), 'main');
+    await queue.drained();
+  });
+});
+
 forEachBackend('query executor: report and board runs share the query rate limit', (backend) => {
   let t: TestService;
   let acme: Tenant;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { duckDbSettings } from './duckdb-settings.js';
-import { RankedStatementQueue } from './duckdb-queue.js';
+import { RankedStatementQueue, type Lane } from './duckdb-queue.js';
 import { FILL_EVENT_IDS, joinList, materializedValue, rowObjects, sameKey, splitList, str } from './duckdb-values.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
 import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
@@ -23,7 +23,9 @@ export class DuckDbEventStore implements EventStore {
   /** `ping` runs on its own connection: the statement chain may hold a long analysis. */
   private pingConn?: DuckDBConnection;
   /** DuckDB connections run one statement at a time: every statement passes this queue (reads by rank). */
-  private statements = new RankedStatementQueue();
+  private statements = new RankedStatementQueue(1000, true);
+  /** The express lane's connection (duckdb-queue.ts): a quiet organisation's read beside a flood's. */
+  private expressConn?: DuckDBConnection;
 
   constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, readonly materialized: MaterializedProperties = NO_MATERIALIZED) {}
 
@@ -36,8 +38,16 @@ export class DuckDbEventStore implements EventStore {
     return this.conn;
   }
 
-  private serialise<T>(work: () => Promise<T>, rank?: number): Promise<T> {
+  private serialise<T>(work: (lane: Lane) => Promise<T>, rank?: number): Promise<T> {
     return this.statements.run(work, rank);
+  }
+
+  /** The connection of a statement's lane: reads of the express lane run on a second one. */
+  private async laneConnection(lane: Lane): Promise<DuckDBConnection> {
+    const conn = await this.connection();
+    if (lane === 'main') return conn;
+    this.expressConn ??= await this.instance!.connect();
+    return this.expressConn;
   }
 
   async migrate(): Promise<void> {
@@ -401,8 +411,8 @@ export class DuckDbEventStore implements EventStore {
    * (duckdb-queue.ts); each statement still uses every DuckDB thread, since only one runs at once.
    */
   async query<T>(sql: string, opts: ReadOptions = {}): Promise<T[]> {
-    const reader = await this.serialise(async () => {
-      const conn = await this.connection();
+    const reader = await this.serialise(async (lane) => {
+      const conn = await this.laneConnection(lane);
       let timedOut = false;
       const timer = setTimeout(() => { timedOut = true; conn.interrupt(); }, this.limits.timeoutMs);
       try {
@@ -429,9 +439,11 @@ export class DuckDbEventStore implements EventStore {
     await this.statements.drained();
     this.conn?.closeSync();
     this.pingConn?.closeSync();
+    this.expressConn?.closeSync();
     this.instance?.closeSync();
     this.conn = undefined;
     this.pingConn = undefined;
+    this.expressConn = undefined;
     this.instance = undefined;
   }
 }
