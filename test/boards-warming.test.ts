@@ -4,7 +4,8 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { waitFor } from './support/processes.js';
 import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
-import { BoardWarmer } from '../apps/server/src/boards/warming.js';
+import { BOARD_WARM_LOCK, BoardWarmer } from '../apps/server/src/boards/warming.js';
+import { runExclusively } from '../apps/server/src/ports/metadata/knex.js';
 import { VIEW_RECORD_MS } from '../apps/server/src/boards/views.js';
 import { registry } from '../apps/server/src/metrics/registry.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
@@ -171,5 +172,52 @@ forEachBackend('boards: warming viewed boards in the background', (backend) => {
     assert.equal(second.computed, 1);
     assert.equal(second.cached, 2);
     assert.equal((await limited.pass()).unchanged, 1);
+  });
+});
+
+/** The worker role's loop itself: a pass every BOARD_WARM_INTERVAL_MS, one at a time across processes sharing PostgreSQL. */
+forEachBackend('boards: the worker warming loop', (backend) => {
+  let t: TestService;
+  before(async function () {
+    this.timeout(60_000);
+    t = await startTestService(backend, { BOARD_WARM_INTERVAL_MS: '300', RESULTS_CACHE_FRESH_MS: '600000' });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await t?.close();
+  });
+
+  it("the worker's loop warms a viewed board after a change; a second pass while one runs skips on PostgreSQL", async function () {
+    this.timeout(60_000);
+    const tenant = await createTenant(t, 'warm-loop');
+    const pid = tenant.project.id;
+    await loadDataset(t.svc.deps, pid, { events: REPORT_EVENTS, links: [] });
+    const member = t.client(tenant.tokens.member);
+    const rep = await member.post('/api/reports', { projectId: pid, name: 'views', type: 'segmentation', query: seg('view') });
+    const b = await member.post('/api/boards', { projectId: pid, name: 'Loop', cards: [{ reportId: rep.body.id }] });
+    assert.equal(b.status, 201, b.text);
+    const first = await member.post(`/api/boards/${b.body.id}/run`, {});
+    assert.equal(first.status, 200, first.text);
+    await waitFor('view recorded', async () => (await t.svc.deps.db('board_views').where({ board_id: b.body.id })).length === 1, 10_000);
+    const computed = async () => (await registry.getSingleMetric('tally_board_warm_cards_total')!.get()).values.find((v) => v.labels.outcome === 'computed')?.value ?? 0;
+    const before = await computed();
+    const time = Date.UTC(2024, 0, 6, 12);
+    const written = Date.now();
+    await t.svc.deps.events.writeEvents(pid, [{ project_id: pid, id: 930_001, event: 'view', distinct_id: 'loop', time, insert_id: 'loop', prop_keys: [], prop_values: [], prop_types: '', received_at: time }]);
+    await waitFor('a pass of the loop computed the card', async () => (await computed()) > before, 20_000);
+    const view = await member.post(`/api/boards/${b.body.id}/run`, {});
+    assert.ok(view.body.cards[0].cached_at >= written, JSON.stringify(view.body.cards[0]));
+    if (t.svc.deps.db.client.config.client === 'pg') {
+      // Two warmers on two pooled connections, as two worker processes: while one holds the pass, the other skips.
+      let release!: () => void;
+      const gate = new Promise<void>((r) => { release = r; });
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => { entered = r; });
+      const holder = runExclusively(t.svc.deps.db, BOARD_WARM_LOCK, async () => { entered(); await gate; return 'held'; });
+      await inside;
+      assert.equal(await new BoardWarmer(t.svc.deps, t.svc.services).passExclusively(), null);
+      release();
+      assert.equal(await holder, 'held');
+    }
   });
 });

@@ -125,6 +125,8 @@ forEachBackend('results cache shared by API processes', (backend) => {
     assert.equal(total(back.cards[0]), base + 1);
     // A privacy deletion (the privacy runner's store call) of that person.
     await t.svc.deps.events.deleteIdentities(pid, ['rcs-new']);
+    // Dead, and possibly naming the deleted person's values: gone at once, not when evicted.
+    assert.equal((await t.svc.deps.db('results_cache').where({ project_id: pid })).length, 0);
     const deleted = await run(second.url);
     assert.equal(deleted.cards[0].cached_at, undefined);
     assert.equal(total(deleted.cards[0]), base);

@@ -25,8 +25,8 @@ const NOT_AUDITED: Record<string, string> = {
   'POST /api/account/current-organization': 'a user preference',
 };
 
-/** What moves by itself or is not tenant state: rate-limit counters, the results cache's change numbers, last use of a credential. */
-const SKIPPED_TABLES = /^knex_|^sqlite_|rate|^results_versions$|^audit_log$/;
+/** What moves by itself or is not tenant state: rate-limit counters, the results cache's change numbers and shared answers, board views, last use of a credential. */
+const SKIPPED_TABLES = /^knex_|^sqlite_|rate|^results_versions$|^results_cache$|^board_views$|^audit_log$/;
 const VOLATILE = new Set(['last_used_at']);
 
 forEachBackend('every write goes through a service and leaves an audit row', (backend) => {

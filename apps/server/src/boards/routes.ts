@@ -30,8 +30,6 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
   const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     const { executor } = services;
     await executor.admit(authOf(ctx), board.project_id);
-    // A person's view (not a machine's) makes the worker keep the board warm (warming.ts); never fails the run.
-    if (authOf(ctx).kind === 'user') services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
     let cards = await cardViews(deps.db, await boards.cards([board.id]));
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);
@@ -43,6 +41,8 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
       date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
       filters: adhoc.replace_filters ? adhoc.filters ?? [] : [...board.filters, ...(adhoc.filters ?? [])],
     };
+    // A person's view (not a machine's) makes the worker keep the board warm (warming.ts); recorded once the run is valid, never fails it.
+    if (authOf(ctx).kind === 'user') services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
     return runBoard({ executor, config: deps.config, log: deps.log }, await executor.scopeOf(board.project_id), effective, cards);
   };
   return [

@@ -34,6 +34,11 @@ export class BoardViews {
     );
   }
 
+  /** Forgets views older than `beforeMs` and those of deleted boards; answers how many rows went. */
+  async prune(beforeMs: number): Promise<number> {
+    return this.db('board_views').where('last_viewed_at', '<', beforeMs).orWhereNotIn('board_id', this.db('boards').select('id')).delete();
+  }
+
   /** Boards still existing that were viewed at or after `sinceMs`, most recently viewed first. */
   async since(sinceMs: number): Promise<ViewedBoard[]> {
     const rows = await this.db('board_views as v')

@@ -84,6 +84,7 @@ export class BoardWarmer {
   async pass(now = Date.now(), stopping: () => boolean = () => false): Promise<WarmPass> {
     const started = performance.now();
     const out: WarmPass = { projects: 0, unchanged: 0, computed: 0, cached: 0, failed: 0, engineMs: 0 };
+    await this.services.boardViews.prune(now - WARM_VIEWED_WITHIN_MS);
     const byProject = new Map<number, ViewedBoard[]>();
     for (const v of await this.services.boardViews.since(now - WARM_VIEWED_WITHIN_MS)) {
       byProject.set(v.projectId, [...(byProject.get(v.projectId) ?? []), v]);

@@ -35,6 +35,11 @@ export class DataVersions {
        ON CONFLICT (project_id, first_day, last_day) DO UPDATE SET version = results_versions.version + 1`,
       rows.flat(),
     );
+    // A whole project changed (a privacy delete, the project's deletion): its shared answers
+    // (shared-store.ts) are dead, and may name a deleted person's values (a breakdown): gone now,
+    // not when evicted. Bumps of every project (the identity fold) only invalidate.
+    const whole = touched.filter((t) => t.projectId !== EVERY_PROJECT && t.firstDay <= 0 && t.lastDay >= LAST_DAY).map((t) => t.projectId);
+    if (whole.length) await this.db('results_cache').whereIn('project_id', [...new Set(whole)]).delete();
   }
 
   /** Every day of a project (privacy deletes, a project's deletion); project 0 for all projects. */
