@@ -139,7 +139,7 @@ export function CohortBuilder(props: {
   const keys = props_.map((p) => p.key);
   const readOnly = !props.canWrite;
   return (
-    <form class="panel cohort-builder" aria-label={c ? `Cohort ${c.name}` : 'New cohort'} onSubmit={save}>
+    <form class="panel cohort-builder" aria-label={c ? `Cohort ${c.name}` : 'New cohort'} onSubmit={save} noValidate>
       <h2>{c ? (readOnly ? c.name : `Edit cohort: ${c.name}`) : 'New cohort'}</h2>
       {readOnly && <p class="muted small">Viewers see cohorts read-only.</p>}
       <datalist id="cohort-event-names">{events.map((e) => <option value={e} />)}</datalist>

@@ -45,7 +45,7 @@ export function SaveAsCohort(props: { projectId: string; title: string; total: n
         </p>
       )}
       {open && (
-        <form class="row" aria-label="Save as cohort" onSubmit={save}>
+        <form class="row" aria-label="Save as cohort" onSubmit={save} noValidate>
           <div class="field grow"><label for="save-cohort-name">Cohort name</label>
             <input id="save-cohort-name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} /></div>
           <button type="submit" class="primary" disabled={busy}>{busy ? 'Saving…' : `Save ${props.total.toLocaleString()} ${props.total === 1 ? 'person' : 'people'}`}</button>
