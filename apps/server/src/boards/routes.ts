@@ -41,8 +41,9 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
       date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
       filters: adhoc.replace_filters ? adhoc.filters ?? [] : [...board.filters, ...(adhoc.filters ?? [])],
     };
-    // A person's view (not a machine's) makes the worker keep the board warm (warming.ts); recorded once the run is valid, never fails it.
-    if (authOf(ctx).kind === 'user') services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
+    // A person's view (not a machine's) makes the worker keep the board warm (warming.ts): recorded once the run is valid (a
+    // write at most once a minute per board, else nothing), never failing it.
+    if (authOf(ctx).kind === 'user') await services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
     return runBoard({ executor, config: deps.config, log: deps.log }, await executor.scopeOf(board.project_id), effective, cards);
   };
   return [
