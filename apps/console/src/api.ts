@@ -51,13 +51,72 @@ export async function request<T>(method: string, path: string, body?: unknown, o
   } catch {
     data = undefined;
   }
-  if (!res.ok) {
-    const error = typeof data?.error === 'string' ? data.error : `HTTP ${res.status}`;
-    const details = Array.isArray(data?.errors) ? data.errors : undefined;
-    const message = typeof data?.message === 'string' ? joinError(error, data.message) : details?.length ? `${error}: ${details.map((d: any) => `${d.path || 'query'}: ${d.message}`).join('; ')}` : error;
-    throw new ApiError(res.status, error, message, details);
-  }
+  if (!res.ok) throw apiError(res.status, data);
   return data as T;
+}
+
+/** The API's error answer (`{error, message?, errors?}`) as an ApiError in its own words. */
+function apiError(status: number, data: any): ApiError {
+  const error = typeof data?.error === 'string' ? data.error : `HTTP ${status}`;
+  const details = Array.isArray(data?.errors) ? data.errors : undefined;
+  const message = typeof data?.message === 'string' ? joinError(error, data.message) : details?.length ? `${error}: ${details.map((d: any) => `${d.path || 'query'}: ${d.message}`).join('; ')}` : error;
+  return new ApiError(status, error, message, details);
+}
+
+export type BoardRunBody = { date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; replace_filters?: boolean; refresh?: boolean; card_id?: number };
+/** One line of a streamed board run (POST /api/boards/{id}/run with `Accept: application/x-ndjson`). */
+export type BoardStreamLine =
+  | { kind: 'board'; board: Board; range: BoardRun['range']; ran_at: number; refresh?: BoardRun['refresh'] }
+  | { kind: 'card'; card: CardRunAnswer }
+  | { kind: 'done'; board_id: number; range: BoardRun['range']; ran_at: number; cards: number; errors: number; refresh?: BoardRun['refresh'] }
+  | { kind: 'error'; error: { status: number; error: string; message?: string } };
+
+/**
+ * A board run as a stream: `onLine` gets each line the moment it arrives (the board first, then
+ * each card as it finishes, then a summary). Resolves when the stream ends; an answer refused
+ * before it starts (404, 429…) throws its ApiError, as `request` does. `quiet`: a refused
+ * session only throws (the caller is not the page on screen).
+ */
+export async function runBoardStream(boardId: number | string, body: BoardRunBody, onLine: (line: BoardStreamLine) => void, opts: { signal?: AbortSignal; quiet?: boolean } = {}): Promise<void> {
+  const s = session();
+  const headers: Record<string, string> = { accept: 'application/x-ndjson', 'content-type': 'application/json' };
+  if (s) headers.authorization = `Bearer ${s.token}`;
+  if (s?.orgId !== undefined) headers['x-tally-organization'] = String(s.orgId);
+  let res: Response;
+  try {
+    res = await fetch(`/api/boards/${boardId}/run`, { method: 'POST', headers, body: JSON.stringify(body), signal: opts.signal });
+  } catch (e) {
+    if (opts.signal?.aborted) throw e;
+    throw new ApiError(0, 'network error', 'The API could not be reached: check the connection and retry.');
+  }
+  if (res.status === 401 && s && !opts.quiet) {
+    signOut(location.pathname + location.search);
+    throw new ApiError(401, 'unauthorized', 'Your session ended: sign in again.');
+  }
+  if (!res.ok || !res.body) {
+    const text = await res.text();
+    let data: any;
+    try {
+      data = text ? JSON.parse(text) : undefined;
+    } catch {
+      data = undefined;
+    }
+    throw apiError(res.status, data);
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) rest += value;
+    let nl: number;
+    while ((nl = rest.indexOf('\n')) >= 0) {
+      const line = rest.slice(0, nl).trim();
+      rest = rest.slice(nl + 1);
+      if (line) onLine(JSON.parse(line) as BoardStreamLine);
+    }
+    if (done) break;
+  }
+  if (rest.trim()) onLine(JSON.parse(rest) as BoardStreamLine);
 }
 
 /** `not found` + `report not found` → `report not found`; `invalid report query` + `from: …` → both (the message alone may lack the reason). */
@@ -91,7 +150,7 @@ export const api = {
   /** One card with the board's saved range and filters. */
   runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${queryString({ cardId })}`),
   /** Every card with a range or filters for this run only (a viewer's unsaved choice). */
-  runBoard: (boardId: number, body: { date_range?: DateRangeSpec | null; filters?: PropertyFilter[]; replace_filters?: boolean }) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
+  runBoard: (boardId: number, body: BoardRunBody) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
   cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${queryString({ format: 'csv', cardId })}`, undefined, { raw: true }),
 
   reports: (projectId: string) => request<SavedReport[]>('GET', `/api/reports${queryString({ projectId })}`),

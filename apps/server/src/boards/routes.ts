@@ -11,7 +11,8 @@ import { resultToCsv } from '../reports/csv.js';
 import { sendCsv } from '../http/download.js';
 import type { Board } from './store.js';
 import { cardsToWrite, cardViews, listItem } from './cards.js';
-import { runBoard } from './run.js';
+import { runBoard, takeRefresh } from './run.js';
+import { streamBoardRun, wantsNdjson } from './run-stream.js';
 import type { Services } from '../services.js';
 import {
   BoardListItemSchema, BoardRunBody, BoardRunQuery, BoardRunSchema, BoardWithCardsSchema, CreateBoardBody, PREVIEW_CARDS, ProjectQuery, UpdateBoardBody,
@@ -24,13 +25,15 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
   const load = (ctx: Context, id: number) => inScope(authOf(ctx), id);
   const withCards = async (board: Board) => ({ ...board, cards: await cardViews(deps.db, await boards.cards([board.id])) });
   /**
-   * `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing).
-   * One token of the caller's query rate limit (the bucket of /api/query/*) per run; each card then passes the query executor.
+   * `adhoc`: a range and filters for this run only (a viewer exploring a board saves nothing), and
+   * `refresh` (taken from the caller's refresh allowance, takeRefresh). One token of the caller's
+   * query rate limit (the bucket of /api/query/*) per run; each card then passes the query executor.
    */
-  const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
+  const prepareRun = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     const { executor } = services;
     await executor.admit(authOf(ctx), board.project_id);
-    let cards = await cardViews(deps.db, await boards.cards([board.id]));
+    const layout = await cardViews(deps.db, await boards.cards([board.id]));
+    let cards = layout;
     if (cardId !== undefined) {
       cards = cards.filter((c) => c.id === cardId);
       if (cards.length === 0) throw notFound('card');
@@ -41,10 +44,17 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
       date_range: adhoc.date_range !== undefined ? adhoc.date_range : board.date_range,
       filters: adhoc.replace_filters ? adhoc.filters ?? [] : [...board.filters, ...(adhoc.filters ?? [])],
     };
+    const refresh = adhoc.refresh ? await takeRefresh(deps.rateLimits.counter, authOf(ctx), board.id, cardId) : undefined;
     // A person's view (not a machine's) makes the worker keep the board warm (warming.ts): recorded once the run is valid (a
     // write at most once a minute per board, else nothing), never failing it.
     if (authOf(ctx).kind === 'user') await services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
-    return runBoard({ executor, config: deps.config, log: deps.log }, await executor.scopeOf(board.project_id), effective, cards);
+    return { project: await executor.scopeOf(board.project_id), effective, layout, cards, refresh };
+  };
+  const runner = () => ({ executor: services.executor, config: deps.config, log: deps.log });
+  const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
+    const p = await prepareRun(ctx, board, cardId, adhoc);
+    const out = await runBoard(runner(), p.project, p.effective, p.cards, Date.now(), { refresh: p.refresh !== undefined && !p.refresh.refused });
+    return p.refresh ? { ...out, refresh: p.refresh } : out;
   };
   return [
     route({
@@ -94,8 +104,14 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
     }),
     route({
       method: 'post', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, body: BoardRunBody, response: BoardRunSchema,
-      summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add or replace filters for this run only); each card answers on its own (any role)",
-      handler: async ({ ctx, params, body }) => run(ctx, await load(ctx, params.id), undefined, body),
+      summary: "Runs every report card, the board's date range and filters over each report's (the body may replace the range and add or replace filters for this run only, `refresh: true` recomputes bypassing the results cache at most once per 30 s per caller, `card_id` runs one card); each card answers on its own (any role). With `Accept: application/x-ndjson` the answer streams: a first line with the board, one line per card as it finishes (cached first), a last summary line (docs/reports.md)",
+      handler: async ({ ctx, params, body }) => {
+        const board = await load(ctx, params.id);
+        if (!wantsNdjson(ctx)) return run(ctx, board, body.card_id, body);
+        const p = await prepareRun(ctx, board, body.card_id, body);
+        streamBoardRun(ctx, runner(), p.project, { ...board, cards: p.layout }, p.effective, p.cards, p.refresh);
+        return undefined;
+      },
     }),
     route({
       method: 'get', path: '/api/boards/{id}/run', tag: 'Boards', auth: 'api', params: IdParams, query: BoardRunQuery,

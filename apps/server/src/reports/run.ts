@@ -7,7 +7,7 @@ import { upgradeQuery } from '../query/ir/upgrade.js';
 import { irRanges } from '../query/ir/run.js';
 import type { QueryV2 } from '../query/ir/schema.js';
 import type { QueryExecutor, ProjectScope } from '../query/executor.js';
-import type { Cached } from '../results-cache/index.js';
+import type { CacheRunOptions, Cached } from '../results-cache/index.js';
 import type { Config } from '../config.js';
 import { LIMITS } from '../limits.js';
 import { isIrDocument } from './query.js';
@@ -24,6 +24,11 @@ export interface RunOverride {
 export interface ReportRunResult {
   result: unknown;
   warnings: string[];
+}
+
+/** The results cache's options (`refresh`, `onComputed`), and `gate`: wraps the computation when the cache misses (a board runs a few at once). */
+export interface ReportRunOptions extends CacheRunOptions {
+  gate?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 /** What a report run needs: the query executor every analysis passes, and the range limit. */
@@ -48,7 +53,7 @@ type Prepared =
  * (results-cache/): keyed by its type, stored query and override, over the days its kind reads.
  */
 export async function runReport(
-  runner: ReportRunner, project: ProjectScope, report: SavedReport, override: RunOverride = {}, now = Date.now(),
+  runner: ReportRunner, project: ProjectScope, report: SavedReport, override: RunOverride = {}, now = Date.now(), opts: ReportRunOptions = {},
 ): Promise<Cached<ReportRunResult>> {
   let prepared: Prepared | undefined;
   let failure: unknown;
@@ -59,12 +64,14 @@ export async function runReport(
     failure = err;
   }
   const parts = { t: report.type, q: report.query, o: normalOverride(override) };
-  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), async () => {
+  const compute = async (): Promise<ReportRunResult> => {
     if (!prepared) throw failure;
     if (prepared.kind === 'ir') return { result: await runner.executor.ir(project, prepared.query), warnings: prepared.warnings };
     const def = analysisNamed(report.type);
     return { result: await runner.executor.analysis(project, def, prepared.body, prepared.range, 'report'), warnings: prepared.warnings };
-  });
+  };
+  const gate = opts.gate;
+  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), gate ? () => gate(compute) : compute, { refresh: opts.refresh, onComputed: opts.onComputed });
 }
 
 /** The event times the prepared query reads, by its kind's declaration (undefined when its range does not resolve: the run answers that). */
