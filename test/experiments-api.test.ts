@@ -184,6 +184,14 @@ forEachBackend('experiments API', (backend) => {
     assert.deepEqual(r.exposures, { control: units('control'), treatment: units('treatment') });
     assert.equal(r.excludedMultipleVariants, EXCLUDED);
     assert.equal(r.experimentId, e.id);
+    // Exposures over time, by hand: every first exposure on 2024-01-10 (startAt's day) but t6's at endAt, ten days later.
+    const days = Array.from({ length: 11 }, (_, i) => new Date(T0 + i * 24 * H).toISOString().slice(0, 10));
+    const fresh = { control: [6, ...Array(10).fill(0)], treatment: [4, ...Array(9).fill(0), 1] };
+    const running = (xs: number[]) => xs.map((_, i) => xs.slice(0, i + 1).reduce((a, b) => a + b, 0));
+    assert.deepEqual(r.exposuresOverTime, {
+      days,
+      variants: (['control', 'treatment'] as const).map((key) => ({ key, new: fresh[key], cumulative: running(fresh[key]) })),
+    });
     assert.equal(r.engine, 'bayesian');
     // Each variant's numbers from the definitions: mean = total/units; conversion mean(1−mean), else (Σx² − total·mean)/(n − 1).
     for (const [i, m] of METRICS.entries()) {
@@ -246,6 +254,26 @@ forEachBackend('experiments API', (backend) => {
     const after = await owner.get(`/api/experiments/${e.id}/results`);
     assert.equal(after.body.cached_at, undefined);
     assert.equal(after.body.metrics[1].variants.find((v: { key: string }) => v.key === 'treatment').total, t2Before + 1);
+  });
+
+  it('cost guard: results over more variant-days than QUERY_MAX_CELLS are refused before running, naming what to narrow', async () => {
+    // Since 1970 and still running: about 20,000 days × 2 variants.
+    const e = (await owner.post('/api/experiments', body({ key: 'forever-exp', startAt: 0, endAt: null }))).body;
+    for (const path of ['results', 'analysis']) {
+      const res = await owner.get(`/api/experiments/${e.id}/${path}`);
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.body.error, /^query too large: 2 series × \d+ buckets exceeds 10000: narrow the experiment's dates \(startAt\/endAt\)$/);
+    }
+    // Narrowed to the data's ten days, the same experiment answers: under its own key only the
+    // exposures naming the flag count (c2, user-c3, t2, user-t3), all on startAt's day.
+    const narrowed = await owner.put(`/api/experiments/${e.id}`, { startAt: START, endAt: END });
+    assert.equal(narrowed.status, 200, narrowed.text);
+    const ok = await owner.get(`/api/experiments/${e.id}/results`);
+    assert.equal(ok.status, 200, ok.text);
+    assert.deepEqual(ok.body.exposuresOverTime, {
+      days: ['2024-01-10'],
+      variants: [{ key: 'control', new: [2], cumulative: [2] }, { key: 'treatment', new: [2], cumulative: [2] }],
+    });
   });
 
   it('analysis: a broken split is SampleRatioMismatch and not ok; a fine one is ok', async () => {

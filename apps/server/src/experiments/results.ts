@@ -4,8 +4,9 @@ import type { QueryContexts } from '../query/context.js';
 import type { DateRange } from '../query/range.js';
 import type { FeatureFlag } from '../flags/schema.js';
 import { analyzeMetrics, sampleRatioMismatch, type AnalysisSettings, type MetricResult } from './stats.js';
-import { experimentTotals, type ExposureSpec } from './sql.js';
-import type { DECISIONS, Experiment, ExperimentResults } from './schema.js';
+import { checkCells, type QueryGuard } from '../query/guard.js';
+import { experimentTotals, type ExposureDay, type ExposureSpec } from './sql.js';
+import type { DECISIONS, Experiment, ExperimentResults, ExposuresOverTime } from './schema.js';
 
 /** Settings a results request may override (`?engine=&sequential=&correction=`). */
 export interface ResultsOverrides {
@@ -17,6 +18,45 @@ export interface ResultsOverrides {
 export interface ResultsDeps {
   executor: QueryExecutor;
   contexts: QueryContexts;
+  guard: QueryGuard;
+}
+
+const DAY_MS = 86_400_000;
+const NARROW = ["the experiment's dates (startAt/endAt)"];
+
+/**
+ * The cost guard's estimate before running (400 `query too large: V series × D buckets exceeds N:
+ * narrow the experiment's dates`): the exposures over time have one value per variant and UTC day
+ * from startAt to endAt (or now, if sooner). Without a startAt the days are known only after
+ * running: `checkSeries` then checks the days the answer has.
+ */
+export function estimateResults(guard: QueryGuard, e: Pick<Experiment, 'startAt' | 'endAt'>, variants: number, now: number): void {
+  if (e.startAt === null) return;
+  const last = Math.max(e.startAt, Math.min(e.endAt ?? now, now));
+  checkCells(guard, variants, Math.floor(last / DAY_MS) - Math.floor(e.startAt / DAY_MS) + 1, NARROW);
+}
+
+/**
+ * New exposed units per UTC day per variant, from the first exposure's day to the last one's
+ * (days without any are 0), and their running sum: the last cumulative value is the variant's
+ * exposures. Days are `YYYY-MM-DD`.
+ */
+export function exposuresOverTime(guard: QueryGuard, daily: ExposureDay[], variants: string[]): ExposuresOverTime {
+  if (daily.length === 0) return { days: [], variants: variants.map((key) => ({ key, new: [], cumulative: [] })) };
+  const first = Math.min(...daily.map((x) => x.day));
+  const n = Math.round((Math.max(...daily.map((x) => x.day)) - first) / DAY_MS) + 1;
+  checkCells(guard, variants.length, n, NARROW);
+  const fresh = new Map(variants.map((v) => [v, new Array<number>(n).fill(0)]));
+  for (const x of daily) fresh.get(x.variant)![Math.round((x.day - first) / DAY_MS)] += x.units;
+  const days = Array.from({ length: n }, (_, i) => new Date(first + i * DAY_MS).toISOString().slice(0, 10));
+  return {
+    days,
+    variants: variants.map((key) => {
+      let sum = 0;
+      const f = fresh.get(key)!;
+      return { key, new: f, cumulative: f.map((x) => (sum += x)) };
+    }),
+  };
 }
 
 /** The experiment's variants as its flag has them now: 409 when the flag or the control is gone, so the results never guess. */
@@ -35,19 +75,21 @@ function spanOf(e: Experiment, now: number): DateRange {
 }
 
 /**
- * The experiment's results: the per-unit aggregation in the engine (one statement through the
- * query executor's slot, served from the results cache while the project's events in its span and
+ * The experiment's results: the cost guard's estimate, then the per-unit aggregation in the
+ * engine (one statement through the query executor's slot, served from the results cache while the project's events in its span and
  * the experiment are unchanged), then the statistics of stats.ts on the per-variant totals.
  */
 export async function experimentResults(
   deps: ResultsDeps, project: ProjectScope, e: Experiment, flag: FeatureFlag | undefined, overrides: ResultsOverrides = {}, now = Date.now(),
 ): Promise<ExperimentResults> {
   const variants = variantsOf(e, flag);
+  estimateResults(deps.guard, e, variants.length, now);
   const spec: ExposureSpec = {
     experimentKey: e.key, flagKey: e.flagKey, variants: variants.map((v) => v.key), startAt: e.startAt, endAt: e.endAt, metrics: e.metrics,
   };
   // The aggregation does not depend on the statistics' settings: every setting shares one entry.
-  const parts = { x: 'experiment', spec };
+  // `v: 2`: entries since the totals carry the days of first exposure.
+  const parts = { x: 'experiment', v: 2, spec };
   const { cached_at, ...totals } = await deps.executor.cached(project, now, parts, spanOf(e, now), () =>
     deps.executor.compiled(project, async (events) => experimentTotals(events, await deps.contexts.forProject(project.id), spec)));
   const settings: AnalysisSettings = {
@@ -70,6 +112,7 @@ export async function experimentResults(
     excludedMultipleVariants: totals.excludedMultipleVariants,
     srm: { pValue: srm.pValue, ok: srm.ok },
     metrics: analyzeMetrics(totals.metrics, e.control, settings),
+    exposuresOverTime: exposuresOverTime(deps.guard, totals.daily, variants.map((v) => v.key)),
     ...(cached_at !== undefined ? { cached_at } : {}),
   };
 }

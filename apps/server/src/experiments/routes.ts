@@ -32,7 +32,7 @@ export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor'
   const results = async (ctx: Context, e: Experiment, overrides: ResultsOverrides) => {
     await executor.admit(authOf(ctx), e.projectId);
     const project = await executor.scopeOf(e.projectId);
-    return experimentResults({ executor, contexts: services.analyses.contexts }, project, e, await experiments.flagOf(e), overrides);
+    return experimentResults({ executor, contexts: services.analyses.contexts, guard: deps.config.queryGuard }, project, e, await experiments.flagOf(e), overrides);
   };
   return [
     route({

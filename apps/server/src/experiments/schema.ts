@@ -124,6 +124,16 @@ export const MetricResultSchema = z
   .object({ id: z.string(), kind: z.enum(METRIC_KINDS), variants: z.array(VariantResultSchema) })
   .openapi('ExperimentMetricResult');
 
+export const ExposuresOverTimeSchema = z
+  .object({
+    /** UTC days (`YYYY-MM-DD`) from the first exposure's to the last one's. */
+    days: z.array(z.string()),
+    /** Per variant, per day: units first exposed that day (`new`, units in two variants left out) and the running sum. */
+    variants: z.array(z.object({ key: z.string(), new: z.array(z.number().int()), cumulative: z.array(z.number().int()) })),
+  })
+  .openapi('ExperimentExposuresOverTime');
+export type ExposuresOverTime = z.infer<typeof ExposuresOverTimeSchema>;
+
 export const ExperimentResultsSchema = z
   .object({
     experimentId: z.number().int(),
@@ -137,6 +147,7 @@ export const ExperimentResultsSchema = z
     excludedMultipleVariants: z.number().int(),
     srm: z.object({ pValue: z.number(), ok: z.boolean() }),
     metrics: z.array(MetricResultSchema),
+    exposuresOverTime: ExposuresOverTimeSchema,
     /** Present when the answer came from the results cache: when it was computed (Unix ms). */
     cached_at: z.number().int().optional(),
   })

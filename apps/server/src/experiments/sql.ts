@@ -22,6 +22,15 @@ export interface ExperimentTotals {
   exposures: Record<string, number>;
   excludedMultipleVariants: number;
   metrics: MetricTotals[];
+  /** New exposed units per UTC day of their first exposure, per variant (units seen in two variants left out). */
+  daily: ExposureDay[];
+}
+
+/** One UTC day (its start, Unix ms) of one variant: the units whose first exposure fell on it. */
+export interface ExposureDay {
+  day: number;
+  variant: string;
+  units: number;
 }
 
 /** Per-unit (identity cluster) time and value arrays of one metric: `mt{i}` times, `mv{i}` values (sum only). */
@@ -40,7 +49,9 @@ const values = (i: number) => `mv${i}`;
  *    values) of its events;
  * 3. per unit its value per metric: the events at or after `xt` (and before `xt` + windowHours)
  *    counted, converted to 0/1, or their values summed; 0 when none;
- * 4. per variant (units seen in two variants grouped apart as `multi`): units, Σ value, Σ value².
+ * 4. per variant and UTC day of the first exposure (units seen in two variants grouped apart as
+ *    `multi`): units, Σ value, Σ value². The days give the exposures over time; the totals are
+ *    their sums, folded in experimentTotals.
  */
 export function experimentSql(q: QueryContext, s: ExposureSpec): string {
   const { d } = q;
@@ -60,14 +71,33 @@ export function experimentSql(q: QueryContext, s: ExposureSpec): string {
     const cond = m.kind === 'sum' ? `(${base}) AND ${d.propIsNumber(m.property!)}` : base;
     metricConds.push(`(${cond})`);
     exprs.push([`f${i}`, d.flag(cond)]);
-    if (m.kind === 'sum') exprs.push([`s${i}`, `CASE WHEN ${cond} THEN ${d.propNumber(m.property!)} ELSE 0 END`]);
+    if (m.kind === 'sum') exprs.push([`s${i}`, d.toFloat(`CASE WHEN ${cond} THEN ${d.propNumber(m.property!)} ELSE 0 END`)]);
   });
-  const where = [
+  const span = [
     ...(s.startAt !== null ? [`time >= ${sqlInt(s.startAt)}`] : []),
     ...(s.endAt !== null ? [`time <= ${sqlInt(s.endAt)}`] : []),
-    `event IN ('$experiment_started', '$feature_flag_called') OR ${metricConds.join(' OR ')}`,
   ];
-  const events = d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, dedup: dedupOf(q), where, exprs });
+  const read = (where: string[], e: Array<[string, string]>) =>
+    d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, dedup: dedupOf(q), where: [...span, ...where], exprs: e });
+  // Reading the property lists is most of the scan's cost: when every metric is a plain event
+  // name, only exposures and sums' events need them, and the other metric events are read in a
+  // second branch by name alone (their lists never leave the storage). The branches' names are
+  // disjoint, so each event is read once.
+  const plain = s.metrics.every((m) => q.events.condition(m.event) === `event = ${str(m.event)}`);
+  const withProps = [...new Set(['$experiment_started', '$feature_flag_called', ...s.metrics.filter((m) => m.kind === 'sum').map((m) => m.event)])];
+  const byName = [...new Set(s.metrics.map((m) => m.event))].filter((n) => !withProps.includes(n));
+  const inList = (ns: string[]) => `event IN (${ns.map(str).join(', ')})`;
+  const events = !plain
+    ? read([`event IN ('$experiment_started', '$feature_flag_called') OR ${metricConds.join(' OR ')}`], exprs)
+    : byName.length === 0
+      ? read([inList(withProps)], exprs)
+      : `(SELECT * FROM ${read([inList(withProps)], exprs)} a UNION ALL SELECT * FROM ${read([inList(byName)], [
+        ['xv', `''`],
+        ...s.metrics.flatMap((m, i): Array<[string, string]> => [
+          [`f${i}`, d.flag(byName.includes(m.event) ? `event = ${str(m.event)}` : '1 = 0')],
+          ...(m.kind === 'sum' ? [[`s${i}`, d.toFloat('0')] as [string, string]] : []),
+        ]),
+      ])} b)`;
 
   const exposed = `xv != ''`;
   const perUnitCols = [
@@ -94,17 +124,18 @@ export function experimentSql(q: QueryContext, s: ExposureSpec): string {
     return m.kind === 'conversion' ? `${d.toFloat(`CASE WHEN ${n} > 0 THEN 1 ELSE 0 END`)} AS u${i}` : `${d.toFloat(n)} AS u${i}`;
   });
   const kept = ['xt', ...s.metrics.flatMap((m, i) => [times(i), ...(m.kind === 'sum' ? [values(i)] : [])])];
-  const perUnitValues = `SELECT CASE WHEN xn > 1 THEN 1 ELSE 0 END AS multi, xk, ${unitValues.join(', ')} FROM (${perUnit}) pu WHERE ${d.keep(kept)}`;
+  const perUnitValues = `SELECT CASE WHEN xn > 1 THEN 1 ELSE 0 END AS multi, xk, ${d.bucket('day', 'xt')} AS xd, ${unitValues.join(', ')} FROM (${perUnit}) pu WHERE ${d.keep(kept)}`;
   const sums = s.metrics.map((_, i) => `sum(u${i}) AS t${i}, sum(u${i} * u${i}) AS q${i}`);
-  return `SELECT multi, xk, count(*) AS units${sums.map((x) => `, ${x}`).join('')} FROM (${perUnitValues}) pv GROUP BY multi, xk`;
+  return `SELECT multi, xk, xd, count(*) AS units${sums.map((x) => `, ${x}`).join('')} FROM (${perUnitValues}) pv GROUP BY multi, xk, xd`;
 }
 
-/** Runs the aggregation and folds its few rows (one per variant) into totals for the statistics. */
+/** Runs the aggregation and folds its rows (one per variant and day of first exposure) into totals for the statistics. */
 export async function experimentTotals(events: EventStore, q: QueryContext, s: ExposureSpec): Promise<ExperimentTotals> {
   const rows = await events.query<Record<string, unknown>>(experimentSql(q, s));
   const exposures: Record<string, number> = Object.fromEntries(s.variants.map((v) => [v, 0]));
   const zero = () => ({ units: 0, total: 0, sumOfSquares: 0 });
   const perVariant = s.metrics.map(() => new Map(s.variants.map((v) => [v, zero()])));
+  const daily: ExposureDay[] = [];
   let excludedMultipleVariants = 0;
   for (const r of rows) {
     const units = Number(r.units);
@@ -114,13 +145,17 @@ export async function experimentTotals(events: EventStore, q: QueryContext, s: E
     }
     const key = String(r.xk);
     if (!(key in exposures)) continue;
-    exposures[key] = units;
-    s.metrics.forEach((_, i) => perVariant[i].set(key, { units, total: Number(r[`t${i}`]), sumOfSquares: Number(r[`q${i}`]) }));
+    exposures[key] += units;
+    daily.push({ day: Number(r.xd), variant: key, units });
+    s.metrics.forEach((_, i) => {
+      const t = perVariant[i].get(key)!;
+      perVariant[i].set(key, { units: t.units + units, total: t.total + Number(r[`t${i}`]), sumOfSquares: t.sumOfSquares + Number(r[`q${i}`]) });
+    });
   }
   const metrics: MetricTotals[] = s.metrics.map((m, i) => ({
     id: m.id,
     kind: m.kind,
     variants: s.variants.map((key) => ({ key, ...perVariant[i].get(key)! })),
   }));
-  return { exposures, excludedMultipleVariants, metrics };
+  return { exposures, excludedMultipleVariants, metrics, daily: daily.sort((a, b) => a.day - b.day || (a.variant < b.variant ? -1 : 1)) };
 }
