@@ -5,7 +5,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { drained, ingest } from './ingestion.support.js';
 import { statementsDuring } from './support/queries.js';
 import { bucket } from '../apps/flag-evaluation/src/index.js';
-import { LinkIndex, linkIndexOf } from '../apps/server/src/identity/link-index.js';
+import { LinkIndex } from '../apps/server/src/identity/link-index.js';
 import type { Db } from '../apps/server/src/ports/metadata/knex.js';
 
 /**
@@ -25,7 +25,7 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
   before(async () => {
     t = await startTestService(backend);
     acme = await createTenant(t, 'LinkIdx');
-    pollMs = linkIndexOf(db()).pollMs;
+    pollMs = t.svc.deps.links.pollMs;
     other = t.svc.deps.config.databaseUrl ? knex({ client: 'pg', connection: t.svc.deps.config.databaseUrl, pool: { min: 0, max: 1 } }) as Db : db();
     const flags = [
       { key: 'thirty', name: 'thirty', rules: [{ rolloutPct: 30 }] },
@@ -88,10 +88,10 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
     assert.deepEqual(sql.filter((q) => /\bidentity_links\b/.test(q.sql)).map((q) => q.sql), [], 'no identity link read');
     const naming = sql.filter((q) => q.bindings.some((b) => typeof b === 'string' && b.startsWith('hot-')));
     assert.deepEqual(naming.map((q) => q.sql), [], 'no statement names a requested id');
-    // What remains are the once-a-second refreshes (project token, live flags, the links counter)
+    // What remains are the once-a-second refreshes (project token, live flags and their change number, the links counter)
     // and the privacy runner's poll (a background worker): a few per second, none per request (150 requests ran).
     assert.ok(sql.length <= 6 * (Math.ceil(seconds) + 1), `${sql.length} statements in ${seconds.toFixed(2)} s: ${sql.map((q) => q.sql).join(' | ')}`);
-    for (const q of sql) assert.match(q.sql, /\b(identity_link_seq|projects|flags|privacy_requests)\b/, q.sql);
+    for (const q of sql) assert.match(q.sql, /\b(identity_link_seq|projects|flags|flag_revisions|privacy_requests)\b/, q.sql);
   });
 
   it('an /alias applied in this process is used by the very next evaluation (bucketing by the canonical id)', async () => {
@@ -100,13 +100,13 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
       const { user, device } = pair(`alias${attempt}`);
       assert.equal(await thirtyOn(device), false);
       assert.equal(await thirtyOn(user), true);
-      const seqBefore = linkIndexOf(db()).stats(pid())!.seq;
+      const seqBefore = t.svc.deps.links.stats(pid())!.seq;
       const r = await ingest(t, acme.project.token).post('/alias', { alias: device, distinct_id: user });
       assert.equal(r.status, 200, r.text);
       await drained(t);
       const on = await thirtyOn(device);
-      if (linkIndexOf(db()).stats(pid())!.seq !== seqBefore && attempt < 4) continue;
-      assert.equal(linkIndexOf(db()).stats(pid())!.seq, seqBefore, 'a poll ran in every attempt');
+      if (t.svc.deps.links.stats(pid())!.seq !== seqBefore && attempt < 4) continue;
+      assert.equal(t.svc.deps.links.stats(pid())!.seq, seqBefore, 'a poll ran in every attempt');
       assert.equal(on, true, 'the device now buckets as its user');
       assert.deepEqual((await evaluate(device)).split, (await evaluate(user)).split);
       break;

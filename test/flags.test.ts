@@ -6,7 +6,6 @@ import type { Client } from './support/http.js';
 import { bucket, evaluateFlag, pickVariant } from '../apps/flag-evaluation/src/index.js';
 import { isPostgres } from '../apps/server/src/ports/metadata/knex.js';
 import { DefinitionStore } from '../apps/server/src/definitions/store.js';
-import { linkIndexOf } from '../apps/server/src/identity/link-index.js';
 import type { CohortDefinition } from '../apps/server/src/cohorts/schema.js';
 
 const vectors = JSON.parse(readFileSync(new URL('./vectors/flag-bucketing.json', import.meta.url), 'utf8'));
@@ -63,7 +62,7 @@ forEachBackend('flags', (backend) => {
 
   const db = () => t.svc.deps.db;
   /** Links inserted straight into the store (as another process would) reach the evaluator within one poll (docs/flags.md). */
-  const linksPolled = () => new Promise((r) => setTimeout(r, linkIndexOf(db()).pollMs + 300));
+  const linksPolled = () => new Promise((r) => setTimeout(r, t.svc.deps.links.pollMs + 300));
   const rowCounts = async () => {
     const [{ n: flags }] = await db()('flags').count({ n: '*' });
     const [{ n: events }] = await db()('flag_events').count({ n: '*' });

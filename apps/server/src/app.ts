@@ -32,7 +32,7 @@ import { SharedCounter, staleAfterMs } from './http/rate-limit-shared.js';
 import { allRoutes } from './routes.js';
 import { createServices, type Services } from './services.js';
 import { consoleMiddleware } from './console/static.js';
-import { existingLinkIndex } from './identity/link-index.js';
+import { LinkIndex } from './identity/link-index.js';
 import { startWorkerRole, type BackgroundLoop } from './background/worker-role.js';
 import { startMetricsServer } from './metrics/server.js';
 import { instrumentHttpServer } from './metrics/http.js';
@@ -77,6 +77,7 @@ export async function buildDeps(config: Config, overrides: DepsOverrides = {}): 
     config, version: VERSION, log, db, events, buffer, orgs, projects, tenants,
     usage,
     audit: new AuditStore(db),
+    links: new LinkIndex(db),
     rateLimits: new RateLimits(config.rateLimits, rateCounter(config, db)),
     auth: new Authenticator(config.superadminKey, verifier, orgs, credentials, new MachineTokenStore(db), config.operatorKey),
   };
@@ -157,7 +158,7 @@ export async function startService(
       for (const w of workers) await w.stop();
       await deps.buffer.close();
       await deps.events.close();
-      existingLinkIndex(deps.db)?.stop();
+      deps.links.stop();
       await deps.db.destroy();
     },
   };

@@ -68,7 +68,7 @@ export function createServices(deps: Deps): Services {
   const checkReport = (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) =>
     checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
   const tenancy = tenancyServices(deps);
-  const flags = flagsDomain(db, analyses.membership, audit, tenancy.boundary);
+  const flags = flagsDomain(db, deps.links, analyses.membership, audit, tenancy.boundary);
   return {
     audit: deps.audit,
     analyses,

@@ -6,6 +6,7 @@ import { RemoteEvaluator } from './evaluator.js';
 import { LiveFlagsCache } from './live.js';
 import { FlagService } from './service.js';
 import { FlagStore } from './store.js';
+import type { LinkIndex } from '../identity/link-index.js';
 
 /** The flags domain's stores and services, built once at start-up. */
 export interface FlagsDomain {
@@ -14,8 +15,8 @@ export interface FlagsDomain {
   evaluator: RemoteEvaluator;
 }
 
-export function flagsDomain(db: Db, cohorts: CohortChecker, audit: AuditStore, boundary: TenancyBoundary): FlagsDomain {
+export function flagsDomain(db: Db, links: LinkIndex, cohorts: CohortChecker, audit: AuditStore, boundary: TenancyBoundary): FlagsDomain {
   const store = new FlagStore(db);
   const live = new LiveFlagsCache({ load: (projectId) => store.list(projectId, { includeArchived: false }), revisionOf: (projectId) => store.revision(projectId) });
-  return { service: new FlagService(store, live, cohorts, audit, boundary), live, evaluator: new RemoteEvaluator(db, cohorts) };
+  return { service: new FlagService(store, live, cohorts, audit, boundary), live, evaluator: new RemoteEvaluator(links, cohorts) };
 }

@@ -1,5 +1,4 @@
-import { linkIndexOf, type LinkIndex } from '../identity/link-index.js';
-import type { Db } from '../ports/metadata/knex.js';
+import type { LinkIndex } from '../identity/link-index.js';
 import { evaluateFlag, notFoundResult, type EvaluationIdentity, type FlagResult } from '@tally-analytics/flag-evaluation';
 import type { CohortChecker } from './cohorts.js';
 import type { FeatureFlag } from './schema.js';
@@ -42,11 +41,7 @@ const notInCohort = () => false;
  * without cohort rules touch no store once the project's links are loaded.
  */
 export class RemoteEvaluator {
-  readonly links: LinkIndex;
-
-  constructor(db: Db, private cohorts: CohortChecker) {
-    this.links = linkIndexOf(db);
-  }
+  constructor(readonly links: LinkIndex, private cohorts: CohortChecker) {}
 
   /**
    * Evaluates `flags` (non-archived flags of one project) for `distinctId`. `keys`, when given,

@@ -221,19 +221,3 @@ export class LinkIndex {
   }
 }
 
-const indexes = new WeakMap<Db, LinkIndex>();
-
-/** The link index of a metadata store (one per process and store), made on first use. */
-export function linkIndexOf(db: Db, opts?: LinkIndexOptions): LinkIndex {
-  let index = indexes.get(db);
-  if (!index) {
-    index = new LinkIndex(db, opts);
-    indexes.set(db, index);
-  }
-  return index;
-}
-
-/** The link index of `db` if this process made one (writers tell it what they changed). */
-export function existingLinkIndex(db: Db): LinkIndex | undefined {
-  return indexes.get(db);
-}

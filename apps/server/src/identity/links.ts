@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Deps } from '../deps.js';
 import { isPostgres, lockForUpdate, nowMs, type Db } from '../ports/metadata/knex.js';
-import { existingLinkIndex } from './link-index.js';
 
 /**
  * Writing identity links (the ingestion worker's job; readers use identity/store.ts and the SQL
@@ -168,7 +167,7 @@ export async function linkIdentities(deps: Deps, projectId: number, requests: Li
     const kept = made.map((l, i) => i).filter((i) => inserted.has(made[i].distinct_id));
     return { made: kept.map((i) => made[i]), madeBy: kept.map((i) => madeBy[i]), existed };
   });
-  existingLinkIndex(deps.db)?.applied(projectId, applied.made);
+  deps.links.applied(projectId, applied.made);
   return applied;
 }
 

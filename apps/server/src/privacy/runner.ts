@@ -2,7 +2,6 @@ import type { Deps } from '../deps.js';
 import { pollingLoop, type BackgroundLoop } from '../background/loop.js';
 import { int } from '../env.js';
 import { IdentityStore } from '../identity/store.js';
-import { existingLinkIndex } from '../identity/link-index.js';
 import { PrivacyStore, type PrivacyRequest } from './store.js';
 import { PrivacyService } from './service.js';
 
@@ -46,7 +45,7 @@ export async function executeRequest(deps: Deps, store: PrivacyStore, r: Privacy
     await deps.db('identity_links').where({ project_id: r.project_id })
       .andWhere((q) => q.whereIn('distinct_id', chunk).orWhereIn('canonical_id', chunk)).delete();
   }
-  existingLinkIndex(deps.db)?.forget(r.project_id);
+  deps.links.forget(r.project_id);
   return ids;
 }
 
