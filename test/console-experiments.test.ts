@@ -11,7 +11,7 @@ import { drained, ev, ingest } from './ingestion.support.js';
  * purchases after them, an experiment created in the form on a flag with two variants (its metrics
  * picked from the lexicon's events), its results read back cell by cell against
  * `GET /api/experiments/{id}/results` (both engines), a broken split shown as an alert, the
- * decision in the list as `/analysis` gives it, keyboard reach, axe-core in both themes and at a
+ * decision in the list as `/analysis` gives it, exposures over time drawn and as a table, keyboard reach, axe-core in both themes and at a
  * phone's width, stop and delete.
  */
 
@@ -212,6 +212,31 @@ forEachBackend('web console: experiments', (backend) => {
     await compareWithApi(sum.name, sum.id, freq, freqFields);
   });
 
+  it('draws exposures over time (cumulative and new per day) with the numbers of GET /api/experiments/{id}/results', async function () {
+    this.timeout(60_000);
+    await page.goto(`${t.url}${expPath()}/${createdId}`);
+    await resultsShown();
+    const answer = (await t.client(token).get(`/api/experiments/${createdId}/results`)).body;
+    const series = answer.exposuresOverTime;
+    // 40 a side, all exposed within the last six hours: one or two UTC days.
+    assert.ok(series.days.length >= 1 && series.days.length <= 2, JSON.stringify(series));
+    assert.deepEqual(series.variants.map((v: any) => [v.key, v.cumulative.at(-1)]), [['control', 40], ['treatment', 40]]);
+    // The shared series chart draws it (a canvas inside the section).
+    await page.waitForSelector('.exposures-over-time canvas', { timeout: 30_000 });
+    const rowsOf = () => page.$$eval('.exposures-over-time table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => c.textContent!.trim())));
+    const want = (field: 'cumulative' | 'new') => series.days.map((d: string, i: number) => [d, ...series.variants.map((v: any) => String(v[field][i]))]);
+    await page.locator('::-p-aria([name="Table: exposures over time"][role="button"])').click();
+    await page.waitForSelector('.exposures-over-time table');
+    assert.deepEqual(await page.$$eval('.exposures-over-time thead th', (ths) => ths.map((th) => th.textContent)), ['Bucket', 'control', 'treatment']);
+    assert.deepEqual(await rowsOf(), want('cumulative'));
+    await page.locator('::-p-aria([name="New per day"][role="button"])').click();
+    await page.waitForFunction(() => document.querySelector('.exposures-over-time caption')?.textContent === 'Newly exposed people per day');
+    assert.deepEqual(await rowsOf(), want('new'));
+    // Back to the chart: the Table button again.
+    await page.locator('::-p-aria([name="Table: exposures over time"][role="button"])').click();
+    await page.waitForSelector('.exposures-over-time canvas');
+  });
+
   it('reaches the engine and the Table view from the keyboard', async function () {
     this.timeout(60_000);
     await page.goto(`${t.url}${expPath()}/${createdId}`);
@@ -226,7 +251,7 @@ forEachBackend('web console: experiments', (backend) => {
     let reached = false;
     for (let i = 0; i < 40 && !reached; i++) {
       await page.keyboard.press('Tab');
-      reached = await page.evaluate(() => (document.activeElement?.getAttribute('aria-label') ?? '').startsWith('Table: '));
+      reached = await page.evaluate(() => /^Table: (?!exposures over time$)/.test(document.activeElement?.getAttribute('aria-label') ?? ''));
     }
     assert.ok(reached, 'a Table button is reachable with Tab');
     await page.keyboard.press('Space');

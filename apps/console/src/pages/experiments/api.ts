@@ -89,6 +89,8 @@ export interface ExperimentResults {
   excludedMultipleVariants: number;
   srm: { pValue: number; ok: boolean };
   metrics: MetricResult[];
+  /** New exposed units per UTC day and variant (`YYYY-MM-DD` days), and their running sum. */
+  exposuresOverTime: { days: string[]; variants: Array<{ key: string; new: number[]; cumulative: number[] }> };
   cached_at?: number;
 }
 

@@ -4,7 +4,7 @@ import { Link, navigate } from '../../router.js';
 import { flagsApi, type Flag } from '../flags/api.js';
 import { experimentsApi, type Correction, type Engine, type Experiment, type ExperimentAnalysis, type ExperimentResults } from './api.js';
 import { DECISION_TEXT, utcDay } from './format.js';
-import { ExposuresView, MetricResultView } from './results.js';
+import { ExposuresOverTimeView, ExposuresView, MetricResultView } from './results.js';
 
 /**
  * One experiment: its settings, the decision on the primary metric, exposures with the
@@ -131,6 +131,7 @@ export function ExperimentDetail(props: { projectId: string; experimentId: strin
       {!results ? !resultsError && <p role="status" class="loading">Computing results…</p> : (
         <div class="experiment-results" data-settings={`${results.engine} ${results.sequential ? 'sequential' : 'fixed'} ${results.correction}`}>
           <ExposuresView results={results} split={split} />
+          <ExposuresOverTimeView results={results} />
           <h2>Metrics</h2>
           {results.metrics.map((m) => (
             <MetricResultView results={results} metric={m} def={exp.metrics.find((d) => d.id === m.id)} primary={m.id === exp.primaryMetricId} />

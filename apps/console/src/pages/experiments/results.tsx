@@ -1,4 +1,7 @@
 import { useState } from 'preact/hooks';
+import { SeriesChart } from '../../components/series-chart.js';
+import { ResultTable } from '../../components/result.js';
+import type { View } from '../../components/view.js';
 import type { ExperimentMetric, ExperimentResults, MetricResult, VariantResult } from './api.js';
 import { decidingValue, exact, num, pct, pLabel, pValue, signedPct, verdict } from './format.js';
 
@@ -181,6 +184,38 @@ export function ExposuresView(props: { results: ExperimentResults; split: Array<
       {r.excludedMultipleVariants > 0 && (
         <p class="muted small">{r.excludedMultipleVariants} {r.excludedMultipleVariants === 1 ? 'person was' : 'people were'} seen in more than one variant and left out.</p>
       )}
+    </section>
+  );
+}
+
+/**
+ * Exposed people over time: per variant, those first exposed each UTC day (New) or the running
+ * sum (Cumulative, whose last day is the Exposures table's count), drawn by the shared series
+ * chart; `Table` shows the same numbers.
+ */
+export function ExposuresOverTimeView(props: { results: ExperimentResults }) {
+  const { days, variants } = props.results.exposuresOverTime;
+  const [cumulative, setCumulative] = useState(true);
+  const [table, setTable] = useState(false);
+  const title = cumulative ? 'Exposed people over time (cumulative)' : 'Newly exposed people per day';
+  const view: View & { kind: 'series' } = {
+    kind: 'series', labels: days, annotations: [],
+    series: variants.map((v) => ({ name: v.key, data: cumulative ? v.cumulative : v.new, total: cumulative ? null : v.new.reduce((a, b) => a + b, 0) })),
+  };
+  return (
+    <section class="exposures-over-time" aria-labelledby="exposures-time-head">
+      <div class="card-head">
+        <h3 id="exposures-time-head">Exposures over time</h3>
+        <div class="tabs" role="group" aria-label="Exposures shown">
+          <button type="button" aria-pressed={cumulative} onClick={() => setCumulative(true)}>Cumulative</button>
+          <button type="button" aria-pressed={!cumulative} onClick={() => setCumulative(false)}>New per day</button>
+        </div>
+        <button type="button" aria-pressed={table} onClick={() => setTable(!table)} aria-label="Table: exposures over time">Table</button>
+      </div>
+      {days.length === 0 ? <p class="muted">No exposures yet.</p>
+        : table ? <ResultTable view={view} title={title} />
+        : <SeriesChart view={view} kind={cumulative ? 'line' : 'bar'} height={200} label={`${title}: chart`} />}
+      <p class="muted small">Days in UTC, by each person's first exposure; people seen in more than one variant are left out.</p>
     </section>
   );
 }
