@@ -98,6 +98,7 @@ async function main() {
     }
     await shot('audit-log', admin);
     if (!only.length || only.includes('experiments')) await experimentsShot(t, tenant, seed.token, browser, shot);
+    if (!only.length || only.includes('cohort-builder')) await cohortBuilderShot(t, tenant, seed.token, browser, shot);
   } finally {
     await browser.close();
     await t.close();
@@ -131,6 +132,25 @@ async function experimentsShot(t: TestService, tenant: Tenant, token: string, br
   await page.waitForSelector('.metric-result');
   await page.waitForFunction(() => document.querySelector('[data-decision]')?.getAttribute('data-decision'));
   await shot('experiments', page);
+}
+
+/** People > Cohorts > New cohort: two behaviour criteria matched all, with the size preview (a member, light, desktop). */
+async function cohortBuilderShot(t: TestService, tenant: Tenant, token: string, browser: Browser, shot: (name: string, on: Page) => Promise<void>) {
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(`${t.url}/projects/${tenant.project.id}/people?tab=cohorts&cohort=new`);
+  await signInWithToken(page, token);
+  await page.waitForSelector('form[aria-label="New cohort"]');
+  await page.locator('::-p-aria([name="Name"])').fill('Viewers who bought');
+  await page.locator('::-p-aria([name="Description"])').fill('Viewed a product and purchased in the last 30 days');
+  await page.locator('::-p-aria([name="Criterion 1 event"])').fill('Viewed product');
+  await page.locator('::-p-aria([name="Add behaviour criterion"][role="button"])').click();
+  await page.locator('::-p-aria([name="Criterion 2 event"])').fill('Purchased');
+  await page.waitForFunction(() => document.querySelector('.cohort-preview')?.getAttribute('aria-busy') === 'false' && !!document.querySelector('.cohort-preview strong'), { timeout: 15_000 });
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  await shot('cohort-builder', page);
+  await context.close();
 }
 
 main().then(() => process.exit(0), (e) => {
