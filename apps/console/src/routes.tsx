@@ -11,6 +11,8 @@ import { ExperimentsPage } from './pages/experiments/index.js';
 import { PeoplePage, PersonPage } from './pages/people/index.js';
 import { EventsPage } from './pages/events/index.js';
 import { AuditLogPage } from './pages/audit/index.js';
+import { LexiconPage } from './pages/lexicon/index.js';
+import { AnnotationsPage } from './pages/annotations/index.js';
 import type { Role } from './types.js';
 
 /**
@@ -34,6 +36,8 @@ export const ROUTES: Route[] = [
   { pattern: '/projects/:projectId/people', page: (p) => <PeoplePage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/people/:distinctId', page: (p) => <PersonPage key={p.distinctId} projectId={p.projectId} distinctId={p.distinctId} /> },
   { pattern: '/projects/:projectId/events', page: (p) => <EventsPage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/events/lexicon', page: (p) => <LexiconPage projectId={p.projectId} /> },
+  { pattern: '/projects/:projectId/events/annotations', page: (p) => <AnnotationsPage projectId={p.projectId} /> },
   { pattern: '/projects/:projectId/audit-log', page: (p) => <AuditLogPage projectId={p.projectId} /> },
 ];
 

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { DateRangeSpec } from '../types.js';
 
 const PRESETS: Array<[string, string]> = [['today', 'Today'], ['yesterday', 'Yesterday'], ['7d', 'Last 7 days'], ['30d', 'Last 30 days'], ['3m', 'Last 3 months'], ['6m', 'Last 6 months'], ['12m', 'Last 12 months']];
@@ -8,6 +8,12 @@ export function RangePicker(props: { value: DateRangeSpec | null; onChange: (r: 
   const v = props.value;
   const [from, setFrom] = useState(v?.kind === 'absolute' ? v.from : '');
   const [to, setTo] = useState(v?.kind === 'absolute' ? v.to : '');
+  // A value set from outside (a saved report opened after the first render) fills the fields.
+  const vFrom = v?.kind === 'absolute' ? v.from : undefined;
+  const vTo = v?.kind === 'absolute' ? v.to : undefined;
+  useEffect(() => {
+    if (vFrom !== undefined && vTo !== undefined) { setFrom(vFrom); setTo(vTo); }
+  }, [vFrom, vTo]);
   const selected = !v ? 'none' : v.kind === 'preset' ? v.preset : 'absolute';
   const onSelect = (s: string) => {
     if (s === 'none') props.onChange(null);

@@ -60,7 +60,7 @@ export function SeriesChart(props: {
     });
     const order = kind === 'stacked' ? [...shown].reverse() : shown;
     const bars = uPlot.paths.bars!({ size: [0.8, 80], align: 0 });
-    const annotationIdx = view.annotations.map((a) => ({ i: view.labels.findIndex((b) => b.slice(0, 10) === a.date.slice(0, 10)), a })).filter((x) => x.i >= 0);
+    const annotationIdx = view.annotations.map((a) => ({ i: annotationBucket(view.labels, a.date), a })).filter((x) => x.i >= 0);
     const axis = (side?: number): uPlot.Axis => ({ stroke: colors.text, grid: { stroke: colors.grid, width: 1, show: side !== 1 }, ticks: { stroke: colors.grid }, size: 50, ...(side ? { side, scale: 'y2' } : {}) });
 
     const opts: uPlot.Options = {
@@ -104,14 +104,18 @@ export function SeriesChart(props: {
             ctx.strokeStyle = colors.accent;
             ctx.setLineDash([4, 4]);
             ctx.lineWidth = 1;
+            const drawnAt: number[] = [];
             for (const { i } of annotationIdx) {
               const x = Math.round(u.valToPos(i, 'x', true));
+              drawnAt.push(x);
               ctx.beginPath();
               ctx.moveTo(x, u.bbox.top);
               ctx.lineTo(x, u.bbox.top + u.bbox.height);
               ctx.stroke();
             }
             ctx.restore();
+            // Where the lines are (canvas pixels), for tests and tools reading the chart.
+            el.dataset.annotationX = drawnAt.join(' ');
           },
         ],
         setCursor: [
@@ -217,11 +221,31 @@ export function SeriesChart(props: {
       ) : totals[0] ? <p class="muted small legend-note">{view.series[0].name}: {totals[0]}</p> : null}
       {view.annotations.length > 0 && (
         <ul class="annotations" aria-label="Annotations">
-          {view.annotations.map((a) => <li><time dateTime={a.date}>{a.date.slice(0, 10)}</time> {a.description}</li>)}
+          {view.annotations.map((a) => {
+            const i = annotationBucket(view.labels, a.date);
+            return <li data-bucket={i >= 0 ? view.labels[i] : undefined}><time dateTime={a.date}>{a.date.slice(0, 10)}</time> {a.description}</li>;
+          })}
         </ul>
       )}
     </div>
   );
+}
+
+/**
+ * The bucket an annotation's day falls in: the last bucket starting on or before it (a week's
+ * bucket is labelled with its Monday, a month's with its first day, an hour's with its hour), so
+ * a note on a Wednesday is drawn on its week. -1 before the first bucket or when labels are not dates.
+ */
+export function annotationBucket(labels: string[], date: string): number {
+  const at = Date.parse(`${date.slice(0, 10)}T00:00:00Z`);
+  if (!Number.isFinite(at)) return -1;
+  let found = -1;
+  for (let i = 0; i < labels.length; i++) {
+    const start = Date.parse(/^\d{4}-\d{2}-\d{2}$/.test(labels[i]) ? `${labels[i]}T00:00:00Z` : labels[i]);
+    if (!Number.isFinite(start) || start > at) break;
+    found = i;
+  }
+  return found;
 }
 
 /** The drawn series (by its index in the view) whose point at `idx` is closest to `top`. */

@@ -6,6 +6,8 @@ import { Link } from '../../router.js';
 import type { EventsResultSchema } from '@tally-analytics/server/schemas';
 import type { EventNameCount } from '../../types.js';
 import './events.css';
+import { EventsTabs } from '../lexicon/tabs.js';
+import '../lexicon/lexicon.css';
 
 type EventsResult = z.infer<typeof EventsResultSchema>;
 type EventRow = EventsResult['events'][number];
@@ -90,6 +92,7 @@ export function EventsPage(p: { projectId: string }) {
           <input id="events-distinct" value={distinctId} maxLength={255} onChange={(e) => setDistinctId((e.target as HTMLInputElement).value)} />
         </div>
       </div>
+      <EventsTabs projectId={p.projectId} current="" />
       <p class="sr-only" role="status" aria-live="polite">{announce}</p>
       {error && <p class="error" role="alert">{error}</p>}
       {!rows ? <p role="status" class="loading">Loading events…</p> : rows.length === 0 ? (
