@@ -104,6 +104,18 @@ forEachBackend('cohorts: static criteria', (backend) => {
     assert.deepEqual(r.body, { count: 1, sample: ['u2'] });
   });
 
+  it('ids with quotes, backslashes and non-ASCII characters are literals on both engines; NUL is refused', async () => {
+    const viewer = t.client(tenant.tokens.viewer);
+    const nul = await viewer.post('/api/cohorts/preview', { projectId: tenant.project.id, definition: listed(['nul\u0000id']) });
+    assert.equal(nul.status, 400, nul.text);
+    assert.match(nul.body.error, /ids\.0: must not contain NUL/);
+    for (const id of ['a\\b', "x' OR 1=1 --", 'é😀', '\\', "'"]) {
+      const r = await viewer.post('/api/cohorts/preview', { projectId: tenant.project.id, definition: { op: 'or', criteria: [{ kind: 'static', ids: [id] }, { kind: 'static', ids: ['u2'] }] } });
+      assert.equal(r.status, 200, `${JSON.stringify(id)}: ${r.text}`);
+      assert.deepEqual(r.body, { count: 1, sample: ['u2'] }, JSON.stringify(id));
+    }
+  });
+
   it('writes leave audit rows; a viewer cannot save one', async () => {
     const viewer = t.client(tenant.tokens.viewer);
     assert.equal((await viewer.post('/api/cohorts', { projectId: tenant.project.id, name: 'x', definition: listed(['u1']) })).status, 403);
