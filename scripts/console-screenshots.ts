@@ -99,6 +99,7 @@ async function main() {
     await shot('audit-log', admin);
     if (!only.length || only.includes('experiments')) await experimentsShot(t, tenant, seed.token, browser, shot);
     if (!only.length || only.includes('cohort-builder')) await cohortBuilderShot(t, tenant, seed.token, browser, shot);
+    if (!only.length || only.includes('lexicon') || only.includes('annotations')) await lexiconShots(t, tenant, seed.token, browser, shot);
   } finally {
     await browser.close();
     await t.close();
@@ -150,6 +151,41 @@ async function cohortBuilderShot(t: TestService, tenant: Tenant, token: string, 
   await page.waitForFunction(() => document.querySelector('.cohort-preview')?.getAttribute('aria-busy') === 'false' && !!document.querySelector('.cohort-preview strong'), { timeout: 15_000 });
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
   await shot('cohort-builder', page);
+  await context.close();
+}
+
+/** Events > Lexicon with entries written and one open for editing, and Events > Annotations (a member, light, desktop). */
+async function lexiconShots(t: TestService, tenant: Tenant, token: string, browser: Browser, shot: (name: string, on: Page) => Promise<void>) {
+  const pid = tenant.project.id;
+  const entries: Array<[string, string, Record<string, unknown>]> = [
+    ['events', 'Signed up', { displayName: 'Sign-up', description: 'An account was created (web or app).', tags: ['acquisition', 'core'] }],
+    ['events', 'Purchased', { displayName: 'Purchase', description: 'A checkout completed; amount is in euros.', tags: ['revenue', 'core'] }],
+    ['events', 'Viewed product', { description: 'A product page was opened.', tags: ['engagement'] }],
+    ['properties', 'plan', { displayName: 'Plan', description: 'The pricing plan at the time of the event.', tags: ['billing'] }],
+    ['properties', '$payload_size', { hidden: true, description: 'Added by ingestion.' }],
+  ];
+  for (const [kind, name, body] of entries) {
+    const r = await tenant.owner.put(`/api/lexicon/${kind}/${encodeURIComponent(name)}?projectId=${pid}`, body);
+    if (r.status !== 200) throw new Error(`lexicon ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const day = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+  for (const [n, description] of [[9, 'Spring email campaign sent'], [16, 'Mobile app 2.4 released']] as const) {
+    const r = await tenant.owner.post(`/api/annotations?projectId=${pid}`, { date: day(n), description });
+    if (r.status !== 201) throw new Error(`annotation: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(`${t.url}/projects/${pid}/events/lexicon`);
+  await signInWithToken(page, token);
+  await page.waitForSelector('table[aria-label="Events"] tbody tr');
+  await page.locator('button[aria-label="Edit Viewed product"]').click();
+  await page.waitForSelector('form[aria-label="Edit Viewed product"]');
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  await shot('lexicon', page);
+  await page.goto(`${t.url}/projects/${pid}/events/annotations`);
+  await page.waitForSelector('table[aria-label="Annotations by date"] tbody tr');
+  await shot('annotations', page);
   await context.close();
 }
 
