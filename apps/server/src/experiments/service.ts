@@ -7,6 +7,7 @@ import { isLettingGo, type TenancyBoundary } from '../auth/boundary.js';
 import { creatorOf } from '../audit/actor.js';
 import type { AuditStore } from '../audit/store.js';
 import type { FeatureFlag } from '../flags/schema.js';
+import { projectOrgId } from '../projects/store.js';
 import type { ExperimentFields, ExperimentStore } from './store.js';
 import type { CreateExperimentInput, Experiment, UpdateExperimentInput } from './schema.js';
 
@@ -53,7 +54,7 @@ export class ExperimentService {
    * auth/boundary.ts); a managed experiment takes writes only from its resource (409).
    */
   private async checkWriter(trx: Db, actor: Actor, e: Experiment): Promise<void> {
-    await this.boundary.check(trx, actor, await this.store.orgOf(trx, e.projectId));
+    await this.boundary.check(trx, actor, await projectOrgId(trx, e.projectId));
     assertOwnedBy(e.managedBy, actor.resource);
   }
 
@@ -93,7 +94,7 @@ export class ExperimentService {
     checkExperiment(fields, await this.flagByKey(projectId, fields.flagKey));
     try {
       return await this.db.transaction(async (trx) => {
-        await this.boundary.check(trx, actor, await this.store.orgOf(trx, projectId));
+        await this.boundary.check(trx, actor, await projectOrgId(trx, projectId));
         if (await this.store.keyTaken(trx, projectId, fields.key)) throw keyTaken(fields.key);
         const created = await this.store.create(trx, fields);
         await this.audit.recordInProject(trx, actor, projectId, { action: 'experiment.created', target: { kind: 'experiment', id: created.id }, after: created });

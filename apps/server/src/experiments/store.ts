@@ -57,11 +57,6 @@ export class ExperimentStore {
     return (await this.db('experiments').where({ project_id: projectId }).orderBy('id')).map(toExperiment);
   }
 
-  async orgOf(trx: Db, projectId: number): Promise<number | null> {
-    const row = await trx('projects').where({ id: projectId }).first('org_id');
-    return row ? num(row.org_id) : null;
-  }
-
   async keyTaken(trx: Db, projectId: number, key: string, except?: number): Promise<boolean> {
     const q = trx('experiments').where({ project_id: projectId, key });
     if (except !== undefined) q.whereNot({ id: except });

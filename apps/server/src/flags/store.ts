@@ -1,6 +1,7 @@
 import type { Db } from '../ports/metadata/knex.js';
 import { lockForUpdate } from '../ports/metadata/knex.js';
 import type { FeatureFlag, FlagAction, FlagEvent } from './schema.js';
+import { projectOrgId } from '../projects/store.js';
 
 /** A `flags` row as the drivers return it (PostgreSQL bigints as strings, SQLite booleans as 0/1). */
 interface FlagRow {
@@ -141,9 +142,8 @@ export class FlagStore {
   }
 
   /** The organisation of a project (null: none, or no such project). */
-  async orgOf(trx: Db, projectId: number): Promise<number | null> {
-    const row = await trx('projects').where({ id: projectId }).first('org_id');
-    return row ? num(row.org_id) : null;
+  orgOf(trx: Db, projectId: number): Promise<number | null> {
+    return projectOrgId(trx, projectId);
   }
 
   async keyTaken(trx: Db, projectId: number, key: string): Promise<boolean> {

@@ -18,6 +18,15 @@ export interface Project {
   rate_limit: number | null;
 }
 
+/**
+ * The organisation of a project inside a write's transaction (null: none, or no such project):
+ * what the tenancy boundary checks before a project's flags or experiments change.
+ */
+export async function projectOrgId(trx: Db, projectId: number): Promise<number | null> {
+  const row = await trx('projects').where({ id: projectId }).first('org_id');
+  return row && row.org_id !== null && row.org_id !== undefined ? Number(row.org_id) : null;
+}
+
 /** What a create or patch may set besides the name. */
 export interface ProjectLimits {
   retentionDays?: number | null;
