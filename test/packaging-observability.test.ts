@@ -195,7 +195,7 @@ describe('chart: PrometheusRule and Grafana dashboard', function () {
 
   it('the dashboard covers ingestion, queries, flags and the operator', async () => {
     const dash = JSON.parse(await readFile(DASHBOARD, 'utf8'));
-    assert.deepEqual(dash.panels.filter((p: any) => p.type === 'row').map((p: any) => p.title), ['Ingestion', 'Queries', 'Flags', 'Operator']);
+    assert.deepEqual(dash.panels.filter((p: any) => p.type === 'row').map((p: any) => p.title), ['Ingestion', 'Queries', 'Flags', 'Operator', 'Experiments']);
     assert.ok(dash.panels.filter((p: any) => p.type !== 'row').length >= 12);
   });
 
@@ -334,6 +334,7 @@ describe('HTTP areas', () => {
     assert.equal(areaOf('/api/query'), 'query');
     assert.equal(areaOf('/api/reports/3/run'), 'query');
     assert.equal(areaOf('/api/flags/4'), 'flags_admin');
+    assert.equal(areaOf('/api/experiments/4/results'), 'experiments');
     assert.equal(areaOf('/admin/orgs'), 'admin');
     assert.equal(areaOf('/health/ready'), 'health');
     assert.equal(areaOf('/../etc/passwd'), 'other');

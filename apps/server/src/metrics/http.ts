@@ -12,6 +12,7 @@ const AREAS: Array<[RegExp, string]> = [
   [/^\/flags(\/|$|\?)/, 'flags'],
   [/^\/api\/(query|reports|boards|cohorts|data)(\/|$|\?)/, 'query'],
   [/^\/api\/flags(\/|$|\?)/, 'flags_admin'],
+  [/^\/api\/experiments(\/|$|\?)/, 'experiments'],
   [/^\/(health|metrics)(\/|$|\?)/, 'health'],
   [/^\/(api|admin)\//, 'admin'],
 ];
@@ -25,7 +26,7 @@ export function areaOf(url: string | undefined): string {
 export const httpMetrics = {
   requests: new client.Counter({
     name: 'tally_http_requests_total',
-    help: 'HTTP requests answered by the API, by area (ingest, flags, query, flags_admin, admin, health, other) and status code',
+    help: 'HTTP requests answered by the API, by area (ingest, flags, query, flags_admin, experiments, admin, health, other) and status code',
     labelNames: ['area', 'code'] as const, registers: [registry],
   }),
   duration: new client.Histogram({
