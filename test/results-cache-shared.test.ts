@@ -155,10 +155,14 @@ forEachBackend('results cache shared by API processes', (backend) => {
     const shared = new SharedEntries(db, 40_000);
     const entry = (n: number) => ({ value: { pad: 'x'.repeat(9_000 + n) }, signature: 's', at: Date.now(), live: false, bytes: 0 });
     const now = Date.now();
-    for (let i = 0; i < 4; i++) await shared.set(`evict-${i}`, pid, entry(i), now + i * 120_000);
+    for (let i = 0; i < 4; i++) {
+      await shared.set(`evict-${i}`, pid, entry(i), now + i * 120_000);
+      await shared.settled();
+    }
     // Read the oldest: it becomes the most recently read (reads mark at most once a minute).
     assert.ok(await shared.get('evict-0', pid, now + 600_000));
     await shared.set('evict-4', pid, entry(4), now + 720_000);
+    await shared.settled();
     const left = (await db('results_cache').select('id')).map((r: any) => r.id);
     const size = await shared.size();
     assert.ok(size.bytes <= 40_000, JSON.stringify(size));

@@ -25,8 +25,9 @@ export const RESULTS_CACHE_DEFAULTS: ResultsCacheConfig = { freshMs: 60_000, max
 
 /** The results cache as configured: this process's memory, in front of the shared table when `mode` is `shared`. */
 export function openResultsCache(db: Db, config: ResultsCacheConfig, metadataOf: (projectId: number) => Promise<unknown>, log?: Logger): ResultsCache {
-  const shared = config.mode === 'shared' ? new SharedEntries(db, config.sharedMaxBytes ?? 512 * 1024 * 1024) : undefined;
-  return new ResultsCache(new DataVersions(db), config, metadataOf, shared, (err) => log?.error('results cache: shared table failed', { err: String(err) }));
+  const onError = (err: unknown) => log?.error('results cache: shared table failed', { err: String(err) });
+  const shared = config.mode === 'shared' ? new SharedEntries(db, config.sharedMaxBytes ?? 512 * 1024 * 1024, onError) : undefined;
+  return new ResultsCache(new DataVersions(db), config, metadataOf, shared, onError);
 }
 
 /** What names one answer: its project, the clock of the run (a board's cards share it) and everything else it depends on. */
@@ -48,16 +49,7 @@ export type Cached<V> = V & { cached_at?: number };
  * cache shared by every API process implements the same.
  */
 export interface ResultsCachePort {
-  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>>;
-}
-
-/**
- * `refresh`: compute again whatever is cached (a person's forced Refresh), and store the new answer;
- * `onComputed`: told when a fresh answer was computed (the `cached_at` later hits of it carry).
- */
-export interface CacheRunOptions {
-  refresh?: boolean;
-  onComputed?: (at: number) => void;
+  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>>;
 }
 
 /** JSON with object members in key order, so two spellings of one query share an entry. */
@@ -113,7 +105,7 @@ export class ResultsCache implements ResultsCachePort {
     return this.lru.bytes;
   }
 
-  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts: CacheRunOptions = {}): Promise<Cached<V>> {
+  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>> {
     if (!span || this.config.maxBytes <= 0) return compute();
     const id = sha(stable({ p: key.projectId, k: key.parts, span: [span.fromMs, span.toEndMs] }));
     const started = Date.now();
@@ -126,7 +118,7 @@ export class ResultsCache implements ResultsCachePort {
       this.metadata(key.projectId, key.at),
     ]);
     const signature = `${data}:${meta}`;
-    const servable = (e: Entry<object> | undefined): e is Entry<object> => !opts.refresh && !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
+    const servable = (e: Entry<object> | undefined): e is Entry<object> => !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
     const e = this.lru.get(id);
     if (servable(e)) {
       this.hits++;
@@ -142,7 +134,7 @@ export class ResultsCache implements ResultsCachePort {
     this.misses++;
     // Identical runs at once (one report on two cards, two people opening a board) compute once.
     const flight = `${id}:${signature}`;
-    let pending = opts.refresh ? undefined : this.inflight.get(flight);
+    let pending = this.inflight.get(flight);
     if (!pending) {
       pending = compute().then(async (value) => {
         const entry: Entry<object> = { value, signature, at: started, live, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + id.length };
@@ -155,9 +147,7 @@ export class ResultsCache implements ResultsCachePort {
       const forget = () => this.inflight.delete(flight);
       pending.then(forget, forget);
     }
-    const computed = await pending;
-    opts.onComputed?.(computed.at);
-    return computed.value as V;
+    return (await pending).value as V;
   }
 
   /**
