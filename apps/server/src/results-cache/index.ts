@@ -49,7 +49,16 @@ export type Cached<V> = V & { cached_at?: number };
  * cache shared by every API process implements the same.
  */
 export interface ResultsCachePort {
-  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>>;
+  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>>;
+}
+
+/**
+ * `refresh`: compute again whatever is cached (a person's forced Refresh), and store the new answer;
+ * `onComputed`: told when a fresh answer was computed (the `cached_at` later hits of it carry).
+ */
+export interface CacheRunOptions {
+  refresh?: boolean;
+  onComputed?: (at: number) => void;
 }
 
 /** JSON with object members in key order, so two spellings of one query share an entry. */
@@ -105,7 +114,7 @@ export class ResultsCache implements ResultsCachePort {
     return this.lru.bytes;
   }
 
-  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>): Promise<Cached<V>> {
+  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts: CacheRunOptions = {}): Promise<Cached<V>> {
     if (!span || this.config.maxBytes <= 0) return compute();
     const id = sha(stable({ p: key.projectId, k: key.parts, span: [span.fromMs, span.toEndMs] }));
     const started = Date.now();
@@ -118,7 +127,7 @@ export class ResultsCache implements ResultsCachePort {
       this.metadata(key.projectId, key.at),
     ]);
     const signature = `${data}:${meta}`;
-    const servable = (e: Entry<object> | undefined): e is Entry<object> => !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
+    const servable = (e: Entry<object> | undefined): e is Entry<object> => !opts.refresh && !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
     const e = this.lru.get(id);
     if (servable(e)) {
       this.hits++;
@@ -134,7 +143,7 @@ export class ResultsCache implements ResultsCachePort {
     this.misses++;
     // Identical runs at once (one report on two cards, two people opening a board) compute once.
     const flight = `${id}:${signature}`;
-    let pending = this.inflight.get(flight);
+    let pending = opts.refresh ? undefined : this.inflight.get(flight);
     if (!pending) {
       pending = compute().then(async (value) => {
         const entry: Entry<object> = { value, signature, at: started, live, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + id.length };
@@ -147,7 +156,9 @@ export class ResultsCache implements ResultsCachePort {
       const forget = () => this.inflight.delete(flight);
       pending.then(forget, forget);
     }
-    return (await pending).value as V;
+    const computed = await pending;
+    opts.onComputed?.(computed.at);
+    return computed.value as V;
   }
 
   /**
