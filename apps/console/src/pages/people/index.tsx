@@ -116,7 +116,7 @@ function Cohorts(props: { projectId: string; cohortId?: string }) {
   return (
     <div class="people-split">
       <div>
-        {canWrite && <div class="toolbar cohort-toolbar"><Link href={`${base}&cohort=new`} class="button" aria-current={creating ? 'page' : undefined}>New cohort</Link></div>}
+        {canWrite && <div class="toolbar cohort-toolbar"><button type="button" onClick={() => navigate(`${base}&cohort=new`)}>New cohort</button></div>}
         {error && <p class="error" role="alert">{error}</p>}
         {!cohorts ? <p role="status" class="loading">Loading cohorts…</p> : cohorts.length === 0 ? <p class="muted">No cohort yet.</p> : (
           <ul class="list cohort-list" aria-label="Cohorts">
