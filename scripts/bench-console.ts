@@ -12,10 +12,18 @@
  *   written before each first view changes every entry's signature);
  * - `cachedViewMs`: the same page loaded again (cards from the results cache);
  * - `apiCachedMs`: one POST /api/boards/{id}/run answered from the cache; `apiCachedCardsMs`: the
- *   12 cards from the cache as the board page asks for them (GET …/run?cardId=), one after the other;
+ *   12 cards from the cache one request each (GET …/run?cardId=, how the board page asked before
+ *   it streamed), one after the other; `apiCachedStreamMs`: the streamed run (Accept:
+ *   application/x-ndjson) from the cache, until its last line;
  * - `shellMs`: of each view, the part until the board's cards are laid out, before any answer
- *   (the console's files, the account, projects and board reads); `cachedCardRequestMs`: the
- *   median duration of one card's request in the cached views, as the browser's resource timing saw it.
+ *   (the console's files, the account and projects reads, and the board: the streamed run's
+ *   first line, its request started as the script loads); `cachedCardRequestMs`: the median
+ *   duration of the page's board run request in the cached views (one request for all 12 cards),
+ *   as the browser's resource timing saw it;
+ * - `firstCardViewMs`: of the first view (results cache empty), until the first card shows its
+ *   chart or its error;
+ * - `streamFirstCardMs` / `streamAllMs`: the API alone, one streamed run with the results cache
+ *   empty, until its first card line and until its last line.
  *
  * Medians of `--runs` (default 3). The browser holds the console's files in its cache after the
  * first load, as a person's browser would.
@@ -150,17 +158,41 @@ async function main() {
     const address = `${svc.url}/projects/${PROJECT}/boards/${board.id}`;
     const shell: number[] = [];
     let requests: number[] = [];
-    const view = async () => {
+    /** `firstCards`: where to note when the first card showed its chart or error. */
+    const view = async (firstCards?: number[]) => {
       const started = performance.now();
       await page.goto(address);
       // The page's own part: the console loaded, the board read, its cards laid out (no answer yet needed).
       await page.waitForFunction((n: number) => document.querySelectorAll('[role="figure"]').length === n, { polling: 'raf', timeout: 120_000 }, list.length);
       shell.push(performance.now() - started);
+      if (firstCards) {
+        await page.waitForFunction(() => [...document.querySelectorAll('[role="figure"]')].some((f) => f.querySelector('svg, canvas, [role="alert"]')), { polling: 'raf', timeout: 120_000 });
+        firstCards.push(performance.now() - started);
+      }
       await boardDrawn(page, list.length);
       const ms = performance.now() - started;
       // How long each card's own request took, as the browser saw it (the rest is the page's work).
-      requests.push(...(await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => e.name.includes('/run?cardId=')).map((e) => e.duration))));
+      requests.push(...(await page.evaluate(() => performance.getEntriesByType('resource').filter((e) => /\/run(\?cardId=|$)/.test(e.name)).map((e) => e.duration))));
       return ms;
+    };
+    /** The browser's first views: until the first card showed its chart or its error. */
+    const firstCards: number[] = [];
+    /** One streamed board run through the API alone: [ms to the first card line, ms to the last line]. */
+    const streamRun = async (): Promise<[number, number]> => {
+      const started = performance.now();
+      const res = await fetch(`${svc.url}/api/boards/${board.id}/run`, {
+        method: 'POST', body: '{}', headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
+      });
+      if (!res.ok || !res.body) throw new Error(`streamed run answered ${res.status}`);
+      let firstCardAt = 0;
+      let text = '';
+      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+        text += chunk;
+        if (!firstCardAt && text.includes('"kind":"card"')) firstCardAt = performance.now() - started;
+      }
+      const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+      if (lines.at(-1).kind !== 'done' || lines.at(-1).errors > 0) throw new Error(`streamed run: ${JSON.stringify(lines.at(-1))}`);
+      return [firstCardAt, performance.now() - started];
     };
     await view(); // the console's files into the browser's cache
     shell.length = 0;
@@ -171,11 +203,14 @@ async function main() {
     const apiCached: number[] = [];
     const cachedRequests: number[] = [];
     const apiCachedCards: number[] = [];
+    const apiCachedStream: number[] = [];
+    const streamFirst: number[] = [];
+    const streamAll: number[] = [];
     for (let r = 0; r < RUNS; r++) {
       api.push(await apiRun());
       // A new annotation changes what every entry was computed with: the next view misses.
       await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `run ${r}` });
-      first.push(await view());
+      first.push(await view(firstCards));
       requests = cachedRequests;
       cached.push(await view());
       requests = [];
@@ -186,6 +221,12 @@ async function main() {
       const c = performance.now();
       for (const card of board.cards) await benchApi(svc.url, 'GET', `/api/boards/${board.id}/run?cardId=${card.id}`);
       apiCachedCards.push(performance.now() - c);
+      apiCachedStream.push((await streamRun())[1]);
+      // The API alone, streamed, with the results cache empty again.
+      await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `stream ${r}` });
+      const [firstLine, all] = await streamRun();
+      streamFirst.push(firstLine);
+      streamAll.push(all);
       const missed = run.cards.filter((c: { cached_at?: number }) => c.cached_at === undefined).length;
       if (missed > 0) throw new Error(`${missed} cards were not served from the cache`);
       const errors = await page.$$eval('[role="figure"] [role="alert"]', (els) => els.map((e) => e.textContent));
@@ -197,15 +238,22 @@ async function main() {
       shellMs: Math.round(median(shell)),
       cachedCardRequestMs: Math.round(median(cachedRequests)),
       apiCachedCardsMs: Math.round(median(apiCachedCards)),
+      apiCachedStreamMs: Math.round(median(apiCachedStream)),
+      firstCardViewMs: Math.round(median(firstCards)),
+      streamFirstCardMs: Math.round(median(streamFirst)),
+      streamAllMs: Math.round(median(streamAll)),
     };
     console.log(`\n${ENGINE}, ${N} events, a board of ${list.length} cards over 30 days; median of ${RUNS}`);
     console.log(`  API alone, uncached (12 queries, 4 at a time): ${figures.apiMs} ms`);
     console.log(`  browser, first view (results cache empty):    ${figures.firstViewMs} ms`);
     console.log(`  browser, cached view:                         ${figures.cachedViewMs} ms`);
     console.log(`  API board run from the cache:                 ${figures.apiCachedMs} ms`);
-    console.log(`  browser, the board laid out before any answer: ${figures.shellMs} ms (console, account, projects, board)`);
-    console.log(`  one card's request in the cached view:        ${figures.cachedCardRequestMs} ms (median, as the browser saw it; 4 in flight)`);
+    console.log(`  browser, the board laid out before any answer: ${figures.shellMs} ms (console, account and projects, the run's first line)`);
+    console.log(`  browser, first view, the first card drawn:    ${figures.firstCardViewMs} ms`);
+    console.log(`  the board run request in the cached view:     ${figures.cachedCardRequestMs} ms (median, as the browser saw it; one request for all cards)`);
     console.log(`  the 12 cards from the cache, one request each, one after the other: ${figures.apiCachedCardsMs} ms`);
+    console.log(`  the streamed run from the cache:              ${figures.apiCachedStreamMs} ms`);
+    console.log(`  the streamed run, cache empty: first card ${figures.streamFirstCardMs} ms, last line ${figures.streamAllMs} ms`);
     if (JSON_OUT) console.log(JSON.stringify(figures));
   } finally {
     await browser.close();
