@@ -45,8 +45,8 @@ export type Cached<V> = V & { cached_at?: number };
 /**
  * The results cache as the query executor sees it (query/executor.ts): `span` is the event
  * times the computation reads (undefined: not cacheable, e.g. a range that does not resolve; the
- * computation then runs and answers its error). This process's memory now (ResultsCache); a
- * cache shared by every API process implements the same.
+ * computation then runs and answers its error). ResultsCache implements it: this process's
+ * memory, in front of the table every API process shares when RESULTS_CACHE=shared (shared-store.ts).
  */
 export interface ResultsCachePort {
   run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>>;
