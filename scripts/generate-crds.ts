@@ -13,7 +13,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { stringify } from 'yaml';
-import { GROUP, KINDS, VERSION, type KindDefinition } from '../operator/src/resources/index.js';
+import { GROUP, VERSION, type KindDefinition } from '../operator/src/resources/index.js';
+import { operatorKinds } from '../operator/src/registry.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -128,6 +129,7 @@ export function fileNameOf(def: KindDefinition): string {
 /** Every file of crds/ this generator owns, by name, with its content. */
 export function renderCrds(): Record<string, string> {
   const files: Record<string, string> = {};
+  const KINDS = operatorKinds().map((k) => k.definition);
   for (const def of KINDS) files[fileNameOf(def)] = HEADER + stringify(crdFor(def), { lineWidth: 0 });
   files['kustomization.yaml'] =
     HEADER +

@@ -5,7 +5,10 @@ import { parse } from 'yaml';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1/CustomResourceDefinition';
 import { CRD_DIR, driftedCrds, renderCrds } from '../scripts/generate-crds.js';
 import fc from 'fast-check';
-import { FeatureFlagSpecSchema, FlagSecretSpecSchema, KINDS, ProjectSpecSchema } from '../operator/src/resources/index.js';
+import { FeatureFlagSpecSchema, FlagSecretSpecSchema, ProjectSpecSchema } from '../operator/src/resources/index.js';
+import { operatorKinds } from '../operator/src/registry.js';
+
+const KINDS = operatorKinds().map((k) => k.definition);
 import { admit } from './support/kube/schema.js';
 
 async function committed(name: string): Promise<any> {
@@ -47,7 +50,7 @@ describe('CRDs (crds/)', () => {
       assert.deepEqual(untypedNodes(version.schema.openAPIV3Schema, def.kind, []), []);
       assert.deepEqual(version.subresources, { status: {} });
       const columns = version.additionalPrinterColumns.map((c: any) => c.name);
-      const own = { Organization: ['ID', 'Events', 'Quota'], ApiToken: ['Organization', 'Role', 'Secret'], Experiment: ['Flag', 'Exposures', 'Decision'] }[def.kind] ?? ['Project ID'];
+      const own = ({ Organization: ['ID', 'Events', 'Quota'], ApiToken: ['Organization', 'Role', 'Secret'], Experiment: ['Flag', 'Exposures', 'Decision'] } as Record<string, string[]>)[def.kind] ?? ['Project ID'];
       for (const name of ['Ready', ...own, 'Age']) assert.ok(columns.includes(name), `${def.kind} column ${name}`);
       assert.equal(crd.spec.scope, def.kind === 'Organization' ? 'Cluster' : 'Namespaced');
       assert.ok(crd.spec.names.shortNames.length > 0);

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { forEachBackend } from './support/backends.js';
 import { useKeyedOperatorWorld, waitFor } from './operator.support.js';
-import { KINDS, type KindName } from '../operator/src/kinds.js';
+import type { KindName } from '../operator/src/kinds.js';
+import { isClusterScoped, pluralOf } from '../operator/src/registry.js';
 
 /**
  * k8s/examples/tenant as a platform team applies it from Git, unchanged (no id filled in): admitted
@@ -18,8 +19,8 @@ forEachBackend('operator examples', (backend) => {
   const w = useKeyedOperatorWorld(backend, OPERATOR_KEY);
 
   const getAny = async (kind: KindName, name: string, namespace?: string) => {
-    if (!KINDS[kind].cluster) return w().get(kind, name, namespace);
-    return w().custom.getClusterCustomObject({ group: G, version: 'v1', plural: KINDS[kind].plural, name }).catch(() => undefined);
+    if (!isClusterScoped(kind)) return w().get(kind, name, namespace);
+    return w().custom.getClusterCustomObject({ group: G, version: 'v1', plural: pluralOf(kind), name }).catch(() => undefined);
   };
 
   it('k8s/examples/tenant: Organization, Project, FlagSecret, FeatureFlags and ApiToken become Ready with no number in Git', async function () {

@@ -8,7 +8,8 @@ import { FakeKube, projectSecret, type Grant, type SecretProjection } from './su
 import { DEFAULT_TIMING, type OperatorConfig, type OperatorTiming } from '../operator/src/config.js';
 import { startOperator, type RunningOperator } from '../operator/src/operator.js';
 import { OPERATOR_PERMISSIONS } from '../operator/src/permissions.js';
-import { KINDS, type AnyResource, type KindName } from '../operator/src/kinds.js';
+import type { AnyResource, KindName } from '../operator/src/kinds.js';
+import { pluralOf } from '../operator/src/registry.js';
 
 /**
  * The operator's scenario world: the fake Kubernetes API (RBAC enforced for the operator's user
@@ -88,7 +89,7 @@ export async function startWorld(backend: Backend, opts: { historyLimit?: number
   const core = admin.makeApiClient(CoreV1Api);
   const operators: RunningOperator[] = [];
   let n = 0;
-  const plural = (kind: KindName) => KINDS[kind].plural;
+  const plural = (kind: KindName) => pluralOf(kind);
   const world: World = {
     fake, svc, orgId: org.id, tenantDir, projection, custom, core, operators,
     async startOperator(overrides = {}) {

@@ -2,39 +2,39 @@ import { createHash } from 'node:crypto';
 import { InformerSet, type Cache } from './cache.js';
 import { statusDiffers, withCondition } from './conditions.js';
 import { Informer, type ChangeType } from './informer.js';
-import {
-  keyOf, parseKey, type AnyResource, type ApiTokenResource, type ExperimentResource, type FeatureFlagResource, type FlagSecretResource, type KindName,
-  type OrganizationResource, type ProjectResource,
-} from './kinds.js';
+import { keyOf, parseKey, type AnyResource, type KindName, type ResourceOf } from './kinds.js';
+import { changedItself, type AnyOperatorKind, type KindReconciler, type KindWatch } from './kinds/kind.js';
 import { MANAGED_SELECTOR, describeKubeError, statusOf, type ListPage, type SecretSelector } from './kube.js';
 import { WorkQueue, type QueueResult } from './queue.js';
 import type { Outcome, ReconcileContext, SecretDigest } from './reconcile/context.js';
-import { ManagedRecords, apiTokenSecretName, flagSecretSecretName } from './reconcile/context.js';
-import { reconcileApiToken } from './reconcile/apitoken.js';
-import { reconcileExperiment } from './reconcile/experiment.js';
-import { reconcileFeatureFlag } from './reconcile/featureflag.js';
-import { FlagSecretReconciler } from './reconcile/flagsecret.js';
-import { OrganizationReconciler } from './reconcile/organization.js';
-import { reconcileProject } from './reconcile/project.js';
+import { ManagedRecords } from './reconcile/context.js';
 import { TenantConfigWriter } from './reconcile/tenant-config.js';
+import { operatorKinds } from './registry.js';
 import type { OperatorDeps } from './operator.js';
 
 const TENANT_KEY = 'TenantConfig';
 const CRD_DELETING_CACHE_MS = 10_000;
 type Meta = { metadata: { namespace?: string; name?: string; resourceVersion?: string } };
+/** A watch as the controller runs it: the watching kind with one of its watches. */
+type Watcher = { kind: AnyOperatorKind; watch: KindWatch<KindName> };
 
 /**
- * What runs while this replica leads: informers (Organizations cluster-wide; the namespaced kinds
- * per watched namespace; only the Secrets the operator made, plus one small watch per Secret a
- * FlagSecret refers to), one work queue of keys, a reconciler per kind and the tenant config
- * writer. Status is written only when it differs; failures become Warning Events.
+ * What runs while this replica leads, for every kind of the registry (registry.ts): an informer
+ * (cluster-wide for a cluster-scoped kind, else per watched namespace), the watches it declares,
+ * and its reconciler; besides, only the Secrets the operator made, plus one small watch per Secret
+ * a kind refers to (FlagSecret's secretRef), one work queue of keys and the tenant config writer.
+ * Status is written only when it differs; failures become Warning Events. No code here is about
+ * one kind: a kind's module says what enqueues it and how it is reconciled.
  */
 export class Controller {
   readonly ctx: ReconcileContext;
   readonly queue: WorkQueue;
   readonly tenantConfig: TenantConfigWriter;
-  private readonly flagSecretReconciler: FlagSecretReconciler;
-  private readonly organizationReconciler: OrganizationReconciler;
+  private readonly kinds = new Map<KindName, AnyOperatorKind>();
+  private readonly caches = new Map<KindName, Cache<AnyResource>>();
+  private readonly reconcilers = new Map<KindName, KindReconciler<AnyResource>>();
+  /** Watched kind → the watches on it (of any kind, its own included). */
+  private readonly watchers = new Map<KindName, Watcher[]>();
   private readonly informers: Informer<any>[] = [];
   private readonly referenced: ReferencedSecrets;
   private readonly warned = new Map<string, number>();
@@ -59,18 +59,18 @@ export class Controller {
       return inf;
     };
     const crTransform = (kind: KindName) => (raw: any) => { raw.kind ??= kind; raw.metadata.namespace ??= ''; return raw; };
-    const perNamespace = <S extends AnyResource>(kind: KindName, plural: string, onChange: (t: ChangeType, o: S, old: S | undefined) => void) =>
-      new InformerSet<S>(namespaces.map((ns) => informerFor<S>(ns ? `${plural}/${ns}` : plural, (p) => kube.listResources(kind, ns, p) as never,
-        kube.resourceWatchPath(kind, ns), crTransform(kind), onChange)));
-
-    const organizations = new InformerSet<OrganizationResource>([informerFor<OrganizationResource>('organizations',
-      (p) => kube.listResources('Organization', undefined, p), kube.resourceWatchPath('Organization', undefined), crTransform('Organization'),
-      (t, o, old) => this.onOrganization(t, o, old))]);
-    const projects = perNamespace<ProjectResource>('Project', 'projects', (t, o, old) => this.onProject(t, o, old));
-    const flagSecrets = perNamespace<FlagSecretResource>('FlagSecret', 'flagsecrets', (t, o, old) => this.onFlagSecret(t, o, old));
-    const featureFlags = perNamespace<FeatureFlagResource>('FeatureFlag', 'featureflags', (t, o, old) => this.onFeatureFlag(t, o, old));
-    const apiTokens = perNamespace<ApiTokenResource>('ApiToken', 'apitokens', (t, o, old) => this.onApiToken(t, o, old));
-    const experiments = perNamespace<ExperimentResource>('Experiment', 'experiments', (t, o, old) => this.onExperiment(t, o, old));
+    for (const k of operatorKinds()) {
+      const { kind, plural } = k.definition;
+      const where = k.definition.scope === 'Cluster' ? [undefined] : namespaces;
+      this.kinds.set(kind, k);
+      this.caches.set(kind, new InformerSet<AnyResource>(where.map((ns) => informerFor<AnyResource>(ns ? `${plural}/${ns}` : plural,
+        (p) => kube.listResources(kind, ns, p), kube.resourceWatchPath(kind, ns), crTransform(kind), (t, o, old) => this.onResource(k, t, o, old)))));
+      for (const watch of (k.watches ?? []) as KindWatch<KindName>[]) {
+        const list = this.watchers.get(watch.kind) ?? [];
+        list.push({ kind: k, watch });
+        this.watchers.set(watch.kind, list);
+      }
+    }
     // Only the Secrets the operator labelled (minted ones) in the watched namespaces: memory does
     // not grow with the cluster's other Secrets.
     const labelled = new InformerSet<SecretDigest>(namespaces.map((ns) => informerFor<SecretDigest>(ns ? `secrets/${ns}` : 'secrets',
@@ -109,7 +109,8 @@ export class Controller {
     });
     this.ctx = {
       config, kube, api: deps.api, log: deps.log, metrics, records: new ManagedRecords(),
-      organizations, projects, flagSecrets, featureFlags, apiTokens, experiments, secrets,
+      cache: <K extends KindName>(kind: K) => this.cacheOf(kind) as unknown as Cache<ResourceOf<K>>,
+      secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
       crdBeingDeleted: (kind) => this.crdBeingDeleted(kind),
@@ -117,8 +118,12 @@ export class Controller {
       event: (obj, reason, message) => this.record(obj, 'Normal', reason, message),
     };
     this.tenantConfig = new TenantConfigWriter(this.ctx);
-    this.flagSecretReconciler = new FlagSecretReconciler(this.ctx);
-    this.organizationReconciler = new OrganizationReconciler(this.ctx);
+    for (const k of this.kinds.values()) this.reconcilers.set(k.definition.kind, k.reconciler(this.ctx) as KindReconciler<AnyResource>);
+  }
+
+  /** Every kind's cache, by kind (the resources gauge reads them). */
+  get resourceCaches(): Record<string, Cache<AnyResource>> {
+    return Object.fromEntries(this.caches);
   }
 
   get synced(): boolean {
@@ -148,90 +153,53 @@ export class Controller {
   }
 
   private resyncAll(): void {
-    const { organizations, projects, flagSecrets, featureFlags, apiTokens, experiments } = this.ctx;
-    for (const c of [organizations, projects, flagSecrets, featureFlags, apiTokens, experiments] as Cache<AnyResource>[]) for (const o of c.list()) this.queue.add(keyOf(o));
+    for (const c of this.caches.values()) for (const o of c.list()) this.queue.add(keyOf(o));
     this.queue.add(TENANT_KEY);
   }
 
   // --- events from the informers ---
 
-  private dependents(namespace: string, projectName: string): string[] {
-    const refs = [...this.ctx.flagSecrets.list(), ...this.ctx.featureFlags.list(), ...this.ctx.experiments.list()];
-    return refs.filter((o) => o.metadata.namespace === namespace && o.spec?.projectRef?.name === projectName).map(keyOf);
-  }
-
   /**
-   * Everything that acts for an Organization (by name, or by the id of its organisation as the
-   * records have it, before and after): it waits for it, or its namespaces changed.
+   * The objects a watch maps a change of `obj` to, and with `cascade` what watches those in turn
+   * (one level: an Organization's Projects, then what acts in their projects).
    */
-  private organizationDependents(org: OrganizationResource, formerId?: number): string[] {
-    const name = org.metadata.name;
-    const ids = new Set([this.ctx.records.organizations.get(keyOf(org)), formerId].filter((x): x is number => !!x));
-    const keys: string[] = [];
-    for (const p of this.ctx.projects.list()) {
-      if (p.spec?.organizationRef?.name === name || (p.spec?.organizationId && (ids.has(p.spec.organizationId) || ids.size === 0))) {
-        keys.push(keyOf(p), ...this.dependents(p.metadata.namespace, p.metadata.name));
-      }
+  private mapped(w: KindWatch<KindName>, obj: AnyResource): string[] {
+    const objs = (w.map as (ctx: ReconcileContext, o: AnyResource) => AnyResource[])(this.ctx, obj);
+    if (!w.cascade) return objs.map(keyOf);
+    return objs.flatMap((o) => [keyOf(o), ...(this.watchers.get(o.kind) ?? []).flatMap(({ watch }) =>
+      (watch.map as (ctx: ReconcileContext, o: AnyResource) => AnyResource[])(this.ctx, o).map(keyOf))]);
+  }
+
+  // A status change enqueues a reconcile too (changedItself): status is output only, so one
+  // written by anyone else is rewritten from the records. The operator's own writes do not loop:
+  // the reconcile that follows one finds the same status and writes nothing.
+
+  private onResource(k: AnyOperatorKind, type: ChangeType, obj: AnyResource, old: AnyResource | undefined): void {
+    if (changedItself(type, obj, old)) this.queue.add(keyOf(obj));
+    for (const { watch } of this.watchers.get(obj.kind) ?? []) {
+      const when = watch.when as ((t: ChangeType, o: AnyResource, old: AnyResource | undefined) => boolean) | undefined;
+      if (!when || when(type, obj, old)) for (const key of this.mapped(watch, obj)) this.queue.add(key);
     }
-    for (const t of this.ctx.apiTokens.list()) if (t.spec?.organizationRef?.name === name) keys.push(keyOf(t));
-    return keys;
+    if (k.referencedSecrets) this.syncReferencedSecrets();
+    if (k.feedsTenantConfig) this.queue.add(TENANT_KEY);
   }
 
-  // A status change enqueues a reconcile too: status is output only, so one written by anyone else
-  // is rewritten from the records. The operator's own writes do not loop: the reconcile that
-  // follows one finds the same status and writes nothing.
-
-  private onOrganization(type: ChangeType, obj: OrganizationResource, old: OrganizationResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
-    // What depends on the organisation it manages is enqueued when its record changes (process()).
-    if (type !== 'update' || specChanged(obj, old)) for (const k of this.organizationDependents(obj)) this.queue.add(k);
-    this.queue.add(TENANT_KEY);
-  }
-
-  private onProject(type: ChangeType, obj: ProjectResource, old: ProjectResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
-    const changedForDependents = type !== 'update' || !!old?.metadata.deletionTimestamp !== !!obj.metadata.deletionTimestamp;
-    if (changedForDependents) for (const k of this.dependents(obj.metadata.namespace, obj.metadata.name)) this.queue.add(k);
-    this.queue.add(TENANT_KEY);
-  }
-
-  private onFlagSecret(type: ChangeType, obj: FlagSecretResource, old: FlagSecretResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
-    // Another FlagSecret of the same Project may win or lose a conflict now.
-    if (type !== 'update' || !!old?.metadata.deletionTimestamp !== !!obj.metadata.deletionTimestamp) {
-      for (const fs of this.ctx.flagSecrets.list()) {
-        if (fs.metadata.namespace === obj.metadata.namespace && fs.spec?.projectRef?.name === obj.spec?.projectRef?.name && fs.metadata.uid !== obj.metadata.uid) this.queue.add(keyOf(fs));
-      }
+  /** One watch per Secret that some kind reads without having labelled it. */
+  private syncReferencedSecrets(): void {
+    const wanted: [string, string][] = [];
+    for (const k of this.kinds.values()) {
+      const refs = k.referencedSecrets as ((objs: AnyResource[]) => [string, string][]) | undefined;
+      if (refs) wanted.push(...refs(this.cacheOf(k.definition.kind).list()));
     }
-    this.referenced.sync(this.ctx.flagSecrets.list().filter((f) => f.spec?.secretRef && !f.metadata.deletionTimestamp).map((f) => [f.metadata.namespace, flagSecretSecretName(f)]));
-    this.queue.add(TENANT_KEY);
-  }
-
-  private onFeatureFlag(type: ChangeType, obj: FeatureFlagResource, old: FeatureFlagResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
-    // The Experiments that name it (flagRef) wait for its flag, or follow its key.
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) {
-      for (const e of this.ctx.experiments.list()) {
-        if (e.metadata.namespace === obj.metadata.namespace && e.spec?.flagRef?.name === obj.metadata.name) this.queue.add(keyOf(e));
-      }
-    }
-  }
-
-  private onExperiment(type: ChangeType, obj: ExperimentResource, old: ExperimentResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
-  }
-
-  private onApiToken(type: ChangeType, obj: ApiTokenResource, old: ApiTokenResource | undefined): void {
-    if (type !== 'update' || specChanged(obj, old) || statusChanged(obj, old)) this.queue.add(keyOf(obj));
+    this.referenced.sync(wanted);
   }
 
   private onSecret(_type: ChangeType, obj: SecretDigest): void {
     const { namespace, name } = obj.metadata;
-    for (const fs of this.ctx.flagSecrets.list()) {
-      if (fs.metadata.namespace === namespace && flagSecretSecretName(fs) === name) this.queue.add(keyOf(fs));
-    }
-    for (const t of this.ctx.apiTokens.list()) {
-      if (t.metadata.namespace === namespace && apiTokenSecretName(t) === name) this.queue.add(keyOf(t));
+    for (const k of this.kinds.values()) {
+      const secretName = k.secretName as ((o: AnyResource) => string) | undefined;
+      if (!secretName) continue;
+      for (const o of this.cacheOf(k.definition.kind).list()) if (o.metadata.namespace === namespace && secretName(o) === name) this.queue.add(keyOf(o));
     }
     if (namespace === this.deps.config.podNamespace && name === this.deps.config.tenantConfigSecret) this.tenantConfig.invalidate();
     this.queue.add(TENANT_KEY);
@@ -240,17 +208,17 @@ export class Controller {
   // --- processing one key ---
 
   private cacheOf(kind: KindName): Cache<AnyResource> {
-    const c = this.ctx;
-    const caches: Record<KindName, Cache<AnyResource>> = {
-      Organization: c.organizations, Project: c.projects, FlagSecret: c.flagSecrets, FeatureFlag: c.featureFlags, ApiToken: c.apiTokens, Experiment: c.experiments,
-    };
-    return caches[kind];
+    const c = this.caches.get(kind);
+    if (!c) throw new Error(`no informer for kind ${kind}`);
+    return c;
   }
 
   private async process(key: string): Promise<QueueResult> {
     if (key === TENANT_KEY) return this.processTenantConfig();
     const parsed = parseKey(key);
-    if (!parsed) return { kind: 'done' };
+    // A key of a kind that is not registered, or with the wrong scope for its kind, names nothing.
+    const k = parsed && this.kinds.get(parsed.kind);
+    if (!parsed || !k || (k.definition.scope === 'Cluster') !== (parsed.namespace === '')) return { kind: 'done' };
     const obj = this.cacheOf(parsed.kind).get(parsed.namespace, parsed.name);
     const { records } = this.ctx;
     if (!obj) {
@@ -272,7 +240,7 @@ export class Controller {
       }
       retrying = !!outcome.retry;
       await this.writeStatus(obj, outcome);
-      if (parsed.kind !== 'FeatureFlag' && parsed.kind !== 'ApiToken' && parsed.kind !== 'Experiment') this.queue.add(TENANT_KEY);
+      if (k.feedsTenantConfig) this.queue.add(TENANT_KEY);
       const failed = outcome.ready?.status === 'False';
       metrics.reconciles.inc({ kind: parsed.kind, result: failed ? (outcome.retry ? 'error' : 'waiting') : 'ok' });
       if (failed) {
@@ -312,21 +280,15 @@ export class Controller {
     }
   }
 
+  /** A reconcile changed what the service said `obj` manages: the watches that asked for it look again. */
   private recordChanged(obj: AnyResource): void {
-    if (obj.kind === 'Organization') for (const k of this.organizationDependents(obj as OrganizationResource)) this.queue.add(k);
-    if (obj.kind === 'Project') for (const k of this.dependents(obj.metadata.namespace, obj.metadata.name)) this.queue.add(k);
+    for (const { watch } of this.watchers.get(obj.kind) ?? []) if (watch.afterRecordChange) for (const key of this.mapped(watch, obj)) this.queue.add(key);
     this.queue.add(TENANT_KEY);
   }
 
   private reconcile(obj: AnyResource): Promise<Outcome | 'gone'> {
-    switch (obj.kind) {
-      case 'Organization': return this.organizationReconciler.reconcile(obj as OrganizationResource);
-      case 'Project': return reconcileProject(this.ctx, obj as ProjectResource);
-      case 'FlagSecret': return this.flagSecretReconciler.reconcile(obj as FlagSecretResource);
-      case 'ApiToken': return reconcileApiToken(this.ctx, obj as ApiTokenResource);
-      case 'Experiment': return reconcileExperiment(this.ctx, obj as ExperimentResource);
-      default: return reconcileFeatureFlag(this.ctx, obj as FeatureFlagResource);
-    }
+    const r = this.reconcilers.get(obj.kind)!;
+    return obj.metadata.deletionTimestamp ? r.finalize(obj) : r.reconcile(obj);
   }
 
   private async writeStatus(obj: AnyResource, outcome: Outcome): Promise<void> {
@@ -340,8 +302,8 @@ export class Controller {
   }
 
   private async processTenantConfig(): Promise<QueueResult> {
-    const c = this.ctx;
-    if (!c.organizations.synced || !c.projects.synced || !c.flagSecrets.synced || !c.secrets.synced) return { kind: 'after', ms: 100 };
+    const feeding = [...this.kinds.values()].filter((k) => k.feedsTenantConfig).map((k) => this.cacheOf(k.definition.kind));
+    if (!feeding.every((c) => c.synced) || !this.ctx.secrets.synced) return { kind: 'after', ms: 100 };
     try {
       return (await this.tenantConfig.sync()) ? { kind: 'done' } : { kind: 'after', ms: 50 };
     } catch (err) {
@@ -419,19 +381,6 @@ class ReferencedSecrets {
   async stopAll(): Promise<void> {
     await Promise.all([...this.watches.values()].map((i) => i.stop()));
   }
-}
-
-/** An update that the reconciler must look at: spec (generation), annotations or deletion changed. */
-function specChanged(obj: AnyResource, old: AnyResource | undefined): boolean {
-  if (!old) return true;
-  return obj.metadata.generation !== old.metadata.generation || !!obj.metadata.deletionTimestamp !== !!old.metadata.deletionTimestamp
-    || JSON.stringify(obj.metadata.annotations ?? {}) !== JSON.stringify(old.metadata.annotations ?? {})
-    || (obj.metadata.generation === undefined && obj.metadata.resourceVersion !== old.metadata.resourceVersion);
-}
-
-/** A status that is not what it was: the operator's own write, or someone else's, which it rewrites. */
-function statusChanged(obj: AnyResource, old: AnyResource | undefined): boolean {
-  return JSON.stringify(obj.status ?? {}) !== JSON.stringify(old?.status ?? {});
 }
 
 function digestSecret(raw: any): SecretDigest {

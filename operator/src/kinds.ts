@@ -10,17 +10,15 @@ export const FIELD_MANAGER = 'tally-operator';
 
 export { ADOPT_ANNOTATION } from './resources/meta.js';
 
-export type KindName = 'Organization' | 'Project' | 'FlagSecret' | 'FeatureFlag' | 'ApiToken' | 'Experiment';
-export const KINDS: Record<KindName, { plural: string; cluster?: boolean }> = {
-  Organization: { plural: 'organizations', cluster: true },
-  Project: { plural: 'projects' },
-  FlagSecret: { plural: 'flagsecrets' },
-  FeatureFlag: { plural: 'featureflags' },
-  ApiToken: { plural: 'apitokens' },
-  Experiment: { plural: 'experiments' },
-};
-/** The kinds that live in a namespace and act for an Organization that lists it. */
-export const NAMESPACED_KINDS = ['Project', 'FlagSecret', 'FeatureFlag', 'ApiToken', 'Experiment'] as const;
+/**
+ * The resource type of each kind, by kind name. Nothing is listed here: each kind module adds its
+ * own entry (`declare module '../kinds.js' { interface KindResources { Project: ProjectResource } }`),
+ * so KindName and AnyResource follow the registry (registry.ts) without a second list.
+ */
+export interface KindResources {}
+export type KindName = keyof KindResources & string;
+export type ResourceOf<K extends KindName> = KindResources[K];
+export type AnyResource = KindResources[KindName];
 
 export interface ObjectMeta {
   name: string;
@@ -51,9 +49,9 @@ export interface BaseStatus {
   conditions?: Condition[];
 }
 
-export interface Resource<Spec, Status extends BaseStatus> {
+export interface Resource<Kind extends string, Spec, Status extends BaseStatus> {
   apiVersion: string;
-  kind: KindName;
+  kind: Kind;
   metadata: ObjectMeta;
   spec: Spec;
   status?: Status;
@@ -61,99 +59,21 @@ export interface Resource<Spec, Status extends BaseStatus> {
 
 export type DeletionPolicy = 'Retain' | 'Delete';
 
-export interface OrganizationSpec {
-  displayName: string;
-  namespaces: string[];
-  monthlyEventQuota?: number;
-  members?: { email: string; role: string }[];
-  groups?: { name: string; role: string }[];
-  deletionPolicy?: DeletionPolicy;
-}
-export interface OrganizationUsage { month: string; events: number; monthlyEventQuota?: number }
-export interface OrganizationStatus extends BaseStatus { organizationId?: number; usage?: OrganizationUsage }
-export type OrganizationResource = Resource<OrganizationSpec, OrganizationStatus>;
-
-export interface RateLimit { requestsPer10Seconds: number }
-export interface ProjectSpec {
-  displayName: string;
-  organizationRef?: { name: string };
-  organizationId?: number;
-  retentionDays?: number;
-  rateLimit?: RateLimit;
-  deletionPolicy?: DeletionPolicy;
-}
-export interface ProjectStatus extends BaseStatus { projectId?: number; organizationId?: number; token?: string }
-export type ProjectResource = Resource<ProjectSpec, ProjectStatus>;
-
-export interface FlagSecretSpec { projectRef: { name: string }; secretRef?: { name: string; key?: string } }
-export interface FlagSecretStatus extends BaseStatus { projectId?: number; secretName?: string }
-export type FlagSecretResource = Resource<FlagSecretSpec, FlagSecretStatus>;
-
-export interface FeatureFlagSpec {
-  projectRef: { name: string };
-  key: string;
-  name: string;
-  description?: string | null;
-  active?: boolean;
-  type?: string;
-  variants?: { key: string; rolloutPct: number; payload?: unknown }[];
-  rules?: { rolloutPct: number; cohortId?: number; distinctIds?: string[]; variant?: string }[];
-  deletionPolicy?: DeletionPolicy;
-}
-export interface FeatureFlagStatus extends BaseStatus { projectId?: number; flagId?: number }
-export type FeatureFlagResource = Resource<FeatureFlagSpec, FeatureFlagStatus>;
-
-export interface ApiTokenSpec { organizationRef: { name: string }; role: 'viewer' | 'member' | 'admin'; secretName?: string }
-export interface ApiTokenStatus extends BaseStatus { organizationId?: number; tokenId?: number; secretName?: string }
-export type ApiTokenResource = Resource<ApiTokenSpec, ApiTokenStatus>;
-
-export interface ExperimentSpec {
-  projectRef: { name: string };
-  flagRef?: { name: string };
-  flagKey?: string;
-  key: string;
-  name?: string;
-  control?: string;
-  metrics: { id: string; name?: string; kind: string; event: string; property?: string; windowHours?: number }[];
-  primaryMetricId?: string;
-  engine?: string;
-  confidenceLevel?: number;
-  sequential?: boolean;
-  correction?: string;
-  startAt?: number | null;
-  endAt?: number | null;
-  deletionPolicy?: DeletionPolicy;
-}
-export interface ExperimentStatus extends BaseStatus {
-  projectId?: number;
-  experimentId?: number;
-  flagKey?: string;
-  exposures?: Record<string, number>;
-  totalExposures?: number;
-  srm?: { pValue: number; ok: boolean };
-  primary?: { metricId: string; variants: Record<string, unknown>[] };
-  decision?: string;
-  winner?: string | null;
-  resultsAt?: string;
-}
-export type ExperimentResource = Resource<ExperimentSpec, ExperimentStatus>;
-
-export type AnyResource = OrganizationResource | ProjectResource | FlagSecretResource | FeatureFlagResource | ApiTokenResource | ExperimentResource;
-
 /**
  * The owner the service records in `managed_by`: `<Kind>/<namespace>/<name>`, or `<Kind>/<name>`
- * for a cluster-scoped kind (Organization).
+ * for a cluster-scoped kind (Organization: its objects have namespace '').
  */
 export const resourceName = (kind: KindName, namespace: string, name: string) =>
-  KINDS[kind].cluster ? `${kind}/${name}` : `${kind}/${namespace}/${name}`;
+  namespace ? `${kind}/${namespace}/${name}` : `${kind}/${name}`;
 /** The queue key of an object (same text as its `managed_by`). */
 export const keyOf = (o: { kind: KindName; metadata: { namespace: string; name: string } }) => resourceName(o.kind, o.metadata.namespace, o.metadata.name);
+/** A key's parts (the controller checks that the kind is registered and its scope matches). */
 export function parseKey(key: string): { kind: KindName; namespace: string; name: string } | undefined {
   const parts = key.split('/');
   const kind = parts[0] as KindName;
-  if (!(kind in KINDS)) return undefined;
-  if (KINDS[kind].cluster) return parts.length === 2 && parts[1] ? { kind, namespace: '', name: parts[1] } : undefined;
+  if (!kind) return undefined;
+  if (parts.length === 2) return parts[1] ? { kind, namespace: '', name: parts[1] } : undefined;
   const [, namespace, name] = parts;
-  if (!name || parts.length !== 3) return undefined;
+  if (!namespace || !name || parts.length !== 3) return undefined;
   return { kind, namespace, name };
 }

@@ -2,7 +2,8 @@ import {
   ApiException, ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, V1MicroTime, Watch,
   setHeaderMiddleware, type ConfigurationOptions, type ObservableMiddleware, type V1Lease, type V1Secret,
 } from '@kubernetes/client-node';
-import { API_VERSION, FIELD_MANAGER, GROUP, KINDS, VERSION, type AnyResource, type KindName } from './kinds.js';
+import { API_VERSION, FIELD_MANAGER, GROUP, VERSION, type AnyResource, type KindName } from './kinds.js';
+import type { KindDefinition } from './resources/meta.js';
 
 /**
  * The Kubernetes calls the operator makes, on @kubernetes/client-node's generated clients. Every
@@ -45,7 +46,11 @@ export class Kube {
   readonly apiextensions: ApiextensionsV1Api;
   readonly watcher: Watch;
 
-  constructor(readonly kc: KubeConfig, readonly requestTimeoutMs = 30_000) {
+  private readonly definitions: Map<string, KindDefinition>;
+
+  /** `kinds`: the definitions of the registry's kinds (plural and scope of each). */
+  constructor(readonly kc: KubeConfig, readonly requestTimeoutMs: number, kinds: readonly KindDefinition[]) {
+    this.definitions = new Map(kinds.map((d) => [d.kind, d]));
     this.custom = kc.makeApiClient(CustomObjectsApi);
     this.core = kc.makeApiClient(CoreV1Api);
     this.coordination = kc.makeApiClient(CoordinationV1Api);
@@ -60,10 +65,29 @@ export class Kube {
 
   // --- custom resources ---
 
+  private definition(kind: KindName): KindDefinition {
+    const d = this.definitions.get(kind);
+    if (!d) throw new Error(`unknown kind ${kind}`);
+    return d;
+  }
+
+  pluralOf(kind: KindName): string {
+    return this.definition(kind).plural;
+  }
+
+  isClusterScoped(kind: KindName): boolean {
+    return this.definition(kind).scope === 'Cluster';
+  }
+
+  /** The name of a kind's CustomResourceDefinition (`<plural>.<group>`). */
+  crdName(kind: KindName): string {
+    return `${this.pluralOf(kind)}.${GROUP}`;
+  }
+
   async listResources(kind: KindName, namespace: string | undefined, opts: { limit?: number; continue?: string }): Promise<ListPage<AnyResource>> {
-    const plural = KINDS[kind].plural;
+    const plural = this.pluralOf(kind);
     const common = { group: GROUP, version: VERSION, plural, limit: opts.limit, _continue: opts.continue };
-    const list = namespace && !KINDS[kind].cluster
+    const list = namespace && !this.isClusterScoped(kind)
       ? await this.custom.listNamespacedCustomObject({ ...common, namespace }, this.opts())
       : await this.custom.listClusterCustomObject(common, this.opts());
     for (const item of list.items ?? []) item.kind ??= kind;
@@ -71,28 +95,28 @@ export class Kube {
   }
 
   resourceWatchPath(kind: KindName, namespace: string | undefined): string {
-    const plural = KINDS[kind].plural;
-    return namespace && !KINDS[kind].cluster ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
+    const plural = this.pluralOf(kind);
+    return namespace && !this.isClusterScoped(kind) ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${plural}` : `/apis/${GROUP}/${VERSION}/${plural}`;
   }
 
   /** Merge-patch of metadata/spec; with `resourceVersion` in the patch it fails with 409 on a stale object. */
   async patchResource(kind: KindName, namespace: string, name: string, body: object): Promise<AnyResource> {
-    if (KINDS[kind].cluster) {
-      return this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER }, this.opts(true));
+    if (this.isClusterScoped(kind)) {
+      return this.custom.patchClusterCustomObject({ group: GROUP, version: VERSION, plural: this.pluralOf(kind), name, body, fieldManager: FIELD_MANAGER }, this.opts(true));
     }
     return this.custom.patchNamespacedCustomObject(
-      { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body, fieldManager: FIELD_MANAGER },
+      { group: GROUP, version: VERSION, namespace, plural: this.pluralOf(kind), name, body, fieldManager: FIELD_MANAGER },
       this.opts(true),
     );
   }
 
   async patchStatus(kind: KindName, namespace: string, name: string, status: object): Promise<AnyResource> {
-    if (KINDS[kind].cluster) {
+    if (this.isClusterScoped(kind)) {
       return this.custom.patchClusterCustomObjectStatus(
-        { group: GROUP, version: VERSION, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER }, this.opts(true));
+        { group: GROUP, version: VERSION, plural: this.pluralOf(kind), name, body: { status }, fieldManager: FIELD_MANAGER }, this.opts(true));
     }
     return this.custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace, plural: KINDS[kind].plural, name, body: { status }, fieldManager: FIELD_MANAGER },
+      { group: GROUP, version: VERSION, namespace, plural: this.pluralOf(kind), name, body: { status }, fieldManager: FIELD_MANAGER },
       this.opts(true),
     );
   }
@@ -135,7 +159,7 @@ export class Kube {
   /** An Event about `involved`; cluster-scoped objects' Events go to `namespace` (the caller picks it). */
   async createEvent(namespace: string, involved: AnyResource, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const now = new Date();
-    const involvedNs = KINDS[involved.kind].cluster ? undefined : namespace;
+    const involvedNs = this.isClusterScoped(involved.kind) ? undefined : namespace;
     await this.core.createNamespacedEvent({
       namespace,
       body: {
@@ -160,7 +184,7 @@ export class Kube {
    */
   async crdBeingDeleted(kind: KindName): Promise<boolean> {
     try {
-      const crd = await this.apiextensions.readCustomResourceDefinition({ name: crdName(kind) }, this.opts());
+      const crd = await this.apiextensions.readCustomResourceDefinition({ name: this.crdName(kind) }, this.opts());
       return !!crd.metadata?.deletionTimestamp;
     } catch (err) {
       if (statusOf(err) === 404) return true;
@@ -190,8 +214,6 @@ export class Kube {
 
 export const microTime = (ms: number) => new V1MicroTime(ms);
 
-/** The name of a kind's CustomResourceDefinition (`<plural>.<group>`). */
-export const crdName = (kind: KindName) => `${KINDS[kind].plural}.${GROUP}`;
 
 /** The HTTP status of a failed Kubernetes call (ApiException or Watch error), undefined for network errors. */
 export function statusOf(err: unknown): number | undefined {

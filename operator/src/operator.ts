@@ -6,6 +6,7 @@ import { Kube } from './kube.js';
 import { LeaderElector } from './leader.js';
 import { OperatorMetrics, startProbeServer } from './metrics.js';
 import { LEASE_NAME } from './kinds.js';
+import { operatorKinds } from './registry.js';
 import { TallyApi } from './tally-api.js';
 
 /**
@@ -38,11 +39,11 @@ export async function startOperator(config: OperatorConfig, opts: { kubeConfig?:
   metrics.tenantConfigMaxBytes.set(config.tenantConfigMaxBytes);
   const api = new TallyApi(config.apiUrl, config.apiKey, config.timing.apiTimeoutMs);
   api.onRequest = (method, status) => metrics.apiRequests.inc({ method, status: String(status) });
-  const deps: OperatorDeps = { config, kube: new Kube(kc, config.timing.kubeRequestTimeoutMs), api, log, metrics };
+  const deps: OperatorDeps = { config, kube: new Kube(kc, config.timing.kubeRequestTimeoutMs, operatorKinds().map((k) => k.definition)), api, log, metrics };
 
   let controller: Controller | undefined;
   let transition: Promise<void> = Promise.resolve();
-  metrics.resourcesSource = () => controller && { Organization: controller.ctx.organizations, Project: controller.ctx.projects, FlagSecret: controller.ctx.flagSecrets, FeatureFlag: controller.ctx.featureFlags, ApiToken: controller.ctx.apiTokens };
+  metrics.resourcesSource = () => controller?.resourceCaches;
   const lead = () => {
     transition = transition.then(async () => {
       if (controller) return;

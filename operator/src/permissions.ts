@@ -1,4 +1,9 @@
-import { GROUP, KINDS } from './kinds.js';
+import { GROUP } from './kinds.js';
+import { operatorKinds } from './registry.js';
+
+const definitions = operatorKinds().map((k) => k.definition);
+const plurals = (scope: 'Cluster' | 'Namespaced', sub = '') =>
+  definitions.filter((d) => (d.scope ?? 'Namespaced') === scope).map((d) => d.plural + sub);
 
 /**
  * Every Kubernetes call the operator makes, as RBAC rules: the one list the Helm chart's
@@ -21,27 +26,27 @@ export interface PermissionRule {
 export const OPERATOR_PERMISSIONS: readonly PermissionRule[] = [
   {
     apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get'], scope: 'cluster-scoped',
-    resourceNames: Object.values(KINDS).map((k) => `${k.plural}.${GROUP}`),
+    resourceNames: definitions.map((d) => `${d.plural}.${GROUP}`),
     reason: 'get: whether a kind\'s CRD is being deleted (a deletionPolicy Delete is then not run: removing a CRD never deletes a tenant\'s data)',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['organizations'], verbs: ['list', 'watch', 'patch'], scope: 'cluster-scoped',
+    apiGroups: ['analytics.tally.dev'], resources: plurals('Cluster'), verbs: ['list', 'watch', 'patch'], scope: 'cluster-scoped',
     reason: 'list+watch: the Organization informer; patch: add/remove the finalizer',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['organizations/status'], verbs: ['patch'], scope: 'cluster-scoped',
+    apiGroups: ['analytics.tally.dev'], resources: plurals('Cluster', '/status'), verbs: ['patch'], scope: 'cluster-scoped',
     reason: 'patch: organizationId, usage and conditions',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['projects', 'flagsecrets', 'featureflags', 'apitokens', 'experiments'], verbs: ['list', 'watch', 'patch'], scope: 'cluster',
+    apiGroups: ['analytics.tally.dev'], resources: plurals('Namespaced'), verbs: ['list', 'watch', 'patch'], scope: 'cluster',
     reason: 'list+watch: informers; patch: add/remove the finalizer',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['projects/status', 'flagsecrets/status', 'featureflags/status', 'apitokens/status', 'experiments/status'], verbs: ['patch'], scope: 'cluster',
+    apiGroups: ['analytics.tally.dev'], resources: plurals('Namespaced', '/status'), verbs: ['patch'], scope: 'cluster',
     reason: 'patch: status fields and conditions',
   },
   {
-    apiGroups: ['analytics.tally.dev'], resources: ['flagsecrets/finalizers', 'apitokens/finalizers'], verbs: ['update'], scope: 'cluster',
+    apiGroups: ['analytics.tally.dev'], resources: operatorKinds().filter((k) => k.secretName).map((k) => `${k.definition.plural}/finalizers`), verbs: ['update'], scope: 'cluster',
     reason: 'update: the minted Secrets set blockOwnerDeletion on their owner (OwnerReferencesPermissionEnforcement, e.g. OpenShift, requires it)',
   },
   {

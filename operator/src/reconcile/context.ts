@@ -2,10 +2,12 @@ import type { Logger } from '@tally-analytics/server/logging';
 import type { Cache } from '../cache.js';
 import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
-import {
-  ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ApiTokenResource, type ExperimentResource, type FeatureFlagResource, type FlagSecretResource, type OrganizationResource, type ProjectResource,
-} from '../kinds.js';
-import { crdName, type Kube } from '../kube.js';
+import { ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ResourceOf } from '../kinds.js';
+import type { ApiTokenResource } from '../kinds/apitoken.js';
+import type { FlagSecretResource } from '../kinds/flagsecret.js';
+import type { OrganizationResource } from '../kinds/organization.js';
+import type { ProjectResource } from '../kinds/project.js';
+import type { Kube } from '../kube.js';
 import type { OperatorMetrics } from '../metrics.js';
 import { ApiError, type BoundaryReason, type TallyApi } from '../tally-api.js';
 
@@ -33,10 +35,10 @@ export class ManagedRecords {
   readonly flagSecrets = new Map<string, number>();
   /** FeatureFlag key → its flag (a hint only: always checked against the service's managed_by). */
   readonly featureFlags = new Map<string, { projectId: number; flagId: number }>();
-  /** Experiment key → its experiment and the status last shown (a hint only: checked against managedBy). */
-  readonly experiments = new Map<string, { projectId: number; experimentId: number; shown?: Record<string, unknown>; fetchedAt?: number }>();
   /** ApiToken key → the organisation its token was minted in. */
   readonly apiTokens = new Map<string, number>();
+  /** Each kind's own records, which no other kind reads (see `of`). */
+  private readonly byKind = new Map<KindName, Map<string, unknown>>();
   /** Keys reconciled at least once since start (the tenant config waits for all of them). */
   readonly reconciled = new Set<string>();
   /** Keys whose last reconcile ended in a transient failure (their records are last known, not fresh). */
@@ -52,8 +54,15 @@ export class ManagedRecords {
     return JSON.stringify([this.projects.get(key), this.organizations.get(key), this.flagSecrets.get(key)]);
   }
 
+  /** A kind's own records by resource key (forgotten with the resource, like the ones above). */
+  of<T>(kind: KindName): Map<string, T> {
+    let m = this.byKind.get(kind);
+    if (!m) this.byKind.set(kind, m = new Map<string, unknown>());
+    return m as Map<string, T>;
+  }
+
   forget(key: string): void {
-    for (const m of [this.projects, this.organizations, this.flagSecrets, this.featureFlags, this.apiTokens, this.experiments] as Map<string, unknown>[]) m.delete(key);
+    for (const m of [this.projects, this.organizations, this.flagSecrets, this.featureFlags, this.apiTokens, ...this.byKind.values()] as Map<string, unknown>[]) m.delete(key);
     this.reconciled.delete(key);
     this.retrying.delete(key);
   }
@@ -66,12 +75,8 @@ export interface ReconcileContext {
   api: TallyApi;
   log: Logger;
   metrics: OperatorMetrics;
-  organizations: Cache<OrganizationResource>;
-  projects: Cache<ProjectResource>;
-  flagSecrets: Cache<FlagSecretResource>;
-  featureFlags: Cache<FeatureFlagResource>;
-  apiTokens: Cache<ApiTokenResource>;
-  experiments: Cache<ExperimentResource>;
+  /** The informer cache of a kind (every kind of the registry has one). */
+  cache<K extends KindName>(kind: K): Cache<ResourceOf<K>>;
   /** The Secrets the operator made (labelled) and the ones FlagSecrets refer to: never all of them. */
   secrets: Cache<SecretDigest>;
   enqueue(key: string): void;
@@ -147,7 +152,7 @@ export const hasFinalizer = (obj: AnyResource) => (obj.metadata.finalizers ?? []
  */
 export async function deletionPolicyNow(ctx: ReconcileContext, obj: AnyResource, policy: DeletionPolicy): Promise<DeletionPolicy> {
   if (policy !== 'Delete' || !(await ctx.crdBeingDeleted(obj.kind))) return policy;
-  ctx.warn(obj, 'CRDBeingDeleted', `deletionPolicy Delete not run: the CustomResourceDefinition ${crdName(obj.kind)} is being deleted, `
+  ctx.warn(obj, 'CRDBeingDeleted', `deletionPolicy Delete not run: the CustomResourceDefinition ${ctx.kube.crdName(obj.kind)} is being deleted, `
     + 'so what this resource manages is released (kept, no longer managed) instead of deleted');
   return 'Retain';
 }
@@ -166,11 +171,11 @@ export const organizationIdOf = (ctx: ReconcileContext, org: OrganizationResourc
 
 /** The Organization resource that manages organisation `id`, if any (by the records, never by status). */
 export function organizationManaging(ctx: ReconcileContext, id: number): OrganizationResource | undefined {
-  return ctx.organizations.list().find((o) => !o.metadata.deletionTimestamp && organizationIdOf(ctx, o) === id);
+  return ctx.cache('Organization').list().find((o) => !o.metadata.deletionTimestamp && organizationIdOf(ctx, o) === id);
 }
 
 /** An Organization not yet reconciled since start may still turn out to manage what is asked: not a refusal yet. */
-const undecided = (ctx: ReconcileContext) => ctx.organizations.list().filter((o) => !o.metadata.deletionTimestamp && ctx.records.undecided(keyOf(o)));
+const undecided = (ctx: ReconcileContext) => ctx.cache('Organization').list().filter((o) => !o.metadata.deletionTimestamp && ctx.records.undecided(keyOf(o)));
 
 /**
  * The boundary between teams: the organisation a namespaced resource in `namespace` may act for.
@@ -183,7 +188,7 @@ export function organizationFor(ctx: ReconcileContext, namespace: string, spec: 
   { organizationId: number; organization?: OrganizationResource } | Outcome {
   const refName = spec.organizationRef?.name;
   if (refName) {
-    const org = ctx.organizations.get('', refName);
+    const org = ctx.cache('Organization').get('', refName);
     if (!org || org.metadata.deletionTimestamp) return notReady('OrganizationNotFound', `Organization ${refName} does not exist`);
     if (!(org.spec?.namespaces ?? []).includes(namespace)) {
       return notReady('NamespaceNotAllowed', `Organization ${refName} does not list namespace ${namespace} in spec.namespaces`);
@@ -210,11 +215,11 @@ export function organizationFor(ctx: ReconcileContext, namespace: string, spec: 
   return { organizationId: id as number, organization: managing };
 }
 
-/** The Project a FlagSecret or FeatureFlag refers to, if it exists, may act from here, and has its project (by the records). */
-export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource | FeatureFlagResource | ExperimentResource):
+/** The Project that an object of a project-scoped kind names in spec.projectRef, if it exists, may act from here, and has its project (by the records). */
+export function referencedProject(ctx: ReconcileContext, obj: AnyResource & { spec: { projectRef?: { name: string } } }):
   { project: ProjectResource; projectId: number } | Outcome {
   const name = obj.spec.projectRef?.name;
-  const project = name ? ctx.projects.get(obj.metadata.namespace, name) : undefined;
+  const project = name ? ctx.cache('Project').get(obj.metadata.namespace, name) : undefined;
   if (!project) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} does not exist`);
   if (project.metadata.deletionTimestamp) return notReady('ProjectNotFound', `Project ${obj.metadata.namespace}/${name} is being deleted`);
   // The Project's organisation must still accept this namespace (a namespace removed from an
@@ -234,7 +239,7 @@ export function referencedProject(ctx: ReconcileContext, obj: FlagSecretResource
 
 /** The FlagSecret that provides a Project's flag secret: the oldest one naming it (then by name). */
 export function winningFlagSecret(ctx: ReconcileContext, namespace: string, projectName: string, includeDeleting = false): FlagSecretResource | undefined {
-  const candidates = ctx.flagSecrets.list().filter((f) =>
+  const candidates = ctx.cache('FlagSecret').list().filter((f) =>
     f.metadata.namespace === namespace && f.spec?.projectRef?.name === projectName && (includeDeleting || !f.metadata.deletionTimestamp));
   candidates.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
   return candidates[0];

@@ -32,7 +32,7 @@ export async function finalizeProjectScoped<T extends { id: number }>(
   try {
     const found = await f.own();
     if (found.length === 0) {
-      const project = ctx.projects.get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
+      const project = ctx.cache('Project').get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
       const projectId = f.recordedProjectId ?? (project && ctx.records.projects.get(keyOf(project))?.projectId);
       const one = projectId ? await f.find(projectId, resource).catch((err) => {
         if (err instanceof ApiError && err.kind === 'not_found') return undefined;
@@ -46,4 +46,21 @@ export async function finalizeProjectScoped<T extends { id: number }>(
   }
   await removeFinalizer(ctx, obj);
   return 'gone';
+}
+
+/**
+ * The objects the service says `resource` manages, among the ids known for it: the record's, and
+ * the status's as a mere hint (each is read back and kept only when the service names this very
+ * resource as its manager, so a forged status names nothing the operator acts on).
+ */
+export async function managedAmong<T>(
+  ids: (number | undefined)[], read: (id: number) => Promise<T | undefined>, managedBy: (o: T) => string | null | undefined, resource: string,
+): Promise<T[]> {
+  const known = new Set(ids.filter((x): x is number => Number.isSafeInteger(x) && (x as number) > 0));
+  const out: T[] = [];
+  for (const id of known) {
+    const o = await read(id);
+    if (o && managedBy(o) === resource) out.push(o);
+  }
+  return out;
 }

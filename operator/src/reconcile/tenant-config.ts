@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { withCondition, statusDiffers } from '../conditions.js';
-import { TENANT_CONFIG_KEY, keyOf, type AnyResource, type ProjectResource } from '../kinds.js';
+import { TENANT_CONFIG_KEY, keyOf, type AnyResource } from '../kinds.js';
+import type { ProjectResource } from '../kinds/project.js';
 import { statusOf } from '../kube.js';
 import { flagSecretSecretKey, flagSecretSecretName, winningFlagSecret, type ReconcileContext } from './context.js';
 
@@ -89,7 +90,7 @@ export class TenantConfigWriter {
   /** Every object of the kinds the config is made of has been reconciled once since start. */
   private allReconciled(): boolean {
     const { ctx } = this;
-    const caches = [ctx.organizations, ctx.projects, ctx.flagSecrets] as { list(): AnyResource[] }[];
+    const caches = [ctx.cache('Organization'), ctx.cache('Project'), ctx.cache('FlagSecret')] as { list(): AnyResource[] }[];
     return caches.every((c) => c.list().every((o) => o.metadata.deletionTimestamp || ctx.records.reconciled.has(keyOf(o))));
   }
 
@@ -101,7 +102,7 @@ export class TenantConfigWriter {
   entries(): TenantEntry[] {
     const { ctx } = this;
     const out: TenantEntry[] = [];
-    for (const p of ctx.projects.list()) {
+    for (const p of ctx.cache('Project').list()) {
       // The records (what the service said), never status: a status may have been written by anyone.
       const record = ctx.records.projects.get(keyOf(p));
       if (p.metadata.deletionTimestamp || !record) continue;
@@ -124,7 +125,7 @@ export class TenantConfigWriter {
   /** Organizations that have their organisation: name and quota, for API pods to apply from memory. */
   organizations(): TenantOrganization[] {
     const out: TenantOrganization[] = [];
-    for (const o of this.ctx.organizations.list()) {
+    for (const o of this.ctx.cache('Organization').list()) {
       const organizationId = this.ctx.records.organizations.get(keyOf(o));
       if (o.metadata.deletionTimestamp || !organizationId) continue;
       out.push({ organizationId, name: o.spec.displayName, monthlyEventQuota: o.spec.monthlyEventQuota ?? null, resource: keyOf(o) });
@@ -212,7 +213,7 @@ export class TenantConfigWriter {
   /** The TenantConfig condition: present (False) only while a Project's entry was refused. */
   private async markProjects(problem: { refused: Set<string>; message: string } | undefined): Promise<void> {
     const { ctx } = this;
-    for (const p of ctx.projects.list()) {
+    for (const p of ctx.cache('Project').list()) {
       const refused = problem?.refused.has(keyOf(p)) ?? false;
       const current = p.status?.conditions ?? [];
       const has = current.some((c) => c.type === TENANT_CONDITION);

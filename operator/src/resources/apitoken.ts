@@ -26,7 +26,7 @@ export type ApiTokenStatus = z.infer<typeof ApiTokenStatusSchema>;
 
 export type ApiToken = Resource<'ApiToken', ApiTokenSpec, ApiTokenStatus>;
 
-export const API_TOKEN: KindDefinition = {
+export const API_TOKEN: KindDefinition<'ApiToken'> = {
   kind: 'ApiToken',
   plural: 'apitokens',
   singular: 'apitoken',

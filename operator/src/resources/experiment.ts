@@ -67,7 +67,7 @@ export type ExperimentStatus = z.infer<typeof ExperimentStatusSchema>;
 
 export type Experiment = Resource<'Experiment', ExperimentSpec, ExperimentStatus>;
 
-export const EXPERIMENT: KindDefinition = {
+export const EXPERIMENT: KindDefinition<'Experiment'> = {
   kind: 'Experiment',
   plural: 'experiments',
   singular: 'experiment',

@@ -45,7 +45,7 @@ export type FeatureFlagStatus = z.infer<typeof FeatureFlagStatusSchema>;
 
 export type FeatureFlag = Resource<'FeatureFlag', FeatureFlagSpec, FeatureFlagStatus>;
 
-export const FEATURE_FLAG: KindDefinition = {
+export const FEATURE_FLAG: KindDefinition<'FeatureFlag'> = {
   kind: 'FeatureFlag',
   plural: 'featureflags',
   singular: 'featureflag',

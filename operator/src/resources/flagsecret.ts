@@ -34,7 +34,7 @@ export type FlagSecretStatus = z.infer<typeof FlagSecretStatusSchema>;
 
 export type FlagSecret = Resource<'FlagSecret', FlagSecretSpec, FlagSecretStatus>;
 
-export const FLAG_SECRET: KindDefinition = {
+export const FLAG_SECRET: KindDefinition<'FlagSecret'> = {
   kind: 'FlagSecret',
   plural: 'flagsecrets',
   singular: 'flagsecret',

@@ -110,8 +110,8 @@ export interface Resource<Kind extends string, Spec, Status> {
 }
 
 /** How the CRD generator and the fake API server describe a kind. */
-export interface KindDefinition {
-  kind: string;
+export interface KindDefinition<Kind extends string = string> {
+  kind: Kind;
   plural: string;
   singular: string;
   shortNames: string[];

@@ -44,7 +44,7 @@ export type OrganizationStatus = z.infer<typeof OrganizationStatusSchema>;
 
 export type Organization = Resource<'Organization', OrganizationSpec, OrganizationStatus>;
 
-export const ORGANIZATION: KindDefinition = {
+export const ORGANIZATION: KindDefinition<'Organization'> = {
   kind: 'Organization',
   plural: 'organizations',
   singular: 'organization',

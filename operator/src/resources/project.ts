@@ -53,7 +53,7 @@ export type ProjectStatus = z.infer<typeof ProjectStatusSchema>;
 
 export type Project = Resource<'Project', ProjectSpec, ProjectStatus>;
 
-export const PROJECT: KindDefinition = {
+export const PROJECT: KindDefinition<'Project'> = {
   kind: 'Project',
   plural: 'projects',
   singular: 'project',

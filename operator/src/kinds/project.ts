@@ -1,10 +1,50 @@
-import { ADOPT_ANNOTATION, keyOf, type ProjectResource } from '../kinds.js';
+import { ADOPT_ANNOTATION, keyOf, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
+import { PROJECT } from '../resources/project.js';
 import { ApiError, type ApiProject, type ProjectLimits } from '../tally-api.js';
 import {
   adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, organizationFor, ready, removeFinalizer, type Outcome, type ProjectRecord,
   type ReconcileContext,
-} from './context.js';
-import { adoptByAnnotation } from './adopt.js';
+} from '../reconcile/context.js';
+import { adoptByAnnotation } from '../reconcile/adopt.js';
+import { specChanged, type OperatorKind } from './kind.js';
+
+export interface RateLimit { requestsPer10Seconds: number }
+export interface ProjectSpec {
+  displayName: string;
+  organizationRef?: { name: string };
+  organizationId?: number;
+  retentionDays?: number;
+  rateLimit?: RateLimit;
+  deletionPolicy?: DeletionPolicy;
+}
+export interface ProjectStatus extends BaseStatus { projectId?: number; organizationId?: number; token?: string }
+export type ProjectResource = Resource<'Project', ProjectSpec, ProjectStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { Project: ProjectResource }
+}
+
+/**
+ * Project: enqueued by a change of its Organization (named by organizationRef, or managing its
+ * organizationId; before that organisation is known, every Project that names an id), and when
+ * that Organization's record changes; what acts in the Project's project follows (cascade).
+ */
+export const project: OperatorKind<'Project'> = {
+  definition: PROJECT,
+  reconciler: (ctx) => ({ reconcile: (obj) => reconcileProject(ctx, obj), finalize: (obj) => finalizeProject(ctx, obj, keyOf(obj)) }),
+  watches: [{
+    kind: 'Organization',
+    when: (type, obj, old) => type !== 'update' || specChanged(obj, old),
+    afterRecordChange: true,
+    cascade: true,
+    map: (ctx, org) => {
+      const ids = new Set([ctx.records.organizations.get(keyOf(org))].filter((x): x is number => !!x));
+      return ctx.cache('Project').list().filter((p) => p.spec?.organizationRef?.name === org.metadata.name
+        || (p.spec?.organizationId && (ids.has(p.spec.organizationId) || ids.size === 0)));
+    },
+  }],
+  feedsTenantConfig: true,
+};
 
 /**
  * Project ↔ a project of its organisation. The organisation comes from `organizationRef` or
@@ -15,9 +55,8 @@ import { adoptByAnnotation } from './adopt.js';
  * and rate limit follow the spec. On deletion `Retain` releases the project (it stays, no longer
  * managed) and `Delete` removes it: only ever the project the service records as this resource's.
  */
-export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResource): Promise<Outcome | 'gone'> {
+export async function reconcileProject(ctx: ReconcileContext, obj: ProjectResource): Promise<Outcome> {
   const resource = keyOf(obj);
-  if (obj.metadata.deletionTimestamp) return finalizeProject(ctx, obj, resource);
   return recorded(ctx, resource, await reconcileLive(ctx, obj, resource));
 }
 
@@ -110,7 +149,7 @@ function limitsToSend(limits: ProjectLimits): Partial<ProjectLimits> {
   return out;
 }
 
-async function finalizeProject(ctx: ReconcileContext, obj: ProjectResource, resource: string): Promise<Outcome | 'gone'> {
+export async function finalizeProject(ctx: ReconcileContext, obj: ProjectResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) {
     ctx.records.projects.delete(resource);
     return 'gone';

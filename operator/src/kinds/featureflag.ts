@@ -1,16 +1,42 @@
-import { keyOf, type DeletionPolicy, type FeatureFlagResource } from '../kinds.js';
+import { keyOf, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
+import { FEATURE_FLAG } from '../resources/featureflag.js';
 import { ApiError, type ApiFlag, type FlagBody } from '../tally-api.js';
-import { apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from './context.js';
-import { finalizeProjectScoped } from './finalize.js';
+import { apiFailure, ensureFinalizer, hasFinalizer, ready, referencedProject, type Outcome, type ReconcileContext } from '../reconcile/context.js';
+import { finalizeProjectScoped, managedAmong } from '../reconcile/finalize.js';
+import { appearedOrGone, referringTo, type OperatorKind } from './kind.js';
+
+export interface FeatureFlagSpec {
+  projectRef: { name: string };
+  key: string;
+  name: string;
+  description?: string | null;
+  active?: boolean;
+  type?: string;
+  variants?: { key: string; rolloutPct: number; payload?: unknown }[];
+  rules?: { rolloutPct: number; cohortId?: number; distinctIds?: string[]; variant?: string }[];
+  deletionPolicy?: DeletionPolicy;
+}
+export interface FeatureFlagStatus extends BaseStatus { projectId?: number; flagId?: number }
+export type FeatureFlagResource = Resource<'FeatureFlag', FeatureFlagSpec, FeatureFlagStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { FeatureFlag: FeatureFlagResource }
+}
+
+/** FeatureFlag: enqueued when its Project appears, goes or changes its record. */
+export const featureFlag: OperatorKind<'FeatureFlag'> = {
+  definition: FEATURE_FLAG,
+  reconciler: (ctx) => ({ reconcile: (obj) => reconcileFeatureFlag(ctx, obj), finalize: (obj) => finalizeFlag(ctx, obj, keyOf(obj)) }),
+  watches: [{ kind: 'Project', when: appearedOrGone, afterRecordChange: true, map: (ctx, project) => referringTo(ctx.cache('FeatureFlag'), project) }],
+};
 
 /**
  * FeatureFlag ↔ a flag of the referenced Project's project, written through the flags API (so
  * every change has its audit row). Only the members that differ are sent. On deletion `Delete`
  * (the default) archives then deletes the flag, `Retain` releases it.
  */
-export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFlagResource): Promise<Outcome | 'gone'> {
+export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFlagResource): Promise<Outcome> {
   const resource = keyOf(obj);
-  if (obj.metadata.deletionTimestamp) return finalizeFlag(ctx, obj, resource);
 
   const ref = referencedProject(ctx, obj);
   if (!('projectId' in ref)) return ref;
@@ -79,20 +105,9 @@ function canonical(v: unknown): string {
   });
 }
 
-/**
- * The flags the service says this resource manages, among the ids known for it (the record, and
- * the status's flagId as a mere hint: each is read back and kept only when its managed_by is this
- * resource, so a forged status names nothing we act on).
- */
-async function ownFlags(ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<ApiFlag[]> {
-  const ids = new Set([ctx.records.featureFlags.get(resource)?.flagId, obj.status?.flagId].filter((x): x is number => Number.isSafeInteger(x) && (x as number) > 0));
-  const out: ApiFlag[] = [];
-  for (const id of ids) {
-    const f = await ctx.api.getFlag(id);
-    if (f && f.managed_by === resource) out.push(f);
-  }
-  return out;
-}
+/** The flags the service says this resource manages (the record's flagId, and the status's as a hint). */
+const ownFlags = (ctx: ReconcileContext, obj: FeatureFlagResource, resource: string): Promise<ApiFlag[]> =>
+  managedAmong([ctx.records.featureFlags.get(resource)?.flagId, obj.status?.flagId], (id) => ctx.api.getFlag(id), (f) => f.managed_by, resource);
 
 const policyOf = (obj: FeatureFlagResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
 

@@ -1,11 +1,34 @@
 import type { V1Secret } from '@kubernetes/client-node';
-import { API_VERSION, keyOf, type ApiTokenResource } from '../kinds.js';
+import { API_VERSION, keyOf, type BaseStatus, type Resource } from '../kinds.js';
+import { API_TOKEN } from '../resources/apitoken.js';
 import { MANAGED_LABEL, statusOf } from '../kube.js';
 import { ApiError } from '../tally-api.js';
 import {
   apiFailure, apiTokenSecretName, ensureFinalizer, hasFinalizer, notReady, organizationFor, organizationIdOf, ready, removeFinalizer, type Outcome,
   type ReconcileContext,
-} from './context.js';
+} from '../reconcile/context.js';
+import { specChanged, type OperatorKind } from './kind.js';
+
+export interface ApiTokenSpec { organizationRef: { name: string }; role: 'viewer' | 'member' | 'admin'; secretName?: string }
+export interface ApiTokenStatus extends BaseStatus { organizationId?: number; tokenId?: number; secretName?: string }
+export type ApiTokenResource = Resource<'ApiToken', ApiTokenSpec, ApiTokenStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { ApiToken: ApiTokenResource }
+}
+
+/** ApiToken: enqueued by a change of its Organization or of its record, and by a change of its Secret. */
+export const apiToken: OperatorKind<'ApiToken'> = {
+  definition: API_TOKEN,
+  reconciler: (ctx) => ({ reconcile: (obj) => reconcileApiToken(ctx, obj), finalize: (obj) => finalizeApiToken(ctx, obj, keyOf(obj)) }),
+  watches: [{
+    kind: 'Organization',
+    when: (type, obj, old) => type !== 'update' || specChanged(obj, old),
+    afterRecordChange: true,
+    map: (ctx, org) => ctx.cache('ApiToken').list().filter((t) => t.spec?.organizationRef?.name === org.metadata.name),
+  }],
+  secretName: (t) => apiTokenSecretName(t),
+};
 
 /**
  * ApiToken → a machine-access token of its Organization's organisation, minted into the Secret
@@ -14,9 +37,8 @@ import {
  * Secret is gone or the token was revoked elsewhere, the operator revokes what is left and mints
  * again (a Normal Event `Rotated`). Deleting the ApiToken revokes the token.
  */
-export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenResource): Promise<Outcome | 'gone'> {
+export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenResource): Promise<Outcome> {
   const resource = keyOf(obj);
-  if (obj.metadata.deletionTimestamp) return finalizeApiToken(ctx, obj, resource);
   const outcome = await reconcileLive(ctx, obj, resource);
   // The record says in which organisation this resource minted (revocation reads it, never status).
   const organizationId = outcome.fields?.organizationId;
@@ -26,7 +48,7 @@ export async function reconcileApiToken(ctx: ReconcileContext, obj: ApiTokenReso
 
 /** Where this resource's tokens may be: the organisation it minted in, else its Organization's (by the records). */
 function tokenOrganization(ctx: ReconcileContext, obj: ApiTokenResource, resource: string): number | undefined {
-  const org = ctx.organizations.get('', obj.spec?.organizationRef?.name ?? '');
+  const org = ctx.cache('Organization').get('', obj.spec?.organizationRef?.name ?? '');
   return ctx.records.apiTokens.get(resource) ?? (org ? organizationIdOf(ctx, org) : undefined);
 }
 

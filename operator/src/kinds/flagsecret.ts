@@ -1,11 +1,43 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { API_VERSION, keyOf, type FlagSecretResource } from '../kinds.js';
+import { API_VERSION, keyOf, type BaseStatus, type Resource } from '../kinds.js';
+import { FLAG_SECRET } from '../resources/flagsecret.js';
 import { statusOf } from '../kube.js';
 import { ApiError } from '../tally-api.js';
 import {
   apiFailure, ensureFinalizer, flagSecretSecretKey, flagSecretSecretName, hasFinalizer, notReady, ready, referencedProject,
   removeFinalizer, winningFlagSecret, type Outcome, type ReconcileContext,
-} from './context.js';
+} from '../reconcile/context.js';
+import { appearedOrGone, referringTo, type KindReconciler, type OperatorKind } from './kind.js';
+
+export interface FlagSecretSpec { projectRef: { name: string }; secretRef?: { name: string; key?: string } }
+export interface FlagSecretStatus extends BaseStatus { projectId?: number; secretName?: string }
+export type FlagSecretResource = Resource<'FlagSecret', FlagSecretSpec, FlagSecretStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { FlagSecret: FlagSecretResource }
+}
+
+/**
+ * FlagSecret: enqueued when its Project appears, goes or changes its record, when another
+ * FlagSecret of the same Project appears or goes (it may win or lose the conflict now), and when
+ * its Secret changes (a labelled one it minted, or the one secretRef names, watched by name).
+ */
+export const flagSecret: OperatorKind<'FlagSecret'> = {
+  definition: FLAG_SECRET,
+  reconciler: (ctx) => new FlagSecretReconciler(ctx),
+  watches: [
+    { kind: 'Project', when: appearedOrGone, afterRecordChange: true, map: (ctx, project) => referringTo(ctx.cache('FlagSecret'), project) },
+    {
+      kind: 'FlagSecret',
+      when: appearedOrGone,
+      map: (ctx, fs) => ctx.cache('FlagSecret').list().filter((o) =>
+        o.metadata.namespace === fs.metadata.namespace && o.spec?.projectRef?.name === fs.spec?.projectRef?.name && o.metadata.uid !== fs.metadata.uid),
+    },
+  ],
+  feedsTenantConfig: true,
+  secretName: (fs) => flagSecretSecretName(fs),
+  referencedSecrets: (objs) => objs.filter((f) => f.spec?.secretRef && !f.metadata.deletionTimestamp).map((f) => [f.metadata.namespace, flagSecretSecretName(f)]),
+};
 
 /**
  * FlagSecret → the project's flag secret. Without secretRef a uuid is minted into the Secret
@@ -13,15 +45,14 @@ import {
  * the named Secret's key is used and a change of it rotates the flag secret. Deletion revokes.
  * Only the oldest FlagSecret of a Project acts; the others are `Conflict`.
  */
-export class FlagSecretReconciler {
+class FlagSecretReconciler implements KindReconciler<FlagSecretResource> {
   /** `<projectId>:<sha256>` last set per FlagSecret uid, so an unchanged secret is not sent again. */
   private readonly applied = new Map<string, string>();
 
   constructor(private readonly ctx: ReconcileContext) {}
 
-  async reconcile(obj: FlagSecretResource): Promise<Outcome | 'gone'> {
+  async reconcile(obj: FlagSecretResource): Promise<Outcome> {
     const resource = keyOf(obj);
-    if (obj.metadata.deletionTimestamp) return this.finalize(obj, resource);
     const outcome = await this.reconcileLive(obj, resource);
     // The record says which project's flag secret this resource set (the tenant config reads it, not status).
     const { records } = this.ctx;
@@ -91,7 +122,8 @@ export class FlagSecretReconciler {
     return { value };
   }
 
-  private async finalize(obj: FlagSecretResource, resource: string): Promise<Outcome | 'gone'> {
+  async finalize(obj: FlagSecretResource): Promise<Outcome | 'gone'> {
+    const resource = keyOf(obj);
     if (!hasFinalizer(obj)) return 'gone';
     // Only a flag secret the service records as set by this very resource is revoked: the
     // project comes from the records (never status), and the service checks the owner again.
@@ -115,11 +147,11 @@ export class FlagSecretReconciler {
    * the service lets a resource revoke an unmanaged secret, so the id must be our own project's.
    */
   private projectManaged(obj: FlagSecretResource, resource: string): number | undefined {
-    const { records, projects } = this.ctx;
+    const { records } = this.ctx;
     const set = records.flagSecrets.get(resource);
     if (set) return set;
     const name = obj.spec?.projectRef?.name ?? '';
-    const referenced = projects.get(obj.metadata.namespace, name);
+    const referenced = this.ctx.cache('Project').get(obj.metadata.namespace, name);
     const winner = winningFlagSecret(this.ctx, obj.metadata.namespace, name, true);
     return referenced && winner?.metadata.uid === obj.metadata.uid ? records.projects.get(keyOf(referenced))?.projectId : undefined;
   }

@@ -1,7 +1,65 @@
-import { keyOf, type DeletionPolicy, type ExperimentResource } from '../kinds.js';
+import { keyOf, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
+import { EXPERIMENT } from '../resources/experiment.js';
 import { ApiError, type ApiExperiment, type ExperimentBody } from '../tally-api.js';
-import { apiFailure, ensureFinalizer, hasFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from './context.js';
-import { finalizeProjectScoped } from './finalize.js';
+import { apiFailure, ensureFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from '../reconcile/context.js';
+import { finalizeProjectScoped, managedAmong } from '../reconcile/finalize.js';
+import { appearedOrGone, changedItself, referringTo, type OperatorKind } from './kind.js';
+
+export interface ExperimentSpec {
+  projectRef: { name: string };
+  flagRef?: { name: string };
+  flagKey?: string;
+  key: string;
+  name?: string;
+  control?: string;
+  metrics: { id: string; name?: string; kind: string; event: string; property?: string; windowHours?: number }[];
+  primaryMetricId?: string;
+  engine?: string;
+  confidenceLevel?: number;
+  sequential?: boolean;
+  correction?: string;
+  startAt?: number | null;
+  endAt?: number | null;
+  deletionPolicy?: DeletionPolicy;
+}
+export interface ExperimentStatus extends BaseStatus {
+  projectId?: number;
+  experimentId?: number;
+  flagKey?: string;
+  exposures?: Record<string, number>;
+  totalExposures?: number;
+  srm?: { pValue: number; ok: boolean };
+  primary?: { metricId: string; variants: Record<string, unknown>[] };
+  decision?: string;
+  winner?: string | null;
+  resultsAt?: string;
+}
+export type ExperimentResource = Resource<'Experiment', ExperimentSpec, ExperimentStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { Experiment: ExperimentResource }
+}
+
+/** What the operator keeps per Experiment: its experiment and the status last shown (a hint only: checked against managedBy). */
+interface ExperimentRecord { projectId: number; experimentId: number; shown?: Record<string, unknown>; fetchedAt?: number }
+const recordsOf = (ctx: ReconcileContext) => ctx.records.of<ExperimentRecord>('Experiment');
+
+/**
+ * Experiment: enqueued when its Project appears, goes or changes its record, and when the
+ * FeatureFlag its flagRef names changes (it waits for that flag, or follows its key).
+ */
+export const experiment: OperatorKind<'Experiment'> = {
+  definition: EXPERIMENT,
+  reconciler: (ctx) => ({ reconcile: (obj) => reconcileExperiment(ctx, obj), finalize: (obj) => finalizeExperiment(ctx, obj, keyOf(obj)) }),
+  watches: [
+    { kind: 'Project', when: appearedOrGone, afterRecordChange: true, map: (ctx, project) => referringTo(ctx.cache('Experiment'), project) },
+    {
+      kind: 'FeatureFlag',
+      when: changedItself,
+      map: (ctx, ff) => ctx.cache('Experiment').list().filter((e) => e.metadata.namespace === ff.metadata.namespace && e.spec?.flagRef?.name === ff.metadata.name),
+    },
+  ],
+};
 
 /**
  * Experiment ↔ an experiment of the referenced Project's project, written through the experiments
@@ -9,9 +67,8 @@ import { finalizeProjectScoped } from './finalize.js';
  * EXPERIMENT_STATUS_INTERVAL_MS. On deletion `Delete` (the default) deletes the experiment (its
  * events stay), `Retain` releases it.
  */
-export async function reconcileExperiment(ctx: ReconcileContext, obj: ExperimentResource): Promise<Outcome | 'gone'> {
+export async function reconcileExperiment(ctx: ReconcileContext, obj: ExperimentResource): Promise<Outcome> {
   const resource = keyOf(obj);
-  if (obj.metadata.deletionTimestamp) return finalizeExperiment(ctx, obj, resource);
 
   const ref = referencedProject(ctx, obj);
   if (!('projectId' in ref)) return ref;
@@ -41,7 +98,7 @@ export async function reconcileExperiment(ctx: ReconcileContext, obj: Experiment
   }
   const ids = { projectId, flagKey, experimentId: experiment.id };
   const intervalMs = ctx.config.timing.experimentStatusIntervalMs;
-  const last = ctx.records.experiments.get(resource);
+  const last = recordsOf(ctx).get(resource);
   const fresh = last?.experimentId === experiment.id && last.shown && last.fetchedAt !== undefined && Date.now() - last.fetchedAt < intervalMs;
   let shown = fresh && !changed ? last!.shown! : undefined;
   if (!shown) {
@@ -49,13 +106,13 @@ export async function reconcileExperiment(ctx: ReconcileContext, obj: Experiment
       shown = await resultsStatus(ctx, experiment);
     } catch (err) {
       // The experiment is there; only its results are not (yet): keep the last ones shown, look again later.
-      ctx.records.experiments.set(resource, { projectId, experimentId: experiment.id, shown: last?.shown });
+      recordsOf(ctx).set(resource, { projectId, experimentId: experiment.id, shown: last?.shown });
       const outcome = apiFailure(err, `results of experiment ${experiment.id}`);
       return { ...outcome, fields: { ...ids, ...(last?.shown ?? {}) } };
     }
-    ctx.records.experiments.set(resource, { projectId, experimentId: experiment.id, shown, fetchedAt: Date.now() });
+    recordsOf(ctx).set(resource, { projectId, experimentId: experiment.id, shown, fetchedAt: Date.now() });
   }
-  const waited = Date.now() - (ctx.records.experiments.get(resource)?.fetchedAt ?? Date.now());
+  const waited = Date.now() - (recordsOf(ctx).get(resource)?.fetchedAt ?? Date.now());
   return {
     ...ready(`experiment ${experiment.id} (${experiment.key}) on flag ${flagKey} of project ${projectId}`, { ...ids, ...shown }),
     afterMs: Math.max(1000, intervalMs - waited),
@@ -66,7 +123,7 @@ export async function reconcileExperiment(ctx: ReconcileContext, obj: Experiment
 function flagKeyOf(ctx: ReconcileContext, obj: ExperimentResource, projectId: number): string | Outcome {
   if (obj.spec.flagKey) return obj.spec.flagKey;
   const name = obj.spec.flagRef?.name ?? '';
-  const ff = ctx.featureFlags.get(obj.metadata.namespace, name);
+  const ff = ctx.cache('FeatureFlag').get(obj.metadata.namespace, name);
   if (!ff || ff.metadata.deletionTimestamp) return notReady('FlagNotFound', `FeatureFlag ${obj.metadata.namespace}/${name} does not exist`);
   const record = ctx.records.featureFlags.get(keyOf(ff));
   if (!record || record.projectId !== projectId) {
@@ -131,19 +188,9 @@ async function resultsStatus(ctx: ReconcileContext, e: ApiExperiment): Promise<R
   };
 }
 
-/**
- * The experiments the service says this resource manages, among the ids known for it (the record,
- * and the status's experimentId as a mere hint: kept only when its managedBy is this resource).
- */
-async function ownExperiments(ctx: ReconcileContext, obj: ExperimentResource, resource: string): Promise<ApiExperiment[]> {
-  const ids = new Set([ctx.records.experiments.get(resource)?.experimentId, obj.status?.experimentId].filter((x): x is number => Number.isSafeInteger(x) && (x as number) > 0));
-  const out: ApiExperiment[] = [];
-  for (const id of ids) {
-    const e = await ctx.api.getExperiment(id);
-    if (e && e.managedBy === resource) out.push(e);
-  }
-  return out;
-}
+/** The experiments the service says this resource manages (the record's experimentId, and the status's as a hint). */
+const ownExperiments = (ctx: ReconcileContext, obj: ExperimentResource, resource: string): Promise<ApiExperiment[]> =>
+  managedAmong([recordsOf(ctx).get(resource)?.experimentId, obj.status?.experimentId], (id) => ctx.api.getExperiment(id), (e) => e.managedBy, resource);
 
 const policyOf = (obj: ExperimentResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
 
@@ -162,7 +209,7 @@ function finalizeExperiment(ctx: ReconcileContext, obj: ExperimentResource, reso
     what: 'experiment',
     policy: policyOf(obj),
     own: () => ownExperiments(ctx, obj, resource),
-    recordedProjectId: ctx.records.experiments.get(resource)?.projectId,
+    recordedProjectId: recordsOf(ctx).get(resource)?.projectId,
     find: (projectId, by) => ctx.api.findExperiment(projectId, by),
     apply: (policy, id, by) => applyDeletionPolicy(ctx, policy, by, id),
   });

@@ -1,7 +1,32 @@
-import { ADOPT_ANNOTATION, keyOf, type AnyResource, type OrganizationResource, type OrganizationUsage } from '../kinds.js';
+import { ADOPT_ANNOTATION, keyOf, type AnyResource, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
+import { ORGANIZATION } from '../resources/organization.js';
 import { ApiError, type ApiOrg } from '../tally-api.js';
-import { adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from './context.js';
-import { adoptByAnnotation } from './adopt.js';
+import { adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from '../reconcile/context.js';
+import { adoptByAnnotation } from '../reconcile/adopt.js';
+import type { KindReconciler, OperatorKind } from './kind.js';
+
+export interface OrganizationSpec {
+  displayName: string;
+  namespaces: string[];
+  monthlyEventQuota?: number;
+  members?: { email: string; role: string }[];
+  groups?: { name: string; role: string }[];
+  deletionPolicy?: DeletionPolicy;
+}
+export interface OrganizationUsage { month: string; events: number; monthlyEventQuota?: number }
+export interface OrganizationStatus extends BaseStatus { organizationId?: number; usage?: OrganizationUsage }
+export type OrganizationResource = Resource<'Organization', OrganizationSpec, OrganizationStatus>;
+
+declare module '../kinds.js' {
+  interface KindResources { Organization: OrganizationResource }
+}
+
+/** Organization (cluster-scoped): nothing enqueues it but its own changes; Projects and ApiTokens watch it. */
+export const organization: OperatorKind<'Organization'> = {
+  definition: ORGANIZATION,
+  reconciler: (ctx) => new OrganizationReconciler(ctx),
+  feedsTenantConfig: true,
+};
 
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
 const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
@@ -15,15 +40,22 @@ const canonicalList = (list: { role: string }[], key: 'email' | 'name') =>
  * this month's usage, read at most once a minute. Deletion: `Retain` releases, `Delete` deletes
  * (refused by the service while the organisation still has projects: the resource waits).
  */
-export class OrganizationReconciler {
+class OrganizationReconciler implements KindReconciler<OrganizationResource> {
   /** When each Organization's usage was last read (uid → ms); kept here so status changes only with the figures. */
   private readonly usageReadAt = new Map<string, number>();
 
   constructor(private readonly ctx: ReconcileContext) {}
 
   async reconcile(obj: OrganizationResource): Promise<Outcome | 'gone'> {
-    if (obj.metadata.deletionTimestamp) this.usageReadAt.delete(obj.metadata.uid);
-    const outcome = await reconcileOrganization(this.ctx, obj, this.usageReadAt);
+    return this.withRecordedId(obj, await reconcileOrganization(this.ctx, obj, this.usageReadAt));
+  }
+
+  async finalize(obj: OrganizationResource): Promise<Outcome | 'gone'> {
+    this.usageReadAt.delete(obj.metadata.uid);
+    return this.withRecordedId(obj, await finalizeOrganization(this.ctx, obj, keyOf(obj)));
+  }
+
+  private withRecordedId(obj: OrganizationResource, outcome: Outcome | 'gone'): Outcome | 'gone' {
     if (outcome === 'gone') return outcome;
     // Status is output only: organizationId is the record's (null removes a value written by anyone else).
     return { ...outcome, fields: { ...outcome.fields, organizationId: this.ctx.records.organizations.get(keyOf(obj)) ?? null } };
@@ -32,7 +64,6 @@ export class OrganizationReconciler {
 
 async function reconcileOrganization(ctx: ReconcileContext, obj: OrganizationResource, usageReadAt: Map<string, number>): Promise<Outcome | 'gone'> {
   const resource = keyOf(obj);
-  if (obj.metadata.deletionTimestamp) return finalizeOrganization(ctx, obj, resource);
   // organizationId comes from the service (findOrg, adopt, create), never from status.
   const spec = obj.spec;
   const adopt = adoptId(obj, ADOPT_ANNOTATION);
@@ -135,12 +166,12 @@ async function createOrg(ctx: ReconcileContext, name: string, quota: number | nu
  */
 async function leavingDependents(ctx: ReconcileContext, obj: OrganizationResource): Promise<string[]> {
   const id = ctx.records.organizations.get(keyOf(obj));
-  const projects = ctx.projects.list().filter((p) => p.spec?.organizationRef?.name === obj.metadata.name || (id !== undefined && p.spec?.organizationId === id));
+  const projects = ctx.cache('Project').list().filter((p) => p.spec?.organizationRef?.name === obj.metadata.name || (id !== undefined && p.spec?.organizationId === id));
   const names = new Set(projects.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
   const acting: AnyResource[] = [
     ...projects,
-    ...[...ctx.featureFlags.list(), ...ctx.flagSecrets.list()].filter((r) => names.has(`${r.metadata.namespace}/${r.spec?.projectRef?.name}`)),
-    ...ctx.apiTokens.list().filter((t) => t.spec?.organizationRef?.name === obj.metadata.name),
+    ...[...ctx.cache('FeatureFlag').list(), ...ctx.cache('FlagSecret').list()].filter((r) => names.has(`${r.metadata.namespace}/${r.spec?.projectRef?.name}`)),
+    ...ctx.cache('ApiToken').list().filter((t) => t.spec?.organizationRef?.name === obj.metadata.name),
   ].filter(hasFinalizer);
   const leaving: string[] = [];
   const kindLeaving = new Map<string, boolean>();
