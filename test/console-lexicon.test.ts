@@ -111,6 +111,12 @@ forEachBackend('web console: lexicon, annotations and the annotation line', (bac
     await page.waitForFunction(() => document.querySelectorAll('#event-names option').length > 0);
     const offered = await page.$$eval('#event-names option', (os) => os.map((o) => (o as HTMLOptionElement).value));
     assert.ok(offered.includes('Signed up') && !offered.includes('Purchased'), offered.join(', '));
+    // Still a known name: typed (or in a saved report) it runs, with no "unknown event" hint.
+    await page.locator('#metric-0').fill('Purchased');
+    await page.locator('button.primary::-p-text(Run)').click();
+    await page.waitForSelector('[role="figure"] canvas, .result [role="alert"]', { timeout: 20_000 });
+    assert.equal(await page.$('#metric-0-hint'), null);
+    assert.equal(await page.$('.result [role="alert"]'), null);
     await api().put(`/api/lexicon/events/Purchased?projectId=${pid}`, { hidden: false });
   });
 

@@ -5,13 +5,14 @@ import { caseOnlyMatch, INTERNAL_PROPERTIES, unknownName } from './names.js';
 const OPS: Array<[PropertyFilter['op'], string]> = [['eq', 'is'], ['neq', 'is not'], ['contains', 'contains'], ['set', 'is set'], ['not_set', 'is not set']];
 
 /** Property filters: a list with remove buttons and a row to add one (key picked from `keys`). */
-export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onChange: (f: PropertyFilter[]) => void; keys: string[]; values?: (key: string) => string[]; disabled?: boolean; legend?: string; checkNames?: boolean }) {
+export function FiltersEditor(props: { id: string; value: PropertyFilter[]; onChange: (f: PropertyFilter[]) => void; keys: string[]; known?: string[]; values?: (key: string) => string[]; disabled?: boolean; legend?: string; checkNames?: boolean }) {
   const [key, setKey] = useState('');
   const [op, setOp] = useState<PropertyFilter['op']>('eq');
   const [value, setValue] = useState('');
   const needsValue = op === 'eq' || op === 'neq' || op === 'contains';
   const keys = props.keys.filter((k) => !INTERNAL_PROPERTIES.has(k));
-  const keyProblem = props.checkNames ? unknownName('property', key, keys) : null;
+  // `known`: every name data has, hidden ones included (`keys` are what the picker offers).
+  const keyProblem = props.checkNames ? unknownName('property', key, props.known ? props.known.filter((k) => !INTERNAL_PROPERTIES.has(k)) : keys) : null;
   const caseMatch = needsValue ? caseOnlyMatch(value, props.values?.(key.trim()) ?? []) : null;
   const add = (e: Event) => {
     e.preventDefault();

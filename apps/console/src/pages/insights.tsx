@@ -152,8 +152,9 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
 
   useEffect(() => {
     document.title = `Insights · Tally`;
-    api.lexiconEvents(props.projectId).then((e) => setEvents(e.filter((x) => !x.hidden)), () => {});
-    api.lexiconProperties(props.projectId).then((p) => setProps(p.filter((x) => !x.hidden && !INTERNAL_PROPERTIES.has(x.key))), () => {});
+    // Hidden names are known (a saved report may use one) but not offered in the pickers.
+    api.lexiconEvents(props.projectId).then(setEvents, () => {});
+    api.lexiconProperties(props.projectId).then((p) => setProps(p.filter((x) => !INTERNAL_PROPERTIES.has(x.key))), () => {});
     api.boards(props.projectId).then((b) => { setBoards(b); if (b[0]) setBoardId(String(b[0].id)); }, () => {});
     if (props.reportId) {
       api.report(props.reportId).then(
@@ -257,6 +258,8 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
 
   const eventNames = useMemo(() => events.map((e) => e.name), [events]);
   const keys = useMemo(() => props_.map((p) => p.key), [props_]);
+  /** The property keys the pickers offer: the lexicon's hidden ones left out. */
+  const shownKeys = useMemo(() => props_.filter((p) => !p.hidden).map((p) => p.key), [props_]);
   /** Every event and property of the draft that no data has, as the builder says it. */
   function problemsOf(d: Draft): string[] {
     if (d.kind === 'sessions') return [];
@@ -287,8 +290,8 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
       </div>
       <div class="builder">
         <aside aria-label="Query">
-          <datalist id="event-names">{eventNames.map((e) => <option value={e} />)}</datalist>
-          <datalist id="property-keys">{keys.map((k) => <option value={k} />)}</datalist>
+          <datalist id="event-names">{events.filter((e) => !e.hidden).map((e) => <option value={e.name} />)}</datalist>
+          <datalist id="property-keys">{shownKeys.map((k) => <option value={k} />)}</datalist>
           <RangePicker id="insight-range" value={d.dateRange} onChange={(r) => r && patch({ dateRange: r })} />
           {maxMetrics > 0 && (
             <fieldset>
@@ -328,7 +331,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
           )}
           {(d.kind === 'trend' || d.kind === 'funnel') && (
             <>
-              <FiltersEditor id="insight-filters" value={d.filters} onChange={(f) => patch({ filters: f })} keys={keys} values={values} checkNames />
+              <FiltersEditor id="insight-filters" value={d.filters} onChange={(f) => patch({ filters: f })} keys={shownKeys} known={keys} values={values} checkNames />
               <div class="field">
                 <label for="breakdown">Breakdown by property</label>
                 <input id="breakdown" list="property-keys" value={d.breakdown} placeholder="none" onInput={(e) => patch({ breakdown: (e.target as HTMLInputElement).value })}
