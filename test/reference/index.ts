@@ -74,15 +74,25 @@ function inRange(data: RefData, r: RefRange, end = r.toEndMs): CEvent[] {
   return dedup(data.events).filter((e) => e.time >= r.fromMs && e.time < end).map((e) => ({ ...e, cid: cidOf(data, e) }));
 }
 
-export function segmentation(data: RefData, q: { event: string; unit: RefUnit; type: 'total' | 'unique'; breakdown?: string; filters?: RefFilter[] }, r: RefRange) {
+/**
+ * An event's breakdown segment: one property's value (undefined when the event lacks it), or,
+ * with several properties, each value (`(none)` where missing) joined with " / ": every event has one.
+ */
+export function segmentOf(props: Record<string, string>, breakdown: string | readonly string[]): string | undefined {
+  if (typeof breakdown === 'string') return breakdown in props ? props[breakdown] : undefined;
+  if (breakdown.length === 1) return segmentOf(props, breakdown[0]);
+  return breakdown.map((p) => (p in props ? props[p] : '(none)')).join(' / ');
+}
+
+export function segmentation(data: RefData, q: { event: string; unit: RefUnit; type: 'total' | 'unique'; breakdown?: string | readonly string[]; filters?: RefFilter[] }, r: RefRange) {
   const evs = inRange(data, r).filter((e) => matchEvent(data, q.event, e) && matchAll(e.props, q.filters));
   const bs = buckets(q.unit, r);
   const series = new Map<string, { name: string; per: Map<number, CEvent[]> }>();
   if (!q.breakdown) series.set('all', { name: q.event, per: new Map() });
   for (const e of evs) {
-    const has = q.breakdown !== undefined && q.breakdown in e.props;
-    const key = !q.breakdown ? 'all' : has ? `v:${e.props[q.breakdown]}` : 'missing';
-    const s = series.get(key) ?? { name: !q.breakdown ? q.event : has ? e.props[q.breakdown] : '(none)', per: new Map() };
+    const value = q.breakdown === undefined ? undefined : segmentOf(e.props, q.breakdown);
+    const key = !q.breakdown ? 'all' : value !== undefined ? `v:${value}` : 'missing';
+    const s = series.get(key) ?? { name: !q.breakdown ? q.event : value !== undefined ? value : '(none)', per: new Map() };
     const b = bucketStart(q.unit, e.time);
     s.per.set(b, [...(s.per.get(b) ?? []), e]);
     series.set(key, s);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../limits.js';
 import { DateRangeSpecSchema } from './date-range-spec.js';
+import { MAX_BREAKDOWN_PROPERTIES } from './breakdowns.js';
 
 export const PropertyFilterSchema = z
   .object({
@@ -28,7 +29,9 @@ const RollingRangeField = DateRangeSpecSchema.optional();
 export const SegmentationQuerySchema = z
   .object({
     event: EventName, from: DateField, to: DateField, unit: UnitSchema, type: z.enum(['total', 'unique']),
-    breakdown: z.string().min(1).max(500).optional(), filters: Filters.optional(), projectId: ProjectIdField,
+    /** A property, or up to three whose values make one series each combination ("fr / chrome"). */
+    breakdown: z.union([z.string().min(1).max(500), z.array(z.string().min(1).max(500)).min(1).max(MAX_BREAKDOWN_PROPERTIES)]).optional(),
+    filters: Filters.optional(), projectId: ProjectIdField,
   })
   .strict() // unknown members are refused (README), not dropped
   .openapi('SegmentationQuery');

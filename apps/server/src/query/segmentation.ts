@@ -5,6 +5,7 @@ import type { Unit } from './dialects/index.js';
 import { filtersSql } from './filters.js';
 import { bucketCount, bucketLabel, bucketStarts, type DateRange } from './range.js';
 import { checkBreakdownCells, type QueryGuard } from './guard.js';
+import { breakdownHas, breakdownName, breakdownValueOr, type BreakdownProps } from './breakdowns.js';
 import type { PropertyFilter, SegmentationResult } from './schema.js';
 
 /** Series name of events without the breakdown property. */
@@ -14,7 +15,8 @@ export interface SegmentationSpec {
   event: string;
   unit: Unit;
   type: 'total' | 'unique';
-  breakdown?: string;
+  /** One property, or up to three whose values make one segment (breakdowns.ts). */
+  breakdown?: BreakdownProps;
   filters?: PropertyFilter[];
 }
 
@@ -30,8 +32,8 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
   // two scalars instead of the property arrays).
   const exprs: Array<[string, string]> = [
     ['b', d.bucket(s.unit, 'time')],
-    ['bh', s.breakdown ? `CASE WHEN ${d.propHas(s.breakdown)} THEN 1 ELSE 0 END` : '0'],
-    ['bv', s.breakdown ? d.propValueOr(s.breakdown, "''") : "''"],
+    ['bh', s.breakdown ? `CASE WHEN ${breakdownHas(d, s.breakdown)} THEN 1 ELSE 0 END` : '0'],
+    ['bv', s.breakdown ? breakdownValueOr(d, s.breakdown, "''") : "''"],
   ];
   const value = s.type === 'total' ? 'count(*)' : d.uniq('cid');
   return `SELECT b, bh, bv, ${value} AS v FROM ${d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, where, exprs, identity: s.type === 'unique', dedup: s.type === 'total' && dedupOf(q) })} ev
@@ -41,7 +43,7 @@ export function segmentationSql(q: QueryContext, s: SegmentationSpec, range: Dat
 /** `guard`: a breakdown whose series × buckets pass the limit is refused before it is zero-filled. */
 export async function runSegmentation(events: EventStore, q: QueryContext, s: SegmentationSpec, range: DateRange, guard?: QueryGuard): Promise<SegmentationResult> {
   const rows = await events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, s, range));
-  if (guard && s.breakdown) checkBreakdownCells(guard, new Set(rows.map((r) => (Number(r.bh) ? `v:${r.bv}` : 'missing'))).size, bucketCount(s.unit, range), s.breakdown);
+  if (guard && s.breakdown) checkBreakdownCells(guard, new Set(rows.map((r) => (Number(r.bh) ? `v:${r.bv}` : 'missing'))).size, bucketCount(s.unit, range), breakdownName(s.breakdown));
   const starts = bucketStarts(s.unit, range);
   const labels = starts.map((b) => bucketLabel(s.unit, b));
   const bySeries = new Map<string, { name: string; values: Map<number, number>; sum: number }>();

@@ -11,6 +11,7 @@ import { irRanges, notImplemented, type IrDeps } from './run.js';
 import type { IrIssue, QueryV2 } from './schema.js';
 import { droppedSql, identitiesSql, pageSql, type MetricScope } from './sql.js';
 import { segmentKey } from './trend.js';
+import { breakdownOf } from '../breakdowns.js';
 
 /** A breakdown value as the result shows it; null selects events without the property. */
 const Segment = z.string().max(10_000).nullable().optional();
@@ -81,7 +82,7 @@ export function drilldownSql(q: QueryContext, query: QueryV2, sel: DrilldownSele
     if (index < 0) throw invalid('selection.metricId', `no metric with id ${sel.metricId}`, 'unknown_reference');
     const m = query.metrics[index];
     if (m.kind !== 'event') throw invalid('selection.metricId', `metric ${m.id} is a calculated metric: it has no identities to list`, 'illegal_position');
-    const scope: MetricScope = { metric: m, filters: query.filters, breakdown: query.breakdown?.property };
+    const scope: MetricScope = { metric: m, filters: query.filters, breakdown: breakdownOf(query.breakdown) };
     const segment = query.breakdown ? seg : undefined;
     if (sel.kind === 'trend_dropped') set = droppedSql(q, scope, range, cmp!, segment);
     else {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import '../../http/route.js'; // registers `.openapi()` on zod schemas before any is declared here
 import { LIMITS } from '../../limits.js';
 import { PropertyFilterSchema, UnitSchema } from '../schema.js';
+import { MAX_BREAKDOWN_PROPERTIES } from '../breakdowns.js';
 
 /**
  * The Query IR, version 2 (current). Shaped after PostHog's TrendsQuery/FunnelsQuery and Mixpanel's
@@ -58,10 +59,15 @@ export const MetricSchema = z.discriminatedUnion('kind', [EventMetricSchema, Cal
 export type EventMetric = z.infer<typeof EventMetricSchema>;
 export type Metric = z.infer<typeof MetricSchema>;
 
-/** `limit`: the segments kept (largest first by the first metric); the rest are counted in `omittedSegments`. */
+/**
+ * `limit`: the segments kept (largest first by the first metric); the rest are counted in `omittedSegments`.
+ * `thenBy`: up to two more properties (trends): a segment is then each combination of values,
+ * named "fr / chrome" (a missing property as `(none)` in its place).
+ */
 export const BreakdownSchema = z
   .object({
     property: PropertyKey,
+    thenBy: z.array(PropertyKey).min(1).max(MAX_BREAKDOWN_PROPERTIES - 1).optional(),
     limit: z.number().int().min(LIMITS.irBreakdownSegments.min).max(LIMITS.irBreakdownSegments.max).default(LIMITS.irBreakdownSegments.default),
   })
   .strict()

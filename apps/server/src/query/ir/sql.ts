@@ -5,6 +5,7 @@ import type { DateRange } from '../range.js';
 import type { Unit } from '../dialects/index.js';
 import type { PropertyFilter } from '../schema.js';
 import { metricEventName } from './context.js';
+import { breakdownHas, breakdownValueOr, type BreakdownProps } from '../breakdowns.js';
 import type { EventMetric, PropertyOp } from './schema.js';
 
 /**
@@ -16,11 +17,11 @@ import type { EventMetric, PropertyOp } from './schema.js';
 export interface MetricScope {
   metric: EventMetric;
   filters?: PropertyFilter[];
-  breakdown?: string;
+  breakdown?: BreakdownProps;
 }
 
-export const segExpr = (q: QueryContext, breakdown: string | undefined) =>
-  breakdown ? `CASE WHEN ${q.d.propHas(breakdown)} THEN concat('1', ${q.d.propValueOr(breakdown, "''")}) ELSE '0' END` : `'*'`;
+export const segExpr = (q: QueryContext, breakdown: BreakdownProps | undefined) =>
+  breakdown ? `CASE WHEN ${breakdownHas(q.d, breakdown)} THEN concat('1', ${breakdownValueOr(q.d, breakdown, "''")}) ELSE '0' END` : `'*'`;
 
 /** Conditions on raw event columns: the metric (its event and own filters), the global filters, numeric values for property ops. */
 export function metricWhere(q: QueryContext, s: MetricScope, range: DateRange): string[] {

@@ -8,6 +8,7 @@ import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
 import { metricEventName } from './context.js';
 import type { QueryV2, TrendAnalysis } from './schema.js';
 import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
+import { breakdownOf } from '../breakdowns.js';
 
 export interface TrendSeries {
   /** The metric's letter, or `formula`. */
@@ -118,7 +119,7 @@ async function metricValues(
     e.total = null;
     return out;
   }
-  const scope: MetricScope = { metric: m, filters: doc.filters, breakdown: doc.breakdown?.property };
+  const scope: MetricScope = { metric: m, filters: doc.filters, breakdown: breakdownOf(doc.breakdown) };
   const op = m.aggregation.op;
   const key = (bh: number, bv: string) => (scope.breakdown ? (Number(bh) ? `1${bv}` : '0') : '*');
   const dropped = cmp

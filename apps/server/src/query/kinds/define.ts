@@ -29,7 +29,7 @@ export interface IrDocument<A> {
   dateRange: DateRangeSpec;
   filters?: PropertyFilter[];
   metrics: Metric[];
-  breakdown?: { property: string; limit: number };
+  breakdown?: { property: string; thenBy?: string[]; limit: number };
   analysis: A;
 }
 

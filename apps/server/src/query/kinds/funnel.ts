@@ -20,6 +20,7 @@ const FUNNEL: IrKindDef<typeof FunnelAnalysisSchema> = {
     const a = query.analysis;
     a.steps.forEach((id, i) => ref(id, `analysis.steps.${i}`, true));
     if (a.window.unit === 'week' && a.window.value * 7 > 366) out.push({ path: 'analysis.window.value', message: 'the window is at most 366 days (52 weeks)' });
+    if (query.breakdown?.thenBy) out.push({ path: 'breakdown.thenBy', message: 'a funnel breaks down by one property' });
   },
   compare: (a) => a.compare,
   run: (deps, q, query, range, cmp) => runIrFunnel(deps.events, q, query, query.analysis, range, cmp),

@@ -7,7 +7,7 @@ import { TREND } from './trend.js';
 /** Event totals or unique identities per bucket; upgrades to an IR trend of one metric. */
 export const segmentation = defineAnalysis({
   name: 'segmentation',
-  summary: 'Event totals or unique identities per calendar bucket, optionally broken down by a property',
+  summary: 'Event totals or unique identities per calendar bucket, optionally broken down by up to three properties',
   body: SegmentationQuerySchema,
   response: SegmentationResultSchema,
   estimate: (guard, body, range) => checkBuckets(guard, body.unit, range),
@@ -19,7 +19,7 @@ export const segmentation = defineAnalysis({
   toIr: (s) => ({
     ...(s.filters?.length ? { filters: s.filters } : {}),
     metrics: [{ id: 'A', kind: 'event', event: s.event, aggregation: { op: s.type === 'total' ? 'count' : 'unique' } }],
-    ...(s.breakdown ? { breakdown: { property: s.breakdown } } : {}),
+    ...(s.breakdown ? { breakdown: typeof s.breakdown === 'string' ? { property: s.breakdown } : { property: s.breakdown[0], ...(s.breakdown.length > 1 ? { thenBy: s.breakdown.slice(1) } : {}) } } : {}),
     analysis: { kind: 'trend', unit: s.unit },
   }),
 });
