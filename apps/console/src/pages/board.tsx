@@ -51,12 +51,14 @@ class RunFeed {
   private listener: ((line: BoardStreamLine) => void) | null = null;
   readonly abort = new AbortController();
   readonly done: Promise<void>;
+  readonly startedAt = Date.now();
+  failed = false;
   constructor(readonly boardId: string, body: BoardRunBody, quiet = false) {
     this.done = runBoardStream(boardId, body, (line) => {
       this.lines.push(line);
       this.listener?.(line);
     }, { signal: this.abort.signal, quiet });
-    this.done.catch(() => {});
+    this.done.catch(() => (this.failed = true));
   }
   follow(onLine: (line: BoardStreamLine) => void): Promise<void> {
     for (const line of this.lines) onLine(line);
@@ -74,11 +76,13 @@ let early: RunFeed | null = (() => {
   const m = /^\/projects\/[^/]+\/boards\/(\d+)\/?$/.exec(location.pathname);
   return m && session() ? new RunFeed(m[1], {}, true) : null;
 })();
+/** The early run, if it is this board's, has not failed (a session refused meanwhile: signing in again starts afresh) and is recent. */
 const takeEarly = (boardId: string) => {
   const feed = early;
   early = null;
-  if (feed && feed.boardId !== boardId) feed.abort.abort();
-  return feed && feed.boardId === boardId ? feed : null;
+  const usable = !!feed && feed.boardId === boardId && !feed.failed && Date.now() - feed.startedAt < 30_000;
+  if (feed && !usable) feed.abort.abort();
+  return usable ? feed : null;
 };
 
 /** `updated 3 min ago` from when an answer was computed. */

@@ -35,6 +35,8 @@ export function streamBoardRun(
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
+  // Gone already while the run was being prepared.
+  if (res.destroyed) abort.abort();
   // Written here rather than through Koa's response (`ctx.respond = false`), so a client that goes
   // away is the end of the answer, not an error. Headers set before (CORS) are on `res` already.
   ctx.status = 200;
