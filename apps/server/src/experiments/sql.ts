@@ -79,25 +79,27 @@ export function experimentSql(q: QueryContext, s: ExposureSpec): string {
   ];
   const read = (where: string[], e: Array<[string, string]>) =>
     d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, dedup: dedupOf(q), where: [...span, ...where], exprs: e });
-  // Reading the property lists is most of the scan's cost: when every metric is a plain event
-  // name, only exposures and sums' events need them, and the other metric events are read in a
-  // second branch by name alone (their lists never leave the storage). The branches' names are
-  // disjoint, so each event is read once.
+  // Reading the property lists is most of the scan's cost, and a list column is read for every
+  // stretch of rows where any row needs it. When every metric is a plain event name, the events
+  // are read in up to three branches of disjoint names: the exposures (their lists), the events of
+  // sum metrics (their property: a materialised column where MATERIALIZED_PROPERTIES names it,
+  // else the lists) and the other metric events (by name alone: no lists). Each event is read once.
   const plain = s.metrics.every((m) => q.events.condition(m.event) === `event = ${str(m.event)}`);
-  const withProps = [...new Set(['$experiment_started', '$feature_flag_called', ...s.metrics.filter((m) => m.kind === 'sum').map((m) => m.event)])];
-  const byName = [...new Set(s.metrics.map((m) => m.event))].filter((n) => !withProps.includes(n));
-  const inList = (ns: string[]) => `event IN (${ns.map(str).join(', ')})`;
+  const exposures = ['$experiment_started', '$feature_flag_called'];
+  const summed = [...new Set(s.metrics.filter((m) => m.kind === 'sum').map((m) => m.event))].filter((n) => !exposures.includes(n));
+  const others = [...new Set(s.metrics.map((m) => m.event))].filter((n) => !exposures.includes(n) && !summed.includes(n));
+  /** The branch of events named `ns`: each expression kept where its rows can be among them, else its constant. */
+  const branch = (ns: string[]) => read([`event IN (${ns.map(str).join(', ')})`], [
+    ['xv', ns === exposures ? exposure : `''`],
+    ...s.metrics.flatMap((m, i): Array<[string, string]> => {
+      const kept = ns === exposures || ns.includes(m.event);
+      const at = (alias: string) => exprs.find(([a]) => a === alias)![1];
+      return [[`f${i}`, kept ? at(`f${i}`) : d.flag('1 = 0')], ...(m.kind === 'sum' ? [[`s${i}`, kept ? at(`s${i}`) : d.toFloat('0')] as [string, string]] : [])];
+    }),
+  ]);
   const events = !plain
     ? read([`event IN ('$experiment_started', '$feature_flag_called') OR ${metricConds.join(' OR ')}`], exprs)
-    : byName.length === 0
-      ? read([inList(withProps)], exprs)
-      : `(SELECT * FROM ${read([inList(withProps)], exprs)} a UNION ALL SELECT * FROM ${read([inList(byName)], [
-        ['xv', `''`],
-        ...s.metrics.flatMap((m, i): Array<[string, string]> => [
-          [`f${i}`, d.flag(byName.includes(m.event) ? `event = ${str(m.event)}` : '1 = 0')],
-          ...(m.kind === 'sum' ? [[`s${i}`, d.toFloat('0')] as [string, string]] : []),
-        ]),
-      ])} b)`;
+    : `(${[exposures, summed, others].filter((ns) => ns.length > 0).map((ns, k) => `SELECT * FROM ${branch(ns)} b${k}`).join(' UNION ALL ')})`;
 
   const exposed = `xv != ''`;
   const perUnitCols = [
