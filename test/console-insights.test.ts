@@ -55,6 +55,7 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
     }
     await page.waitForSelector('[role="figure"] table');
   };
+  const button = (name: string) => page.locator(`::-p-aria([name="${name}"][role="button"])`);
   const legend = () => page.$$eval('[role="figure"] ul[aria-label="Series"] button', (bs) => bs.map((b) => ({ name: b.textContent!.trim(), pressed: b.getAttribute('aria-pressed') })));
   const peopleShown = () => page.$$eval('section[aria-label="People"] li', (lis) => lis.map((l) => l.textContent!.trim()).sort());
   const newInsight = async (kind: string) => {
@@ -182,6 +183,31 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
     await page.mouse.move(box.x + 5, box.y + 5);
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
     await page.waitForFunction((n) => !!document.querySelector('[role="tooltip"]') && !document.querySelector('[role="tooltip"]')!.textContent!.includes(n), {}, names[0]);
+  });
+
+  it('breaks a trend down by two properties: one series per combination, named as the API names it', async function () {
+    this.timeout(60_000);
+    await newInsight('Trends');
+    await page.locator('#metric-0').fill('Purchased');
+    await page.locator('#breakdown').fill('plan');
+    await button('Add breakdown').click();
+    await page.waitForSelector('#then-by-0');
+    await page.locator('#then-by-0').fill('amount');
+    await run('[role="figure"] canvas');
+    const answer = await query({
+      v: 2, dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ id: 'A', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }],
+      breakdown: { property: 'plan', thenBy: ['amount'], limit: 10 }, analysis: { kind: 'trend', unit: 'day', chart: 'line' },
+    });
+    // Twelve purchases with twelve amounts: ten segments kept (the limit), each "plan / amount".
+    assert.equal(answer.series.length, 10);
+    assert.ok(answer.series.every((s: any) => /^(free|pro) \/ \d+$/.test(s.segment)), answer.series.map((s: any) => s.segment).join());
+    assert.deepEqual((await legend()).map((l) => l.name), answer.series.map((s: any) => `${s.name} · ${s.segment}`));
+    // A third property at most: Add breakdown is gone once two more are there; Remove takes one away.
+    await button('Add breakdown').click();
+    await page.waitForSelector('#then-by-1');
+    assert.equal(await page.$('::-p-aria([name="Add breakdown"][role="button"])'), null);
+    await button('Remove breakdown property 3').click();
+    await page.waitForFunction(() => !document.querySelector('#then-by-1'));
   });
 
   it('draws a formula beside counts on its own right axis', async function () {

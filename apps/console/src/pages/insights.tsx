@@ -23,6 +23,8 @@ interface Draft {
   metrics: MetricDraft[];
   filters: PropertyFilter[];
   breakdown: string;
+  /** Trends: up to two more breakdown properties (segments are combinations, "fr / chrome"). */
+  thenBy: string[];
   formula: string;
   compare: boolean;
   unit: 'hour' | 'day' | 'week' | 'month';
@@ -39,7 +41,7 @@ const KINDS: Array<[Kind, string]> = [['trend', 'Trends'], ['funnel', 'Funnel'],
 const AGGS: Array<[Agg, string]> = [['count', 'Total events'], ['unique', 'Unique users'], ['sum', 'Sum of'], ['avg', 'Average of'], ['min', 'Minimum of'], ['max', 'Maximum of'], ['p50', 'Median of'], ['p90', '90th percentile of'], ['p99', '99th percentile of']];
 
 const blank = (): Draft => ({
-  kind: 'trend', dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ event: '', agg: 'count', property: '' }], filters: [], breakdown: '', formula: '',
+  kind: 'trend', dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ event: '', agg: 'count', property: '' }], filters: [], breakdown: '', thenBy: [], formula: '',
   compare: false, unit: 'day', chart: 'line', windowDays: 30, retentionUnit: 'week', retentionBuckets: 8, flowsDirection: 'after', flowsSteps: 3,
 });
 
@@ -60,6 +62,12 @@ export function rangeDays(r: DateRangeSpec, now = new Date()): { from: string; t
   }
 }
 
+/** A trend's further breakdown properties, those filled in. */
+function thenByOf(d: Draft): { thenBy?: string[] } {
+  const more = d.kind === 'trend' ? d.thenBy.map((p) => p.trim()).filter(Boolean) : [];
+  return more.length ? { thenBy: more } : {};
+}
+
 /** The draft as an IR document (trend and funnel). */
 function toIr(d: Draft): QueryV2 {
   const metrics = d.metrics.map((m, i) => ({
@@ -69,7 +77,7 @@ function toIr(d: Draft): QueryV2 {
   const base = {
     v: 2 as const, dateRange: d.dateRange, metrics: metrics as QueryV2['metrics'],
     ...(d.filters.length ? { filters: d.filters } : {}),
-    ...(d.breakdown.trim() ? { breakdown: { property: d.breakdown.trim(), limit: 10 } } : {}),
+    ...(d.breakdown.trim() ? { breakdown: { property: d.breakdown.trim(), ...thenByOf(d), limit: 10 } } : {}),
   };
   const compare = d.compare ? { compare: { kind: 'previous_period' as const } } : {};
   if (d.kind === 'funnel') {
@@ -97,6 +105,7 @@ function fromReport(r: SavedReport): Draft {
     d.dateRange = q.dateRange ?? d.dateRange;
     d.filters = q.filters ?? [];
     d.breakdown = q.breakdown?.property ?? '';
+    d.thenBy = q.breakdown?.thenBy ?? [];
     d.metrics = (q.metrics ?? []).filter((m: any) => m.kind === 'event').map((m: any) => ({ event: m.event, agg: m.aggregation?.op ?? 'count', property: m.aggregation?.property ?? '' }));
     const a = q.analysis ?? {};
     if (a.kind === 'funnel') {
@@ -121,7 +130,7 @@ function fromReport(r: SavedReport): Draft {
     if (r.type === 'retention') Object.assign(d, { kind: 'retention', metrics: [{ event: q.bornEvent, agg: 'unique', property: '' }, { event: q.returnEvent, agg: 'unique', property: '' }], retentionUnit: q.unit ?? 'week', retentionBuckets: q.buckets ?? 8 });
     else if (r.type === 'flows') Object.assign(d, { kind: 'flows', metrics: [{ event: q.event, agg: 'unique', property: '' }], flowsDirection: q.direction ?? 'after', flowsSteps: q.steps ?? 3 });
     else if (r.type === 'funnel') Object.assign(d, { kind: 'funnel', metrics: (q.steps ?? []).map((e: string) => ({ event: e, agg: 'unique', property: '' })), windowDays: q.windowDays ?? 30, filters: q.filters ?? [], breakdown: q.breakdown ?? '' });
-    else if (r.type === 'segmentation') Object.assign(d, { kind: 'trend', metrics: [{ event: q.event, agg: q.type === 'unique' ? 'unique' : 'count', property: '' }], unit: q.unit ?? 'day', filters: q.filters ?? [], breakdown: q.breakdown ?? '' });
+    else if (r.type === 'segmentation') Object.assign(d, { kind: 'trend', metrics: [{ event: q.event, agg: q.type === 'unique' ? 'unique' : 'count', property: '' }], unit: q.unit ?? 'day', filters: q.filters ?? [], breakdown: (Array.isArray(q.breakdown) ? q.breakdown[0] : q.breakdown) ?? '', thenBy: Array.isArray(q.breakdown) ? q.breakdown.slice(1) : [] });
   }
   if (d.metrics.length === 0) d.metrics = [{ event: '', agg: 'count', property: '' }];
   return d;
@@ -338,6 +347,20 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
                   aria-invalid={unknownName('property', d.breakdown, keys) ? true : undefined} aria-describedby={unknownName('property', d.breakdown, keys) ? 'breakdown-hint' : undefined} />
                 {unknownName('property', d.breakdown, keys) && <p id="breakdown-hint" class="hint warn">{unknownName('property', d.breakdown, keys)}</p>}
               </div>
+              {d.kind === 'trend' && d.thenBy.map((p, i) => (
+                <div class="field">
+                  <label for={`then-by-${i}`}>Then by property {i + 2}</label>
+                  <div class="row">
+                    <input id={`then-by-${i}`} list="property-keys" value={p} onInput={(e) => patch({ thenBy: d.thenBy.map((x, j) => (j === i ? (e.target as HTMLInputElement).value : x)) })}
+                      aria-invalid={unknownName('property', p, keys) ? true : undefined} aria-describedby={unknownName('property', p, keys) ? `then-by-${i}-hint` : undefined} />
+                    <button type="button" aria-label={`Remove breakdown property ${i + 2}`} onClick={() => patch({ thenBy: d.thenBy.filter((_, j) => j !== i) })}>Remove</button>
+                  </div>
+                  {unknownName('property', p, keys) && <p id={`then-by-${i}-hint`} class="hint warn">{unknownName('property', p, keys)}</p>}
+                </div>
+              ))}
+              {d.kind === 'trend' && d.thenBy.length < 2 && (
+                <button type="button" disabled={!d.breakdown.trim()} onClick={() => patch({ thenBy: [...d.thenBy, ''] })}>Add breakdown</button>
+              )}
               <label class="row"><input type="checkbox" checked={d.compare} onChange={(e) => patch({ compare: (e.target as HTMLInputElement).checked })} /> Compare to previous period</label>
             </>
           )}
