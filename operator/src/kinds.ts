@@ -1,7 +1,8 @@
 /**
  * Names of the Kubernetes contract (docs/decisions.md, "Kubernetes contract"): outside tests and the chart rely on
  * them. Group, version and finalizer come from resources/ (the schemas the CRDs are generated from);
- * the shapes here are those objects as the operator reads them (names and namespaces always set).
+ * the shapes here (ObjectMeta, Resource) are those objects as the operator reads them (names and
+ * namespaces always set); each kind's own type is in its module in kinds/.
  */
 export { GROUP, VERSION, API_VERSION, FINALIZER } from './resources/meta.js';
 export const LEASE_NAME = 'tally-operator';
