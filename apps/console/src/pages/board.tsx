@@ -94,6 +94,18 @@ export function updatedAgo(now: number, at: number): string {
   return `updated ${new Date(at).toLocaleDateString()}`;
 }
 
+/** Runs `f` once the next frame is painted (or after 100 ms in a hidden tab, which paints no frame). */
+function afterPaint(f: () => void) {
+  let done = false;
+  const go = () => {
+    if (done) return;
+    done = true;
+    setTimeout(f);
+  };
+  requestAnimationFrame(go);
+  setTimeout(go, 100);
+}
+
 const lookBody = (lk: Look | null): BoardRunBody => (lk ? { date_range: lk.date_range, filters: lk.filters, replace_filters: true } : {});
 /** A card removed since the board loaded (its report deleted): say so next to the API's words. */
 const failedMessage = (e: unknown) =>
@@ -168,6 +180,13 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     const put = (id: number, s: RunState) => gen === generation.current && setRuns((r) => ({ ...r, [id]: s }));
     let shown = laidOut;
     const answered = new Set<number>();
+    /** Card lines that came before the grid was painted: drawn the frame after, so the layout shows first. */
+    let held: CardRun[] | null = null;
+    let flushed = Promise.resolve();
+    const draw = (card: CardRun) => {
+      answered.add(card.card_id);
+      put(card.card_id, runState(card));
+    };
     const unanswered = (message: string) => {
       for (const c of shown?.cards ?? []) if (c.card_type === 'report' && !answered.has(c.id)) put(c.id, { state: 'error', message });
     };
@@ -183,18 +202,29 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
           setBoard(b);
           document.title = `${b.name} · Tally`;
           setRuns(Object.fromEntries(b.cards.filter((c) => c.card_type === 'report').map((c) => [c.id, { state: 'loading' } as RunState])));
+          const waiting: CardRun[] = (held = []);
+          flushed = new Promise((resolve) => afterPaint(() => {
+            held = null;
+            for (const card of waiting) draw(card);
+            resolve();
+          }));
         } else if (line.kind === 'card') {
-          answered.add(line.card.card_id);
-          put(line.card.card_id, runState(line.card));
+          if (held) held.push(line.card);
+          else draw(line.card);
         } else if (line.kind === 'error') {
-          unanswered(joinError(line.error.error, line.error.message));
+          const message = joinError(line.error.error, line.error.message);
+          void flushed.then(() => unanswered(message));
         }
       });
+      await flushed;
       unanswered('card not found: its report may have been deleted; reload the board.');
     } catch (e) {
       if (gen !== generation.current || feed.abort.signal.aborted) return;
       if (!shown) setError(e instanceof ApiError && e.status === 404 ? 'This board does not exist, or is in another organisation.' : (e as Error).message);
-      else unanswered(failedMessage(e));
+      else {
+        await flushed;
+        unanswered(failedMessage(e));
+      }
     }
   };
 
