@@ -90,8 +90,11 @@ export async function experimentResults(
   // The aggregation does not depend on the statistics' settings: every setting shares one entry.
   // `v: 2`: entries since the totals carry the days of first exposure.
   const parts = { x: 'experiment', v: 2, spec };
+  // When the answer was computed: the cache's clock, which a later hit's cached_at repeats.
+  let computedAt = now;
   const { cached_at, ...totals } = await deps.executor.cached(project, now, parts, spanOf(e, now), () =>
-    deps.executor.compiled(project, async (events) => experimentTotals(events, await deps.contexts.forProject(project.id), spec)));
+    deps.executor.compiled(project, async (events) => experimentTotals(events, await deps.contexts.forProject(project.id), spec)),
+  { onComputed: (at) => { computedAt = at; } });
   const settings: AnalysisSettings = {
     engine: overrides.engine ?? e.engine,
     confidenceLevel: e.confidenceLevel,
@@ -102,7 +105,7 @@ export async function experimentResults(
   const frequentist = settings.engine === 'frequentist';
   return {
     experimentId: e.id,
-    computedAt: cached_at ?? now,
+    computedAt: cached_at ?? computedAt,
     engine: settings.engine,
     confidenceLevel: settings.confidenceLevel,
     sequential: frequentist && settings.sequential === true,
