@@ -148,7 +148,6 @@ export const api = {
     request<Board>('POST', `/api/boards${queryString({ projectId })}`, b),
   deleteBoard: (id: number) => request<{ ok: true }>('DELETE', `/api/boards/${id}`),
   /** One card with the board's saved range and filters. */
-  runCard: (boardId: number, cardId: number) => request<BoardRun>('GET', `/api/boards/${boardId}/run${queryString({ cardId })}`),
   /** Every card with a range or filters for this run only (a viewer's unsaved choice). */
   runBoard: (boardId: number, body: BoardRunBody) => request<BoardRun>('POST', `/api/boards/${boardId}/run`, body),
   cardCsv: (boardId: number, cardId: number) => request<string>('GET', `/api/boards/${boardId}/run${queryString({ format: 'csv', cardId })}`, undefined, { raw: true }),
