@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { useClusterService } from './support/clickhouse-cluster.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
-import { runSegmentation } from '../apps/server/src/query/segmentation.js';
-import { runFunnel } from '../apps/server/src/query/funnel.js';
-import { runRetention } from '../apps/server/src/query/retention.js';
-import { runFlows } from '../apps/server/src/query/flows.js';
-import { runSessions } from '../apps/server/src/query/sessions.js';
+import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
+import { runFunnel } from '../apps/server/src/query/kinds/funnel/compile.js';
+import { runRetention } from '../apps/server/src/query/kinds/retention/compile.js';
+import { runFlows } from '../apps/server/src/query/kinds/flows/compile.js';
+import { runSessions } from '../apps/server/src/query/kinds/sessions/compile.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, IDS, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 

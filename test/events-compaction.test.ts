@@ -4,7 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { drained, ev, ingest } from './ingestion.support.js';
 import { eventsCompactionLoop } from '../apps/server/src/data/compaction.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
-import { flowsSql } from '../apps/server/src/query/flows.js';
+import { flowsSql } from '../apps/server/src/query/kinds/flows/compile.js';
 
 /**
  * Reads that count every row deduplicate only the months that may hold copies of a dedup key

@@ -3,8 +3,8 @@ import { forEachBackend } from './support/backends.js';
 import { useEventStore } from './support/event-store.js';
 import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
-import { EventMatcher } from '../apps/server/src/query/filters.js';
-import { flowNamesOf, runFlows } from '../apps/server/src/query/flows.js';
+import { EventMatcher } from '../apps/server/src/query/engine/filters.js';
+import { flowNamesOf, runFlows } from '../apps/server/src/query/kinds/flows/compile.js';
 
 /**
  * Flows with very many (or very long) event names: ClickHouse inlines the range's names into the

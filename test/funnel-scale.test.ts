@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
-import { runFunnel } from '../apps/server/src/query/funnel.js';
+import { runFunnel } from '../apps/server/src/query/kinds/funnel/compile.js';
 import { FUNNEL_LIST_MAX_EVENTS } from '../apps/server/src/query/dialects/duckdb/funnel.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, freshProject, loadDataset } from './reference/harness.js';

@@ -4,9 +4,9 @@ import { useEventStore } from './support/event-store.js';
 import type { EventStore, StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { eventPropLists } from '../apps/server/src/ingestion/records.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
-import { EventMatcher } from '../apps/server/src/query/filters.js';
-import type { QueryContext } from '../apps/server/src/query/context.js';
-import { runSegmentation, segmentationSql } from '../apps/server/src/query/segmentation.js';
+import { EventMatcher } from '../apps/server/src/query/engine/filters.js';
+import type { QueryContext } from '../apps/server/src/query/engine/context.js';
+import { runSegmentation, segmentationSql } from '../apps/server/src/query/kinds/segmentation/compile.js';
 
 /**
  * A property named in MATERIALIZED_PROPERTIES gets a column of its own in an existing store

@@ -4,9 +4,9 @@ import { useEventStore } from './support/event-store.js';
 import type { StoredEvent } from '../apps/server/src/ports/events/index.js';
 import { personKey } from '../apps/server/src/ports/events/schema.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
-import { EventMatcher } from '../apps/server/src/query/filters.js';
-import { runSegmentation } from '../apps/server/src/query/segmentation.js';
-import { runSessions } from '../apps/server/src/query/sessions.js';
+import { EventMatcher } from '../apps/server/src/query/engine/filters.js';
+import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
+import { runSessions } from '../apps/server/src/query/kinds/sessions/compile.js';
 
 /**
  * `person_key`, the number analyses group persons by, is the same function of person_id in Node,

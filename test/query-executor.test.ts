@@ -3,7 +3,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { loadDataset } from './reference/harness.js';
 import { REPORT_EVENTS } from './reports.support.js';
-import { OrgSlots } from '../apps/server/src/query/concurrency.js';
+import { OrgSlots } from '../apps/server/src/query/engine/concurrency.js';
 import { QueryExecutor } from '../apps/server/src/query/executor.js';
 import { AppError } from '../apps/server/src/http/errors.js';
 import { RankedStatementQueue } from '../apps/server/src/ports/events/duckdb-queue.js';

@@ -5,7 +5,7 @@ import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { loadDataset, T0, DAY } from './reference/harness.js';
 import type { RefEvent } from './reference/index.js';
-import { PAGE_SMALLEST_MAX } from '../apps/server/src/query/ir/sql.js';
+import { PAGE_SMALLEST_MAX } from '../apps/server/src/query/kinds/trend/sql.js';
 
 const H = 3_600_000;
 const MIN = 60_000;

@@ -3,10 +3,10 @@ import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from './support/service.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
-import { runSegmentation } from '../apps/server/src/query/segmentation.js';
+import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
-import type { TrendResult } from '../apps/server/src/query/ir/trend.js';
+import type { TrendResult } from '../apps/server/src/query/kinds/trend/ir.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 

@@ -3,11 +3,11 @@ import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
-import { runSegmentation } from '../apps/server/src/query/segmentation.js';
-import { runFunnel } from '../apps/server/src/query/funnel.js';
-import { runRetention } from '../apps/server/src/query/retention.js';
-import { flowsSql, pathsOf, runFlows } from '../apps/server/src/query/flows.js';
-import { runSessions } from '../apps/server/src/query/sessions.js';
+import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
+import { runFunnel } from '../apps/server/src/query/kinds/funnel/compile.js';
+import { runRetention } from '../apps/server/src/query/kinds/retention/compile.js';
+import { flowsSql, pathsOf, runFlows } from '../apps/server/src/query/kinds/flows/compile.js';
+import { runSessions } from '../apps/server/src/query/kinds/sessions/compile.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { text } from '../http/columns.js';
 import { PropertyFilterSchema } from '../query/schema.js';
 import { LIMITS } from '../limits.js';
-import { parseDay } from '../query/range.js';
+import { parseDay } from '../query/engine/range.js';
 import { DateRangeSpecSchema } from '../query/ir/schema.js';
 import { ReportTypeSchema, SavedReportSchema } from '../reports/schema.js';
 

@@ -1,7 +1,7 @@
 import { sqlInt, type EventStore } from '../ports/events/index.js';
 import { DAY_MS } from '../query/dialects/index.js';
-import { filterSql } from '../query/filters.js';
-import { dedupOf, type QueryContext, type QueryContexts } from '../query/context.js';
+import { filterSql } from '../query/engine/filters.js';
+import { dedupOf, type QueryContext, type QueryContexts } from '../query/engine/context.js';
 import type { DefinitionStore } from '../definitions/store.js';
 import type { CohortCriterion, CohortDefinition } from './schema.js';
 

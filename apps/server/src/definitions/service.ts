@@ -1,8 +1,8 @@
 import type { Db } from '../ports/metadata/knex.js';
 import { isUniqueViolation } from '../ports/metadata/knex.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
-import { formulaRefs, parseFormula } from '../query/formula.js';
-import { ALL_EVENTS } from '../query/filters.js';
+import { formulaRefs, parseFormula } from '../query/engine/formula.js';
+import { ALL_EVENTS } from '../query/engine/filters.js';
 import type { CohortDefinition } from '../cohorts/schema.js';
 import type { CalculatedMetricDefinition, DerivedEventDefinition } from './schema.js';
 import type { Actor } from '../audit/actor.js';

@@ -1,10 +1,10 @@
 import { conflict } from '../http/errors.js';
 import type { QueryExecutor, ProjectScope } from '../query/executor.js';
-import type { QueryContexts } from '../query/context.js';
-import type { DateRange } from '../query/range.js';
+import type { QueryContexts } from '../query/engine/context.js';
+import type { DateRange } from '../query/engine/range.js';
 import type { FeatureFlag } from '../flags/schema.js';
 import { analyzeMetrics, sampleRatioMismatch, type AnalysisSettings, type MetricResult } from './stats.js';
-import { checkCells, type QueryGuard } from '../query/guard.js';
+import { checkCells, type QueryGuard } from '../query/engine/guard.js';
 import { experimentTotals, type ExposureDay, type ExposureSpec } from './sql.js';
 import type { DECISIONS, Experiment, ExperimentResults, ExposuresOverTime } from './schema.js';
 

@@ -1,6 +1,6 @@
 import { sqlInt } from '../ports/events/index.js';
 import type { EventStore } from '../ports/events/index.js';
-import { dedupOf, type QueryContext } from '../query/context.js';
+import { dedupOf, type QueryContext } from '../query/engine/context.js';
 import { HOUR_MS } from '../query/dialects/index.js';
 import type { MetricTotals } from './stats.js';
 import type { ExperimentMetric } from './schema.js';

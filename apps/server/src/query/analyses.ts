@@ -2,7 +2,7 @@ import type { Db } from '../ports/metadata/knex.js';
 import type { EventStore } from '../ports/events/index.js';
 import { definitionStores, type DefinitionStores } from '../definitions/store.js';
 import { CohortMembership } from '../cohorts/membership.js';
-import { QueryContexts } from './context.js';
+import { QueryContexts } from './engine/context.js';
 import { AnnotationStore } from '../annotations/store.js';
 
 /** The stores and services the analysis domains (definitions, query, cohorts, flags, reports, annotations) share. */

@@ -1,12 +1,12 @@
-import type { QueryContext } from './context.js';
-import type { DateRange } from './range.js';
+import type { QueryContext } from './engine/context.js';
+import type { DateRange } from './engine/range.js';
 import type { AnalysisDef, IrDocument, IrKindDef, RunEnv } from './kinds/define.js';
-import { segmentation } from './kinds/segmentation.js';
-import { funnel } from './kinds/funnel.js';
-import { retention } from './kinds/retention.js';
-import { flows } from './kinds/flows.js';
-import { sessions } from './kinds/sessions.js';
-import { calculatedMetric } from './kinds/calculated-metric.js';
+import { segmentation } from './kinds/segmentation/declaration.js';
+import { funnel } from './kinds/funnel/declaration.js';
+import { retention } from './kinds/retention/declaration.js';
+import { flows } from './kinds/flows/declaration.js';
+import { sessions } from './kinds/sessions/declaration.js';
+import { calculatedMetric } from './kinds/calculated-metric/declaration.js';
 
 export type { AnalysisDef, IrKindDef, IrDocument, IrResult, IrDeps, RunEnv } from './kinds/define.js';
 

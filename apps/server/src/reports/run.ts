@@ -1,5 +1,5 @@
 import { badRequest } from '../http/errors.js';
-import type { DateRange } from '../query/range.js';
+import type { DateRange } from '../query/engine/range.js';
 import { bodyRange } from '../query/ir/range.js';
 import { analysisNamed, spanOfAnalysis, spanOfIr } from '../query/registry.js';
 import type { PropertyFilter } from '../query/schema.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DateRange } from '../query/range.js';
+import type { DateRange } from '../query/engine/range.js';
 import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
 import { SharedEntries } from './shared-store.js';

@@ -2,15 +2,15 @@ import { z } from 'zod';
 import '../../http/route.js';
 import { badRequest } from '../../http/errors.js';
 import { LIMITS } from '../../limits.js';
-import { funnelPathsSql } from '../funnel.js';
-import { bucketStarts, nextBucket, type DateRange } from '../range.js';
-import type { QueryContext } from '../context.js';
-import { irContext } from './context.js';
-import { funnelSpec } from './funnel.js';
+import { funnelPathsSql } from '../kinds/funnel/compile.js';
+import { bucketStarts, nextBucket, type DateRange } from '../engine/range.js';
+import type { QueryContext } from '../engine/context.js';
+import { irContext } from '../engine/ir-context.js';
+import { funnelSpec } from '../kinds/funnel/ir.js';
 import { irRanges, notImplemented, type IrDeps } from './run.js';
 import type { IrIssue, QueryV2 } from './schema.js';
-import { droppedSql, identitiesSql, pageSql, type MetricScope } from './sql.js';
-import { segmentKey } from './trend.js';
+import { droppedSql, identitiesSql, pageSql, type MetricScope } from '../kinds/trend/sql.js';
+import { segmentKey } from '../kinds/trend/ir.js';
 import { breakdownOf } from '../breakdowns.js';
 
 /** A breakdown value as the result shows it; null selects events without the property. */

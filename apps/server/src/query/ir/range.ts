@@ -1,6 +1,6 @@
 import { badRequest } from '../../http/errors.js';
 import { DAY_MS } from '../dialects/index.js';
-import { dateRange, type DateRange } from '../range.js';
+import { dateRange, type DateRange } from '../engine/range.js';
 import type { Compare, DateRangeSpec } from './schema.js';
 
 const MONTHS: Record<string, number> = { '3m': 3, '6m': 6, '12m': 12 };
@@ -39,4 +39,4 @@ export function comparisonRange(range: DateRange, compare: Compare): DateRange {
   return { fromMs: range.fromMs - shift, toEndMs: range.toEndMs - shift };
 }
 
-export { bucketCount } from '../range.js';
+export { bucketCount } from '../engine/range.js';

@@ -1,5 +1,5 @@
 import { AppError } from '../../http/errors.js';
-import type { DateRange } from '../range.js';
+import type { DateRange } from '../engine/range.js';
 import { IR_KINDS, irKindOf, type IrDeps } from '../registry.js';
 import { comparisonRange, resolveRange } from './range.js';
 import type { QueryV2 } from './schema.js';

@@ -5,14 +5,14 @@ import type { EventStore } from '../../ports/events/index.js';
 import type { DefinitionStore } from '../../definitions/store.js';
 import type { CalculatedMetricDefinition } from '../../definitions/schema.js';
 import type { AnnotationStore } from '../../annotations/store.js';
-import type { QueryContext } from '../context.js';
-import type { QueryGuard } from '../guard.js';
-import type { DateRange } from '../range.js';
+import type { QueryContext } from '../engine/context.js';
+import type { QueryGuard } from '../engine/guard.js';
+import type { DateRange } from '../engine/range.js';
 import type { PropertyFilter } from '../schema.js';
 import type { Compare, DateRangeSpec, IrIssue, Metric } from '../ir/schema.js';
 import type { V1Analysis } from '../ir/versions.js';
-import type { TrendResult } from '../ir/trend.js';
-import type { IrFunnelResult } from '../ir/funnel.js';
+import type { TrendResult } from './trend/ir.js';
+import type { IrFunnelResult } from './funnel/ir.js';
 
 /** What a v0 runner is given besides the project's context, body and range. */
 export interface RunEnv {

@@ -1,8 +1,8 @@
-import { runFunnel } from '../funnel.js';
-import { FunnelQuerySchema, FunnelResultSchema } from '../schema.js';
-import { runIrFunnel } from '../ir/funnel.js';
-import { FUNNEL_CHARTS, FunnelAnalysisSchema, METRIC_IDS } from '../ir/schema.js';
-import { defineAnalysis, type IrKindDef } from './define.js';
+import { runFunnel } from './compile.js';
+import { FunnelQuerySchema, FunnelResultSchema } from '../../schema.js';
+import { runIrFunnel } from './ir.js';
+import { FUNNEL_CHARTS, FunnelAnalysisSchema, METRIC_IDS } from '../../ir/schema.js';
+import { defineAnalysis, type IrKindDef } from '../define.js';
 
 /** The IR's funnel: metric letters as steps, a window from step 0, an optional comparison. */
 const FUNNEL: IrKindDef<typeof FunnelAnalysisSchema> = {

@@ -1,12 +1,12 @@
-import { sqlInt } from '../../ports/events/index.js';
-import { dedupOf, type QueryContext } from '../context.js';
-import { filtersSql } from '../filters.js';
-import type { DateRange } from '../range.js';
-import type { Unit } from '../dialects/index.js';
-import type { PropertyFilter } from '../schema.js';
-import { metricEventName } from './context.js';
-import { breakdownHas, breakdownValueOr, type BreakdownProps } from '../breakdowns.js';
-import type { EventMetric, PropertyOp } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import { dedupOf, type QueryContext } from '../../engine/context.js';
+import { filtersSql } from '../../engine/filters.js';
+import type { DateRange } from '../../engine/range.js';
+import type { Unit } from '../../dialects/index.js';
+import type { PropertyFilter } from '../../schema.js';
+import { metricEventName } from '../../engine/ir-context.js';
+import { breakdownHas, breakdownValueOr, type BreakdownProps } from '../../breakdowns.js';
+import type { EventMetric, PropertyOp } from '../../ir/schema.js';
 
 /**
  * SQL the IR adds to the v0 builders, on the same dialect primitives: property aggregations

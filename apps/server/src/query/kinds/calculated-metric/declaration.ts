@@ -1,9 +1,9 @@
-import { notFound } from '../../http/errors.js';
-import { checkBuckets } from '../guard.js';
-import { runCalculatedMetric } from '../calculated-metric.js';
-import { MetricQuerySchema, SegmentationResultSchema } from '../schema.js';
-import { defineAnalysis } from './define.js';
-import { TREND } from './trend.js';
+import { notFound } from '../../../http/errors.js';
+import { checkBuckets } from '../../engine/guard.js';
+import { runCalculatedMetric } from './compile.js';
+import { MetricQuerySchema, SegmentationResultSchema } from '../../schema.js';
+import { defineAnalysis } from '../define.js';
+import { TREND } from '../trend/declaration.js';
 
 /** A saved calculated metric per bucket (`/api/query/metric`); upgrades to an IR trend of a calculated metric. */
 export const calculatedMetric = defineAnalysis({

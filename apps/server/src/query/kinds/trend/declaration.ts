@@ -1,9 +1,9 @@
-import { checkCells } from '../guard.js';
-import { formulaRefs, parseFormula } from '../formula.js';
-import { bucketCount } from '../range.js';
-import { runTrend } from '../ir/trend.js';
-import { TREND_CHARTS, TrendAnalysisSchema } from '../ir/schema.js';
-import type { IrKindDef } from './define.js';
+import { checkCells } from '../../engine/guard.js';
+import { formulaRefs, parseFormula } from '../../engine/formula.js';
+import { bucketCount } from '../../engine/range.js';
+import { runTrend } from './ir.js';
+import { TREND_CHARTS, TrendAnalysisSchema } from '../../ir/schema.js';
+import type { IrKindDef } from '../define.js';
 
 /**
  * The IR's trend: lettered metrics per bucket (and segment), an optional formula and comparison.

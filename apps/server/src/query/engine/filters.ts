@@ -1,5 +1,5 @@
-import type { Dialect } from './dialects/index.js';
-import type { PropertyFilter } from './schema.js';
+import type { Dialect } from '../dialects/index.js';
+import type { PropertyFilter } from '../schema.js';
 
 export const ALL_EVENTS = '$all_events';
 

@@ -1,8 +1,8 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import { dedupOf, type QueryContext } from './context.js';
-import type { DateRange } from './range.js';
-import type { FlowsResult } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import { dedupOf, type QueryContext } from '../../engine/context.js';
+import type { DateRange } from '../../engine/range.js';
+import type { FlowsResult } from '../../schema.js';
 
 /** Joins path names for grouping inside the engine (split again in Node). */
 const SEP = '\u001f';

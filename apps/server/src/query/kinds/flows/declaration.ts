@@ -1,7 +1,7 @@
-import { runFlows } from '../flows.js';
-import { FlowsQuerySchema, FlowsResultSchema } from '../schema.js';
-import { FlowsAnalysisSchema } from '../ir/schema.js';
-import { defineAnalysis, type IrKindDef } from './define.js';
+import { runFlows } from './compile.js';
+import { FlowsQuerySchema, FlowsResultSchema } from '../../schema.js';
+import { FlowsAnalysisSchema } from '../../ir/schema.js';
+import { defineAnalysis, type IrKindDef } from '../define.js';
 
 /** A valid IR document of this kind answers 501 on POST /api/query (no `run`): the v0 endpoint serves it. */
 const FLOWS: IrKindDef<typeof FlowsAnalysisSchema> = {

@@ -1,11 +1,11 @@
-import type { EventStore } from '../../ports/events/index.js';
-import type { QueryContext } from '../context.js';
-import { runFunnel, type FunnelSpec } from '../funnel.js';
-import type { DateRange } from '../range.js';
-import { MISSING_VALUE } from '../segmentation.js';
-import { metricEventName } from './context.js';
-import type { FunnelAnalysis, QueryV2 } from './schema.js';
-import { rangeLabel } from './trend.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import type { QueryContext } from '../../engine/context.js';
+import { runFunnel, type FunnelSpec } from './compile.js';
+import type { DateRange } from '../../engine/range.js';
+import { MISSING_VALUE } from '../segmentation/compile.js';
+import { metricEventName } from '../../engine/ir-context.js';
+import type { FunnelAnalysis, QueryV2 } from '../../ir/schema.js';
+import { rangeLabel } from '../trend/ir.js';
 
 export interface IrFunnelStep {
   metricId: string;

@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import { registry } from '../metrics/registry.js';
+import { registry } from '../../metrics/registry.js';
 
 const org = ['org'] as const;
 

@@ -1,8 +1,8 @@
-import type { Config } from '../config.js';
-import { badRequest } from '../http/errors.js';
-import type { EventStore, ReadOptions } from '../ports/events/index.js';
-import { sqlInt } from '../ports/events/index.js';
-import type { Unit } from './dialects/index.js';
+import type { Config } from '../../config.js';
+import { badRequest } from '../../http/errors.js';
+import type { EventStore, ReadOptions } from '../../ports/events/index.js';
+import { sqlInt } from '../../ports/events/index.js';
+import type { Unit } from '../dialects/index.js';
 import { bucketCount, type DateRange } from './range.js';
 
 /**

@@ -1,14 +1,14 @@
-import type { IrDeps } from '../kinds/define.js';
-import { badRequest } from '../../http/errors.js';
-import type { QueryContext } from '../context.js';
-import { evalFormula, parseFormula } from '../formula.js';
-import { runCalculatedMetric } from '../calculated-metric.js';
-import { bucketLabel, bucketStarts, type DateRange } from '../range.js';
-import { MISSING_VALUE, segmentationSql } from '../segmentation.js';
-import { metricEventName } from './context.js';
-import type { QueryV2, TrendAnalysis } from './schema.js';
+import type { IrDeps } from '../define.js';
+import { badRequest } from '../../../http/errors.js';
+import type { QueryContext } from '../../engine/context.js';
+import { evalFormula, parseFormula } from '../../engine/formula.js';
+import { runCalculatedMetric } from '../calculated-metric/compile.js';
+import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
+import { MISSING_VALUE, segmentationSql } from '../segmentation/compile.js';
+import { metricEventName } from '../../engine/ir-context.js';
+import type { QueryV2, TrendAnalysis } from '../../ir/schema.js';
 import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
-import { breakdownOf } from '../breakdowns.js';
+import { breakdownOf } from '../../breakdowns.js';
 
 export interface TrendSeries {
   /** The metric's letter, or `formula`. */

@@ -1,8 +1,8 @@
 import type { IrDeps } from '../kinds/define.js';
 import { dialectFor, type Dialect } from '../dialects/index.js';
-import { EventMatcher, type DerivedEventDef } from '../filters.js';
-import type { QueryContext } from '../context.js';
-import type { EventMetric, QueryV2 } from './schema.js';
+import { EventMatcher, type DerivedEventDef } from './filters.js';
+import type { QueryContext } from './context.js';
+import type { EventMetric, QueryV2 } from '../ir/schema.js';
 
 /**
  * The IR compiles onto the v0 builders by giving each event metric a name the project's

@@ -1,10 +1,10 @@
-import { checkCells, coarserUnit } from '../guard.js';
-import { bucketCount, type DateRange } from '../range.js';
-import { DAY_MS } from '../dialects/index.js';
-import { runRetention } from '../retention.js';
-import { RetentionQuerySchema, RetentionResultSchema } from '../schema.js';
-import { RetentionAnalysisSchema } from '../ir/schema.js';
-import { defineAnalysis, type IrKindDef } from './define.js';
+import { checkCells, coarserUnit } from '../../engine/guard.js';
+import { bucketCount, type DateRange } from '../../engine/range.js';
+import { DAY_MS } from '../../dialects/index.js';
+import { runRetention } from './compile.js';
+import { RetentionQuerySchema, RetentionResultSchema } from '../../schema.js';
+import { RetentionAnalysisSchema } from '../../ir/schema.js';
+import { defineAnalysis, type IrKindDef } from '../define.js';
 
 /** A valid IR document of this kind answers 501 on POST /api/query (no `run`): the v0 endpoint serves it. */
 const RETENTION: IrKindDef<typeof RetentionAnalysisSchema> = {

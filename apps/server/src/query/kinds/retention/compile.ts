@@ -1,9 +1,9 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import type { QueryContext } from './context.js';
-import { DAY_MS, WEEK_MS } from './dialects/index.js';
-import { bucketLabel, bucketStarts, type DateRange } from './range.js';
-import type { RetentionRow } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import type { QueryContext } from '../../engine/context.js';
+import { DAY_MS, WEEK_MS } from '../../dialects/index.js';
+import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
+import type { RetentionRow } from '../../schema.js';
 
 export interface RetentionSpec {
   bornEvent: string;

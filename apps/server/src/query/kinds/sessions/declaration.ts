@@ -1,8 +1,8 @@
-import { checkBuckets } from '../guard.js';
-import { runSessions } from '../sessions.js';
-import { SessionsQuerySchema, SessionsResultSchema } from '../schema.js';
-import { SessionsAnalysisSchema } from '../ir/schema.js';
-import { defineAnalysis, type IrKindDef } from './define.js';
+import { checkBuckets } from '../../engine/guard.js';
+import { runSessions } from './compile.js';
+import { SessionsQuerySchema, SessionsResultSchema } from '../../schema.js';
+import { SessionsAnalysisSchema } from '../../ir/schema.js';
+import { defineAnalysis, type IrKindDef } from '../define.js';
 
 /** No metrics; answers 501 on POST /api/query (no `run`). */
 const SESSIONS: IrKindDef<typeof SessionsAnalysisSchema> = {

@@ -1,12 +1,12 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import { dedupOf, type QueryContext } from './context.js';
-import type { Unit } from './dialects/index.js';
-import { filtersSql } from './filters.js';
-import { bucketCount, bucketLabel, bucketStarts, type DateRange } from './range.js';
-import { checkBreakdownCells, type QueryGuard } from './guard.js';
-import { breakdownHas, breakdownName, breakdownValueOr, type BreakdownProps } from './breakdowns.js';
-import type { PropertyFilter, SegmentationResult } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import { dedupOf, type QueryContext } from '../../engine/context.js';
+import type { Unit } from '../../dialects/index.js';
+import { filtersSql } from '../../engine/filters.js';
+import { bucketCount, bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
+import { checkBreakdownCells, type QueryGuard } from '../../engine/guard.js';
+import { breakdownHas, breakdownName, breakdownValueOr, type BreakdownProps } from '../../breakdowns.js';
+import type { PropertyFilter, SegmentationResult } from '../../schema.js';
 
 /** Series name of events without the breakdown property. */
 export const MISSING_VALUE = '(none)';

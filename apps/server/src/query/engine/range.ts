@@ -1,5 +1,5 @@
-import { badRequest } from '../http/errors.js';
-import { DAY_MS, HOUR_MS, type Unit } from './dialects/index.js';
+import { badRequest } from '../../http/errors.js';
+import { DAY_MS, HOUR_MS, type Unit } from '../dialects/index.js';
 
 /** `[fromMs, toEndMs)`: from 00:00 UTC of `from` to 00:00 UTC of the day after `to`. */
 export interface DateRange {

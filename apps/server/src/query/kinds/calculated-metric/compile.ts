@@ -1,12 +1,12 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import type { CalculatedMetricDefinition } from '../definitions/schema.js';
-import { dedupOf, type QueryContext } from './context.js';
-import type { Unit } from './dialects/index.js';
-import { filtersSql } from './filters.js';
-import { evalFormula, parseFormula } from './formula.js';
-import { bucketLabel, bucketStarts, type DateRange } from './range.js';
-import type { SegmentationResult } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import type { CalculatedMetricDefinition } from '../../../definitions/schema.js';
+import { dedupOf, type QueryContext } from '../../engine/context.js';
+import type { Unit } from '../../dialects/index.js';
+import { filtersSql } from '../../engine/filters.js';
+import { evalFormula, parseFormula } from '../../engine/formula.js';
+import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
+import type { SegmentationResult } from '../../schema.js';
 
 /**
  * Calculated metrics (saved in definitions/: lettered event counts and a formula), not the

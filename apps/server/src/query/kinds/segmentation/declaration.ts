@@ -1,8 +1,8 @@
-import { checkBuckets } from '../guard.js';
-import { runSegmentation } from '../segmentation.js';
-import { SegmentationQuerySchema, SegmentationResultSchema } from '../schema.js';
-import { defineAnalysis } from './define.js';
-import { TREND } from './trend.js';
+import { checkBuckets } from '../../engine/guard.js';
+import { runSegmentation } from './compile.js';
+import { SegmentationQuerySchema, SegmentationResultSchema } from '../../schema.js';
+import { defineAnalysis } from '../define.js';
+import { TREND } from '../trend/declaration.js';
 
 /** Event totals or unique identities per bucket; upgrades to an IR trend of one metric. */
 export const segmentation = defineAnalysis({

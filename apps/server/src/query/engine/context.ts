@@ -1,9 +1,9 @@
-import type { EventStore } from '../ports/events/index.js';
-import { dialectFor, type Dialect } from './dialects/index.js';
-import type { Dedup } from './dialects/dialect.js';
+import type { EventStore } from '../../ports/events/index.js';
+import { dialectFor, type Dialect } from '../dialects/index.js';
+import type { Dedup } from '../dialects/dialect.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
-import type { DefinitionStore } from '../definitions/store.js';
-import type { DerivedEventDefinition } from '../definitions/schema.js';
+import type { DefinitionStore } from '../../definitions/store.js';
+import type { DerivedEventDefinition } from '../../definitions/schema.js';
 
 /** What a compiler runs with: the engine's dialect and the project's event-name resolver. */
 export interface QueryContext {

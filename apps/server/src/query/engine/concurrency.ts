@@ -1,5 +1,5 @@
-import { AppError } from '../http/errors.js';
-import { LIMITS } from '../limits.js';
+import { AppError } from '../../http/errors.js';
+import { LIMITS } from '../../limits.js';
 import { queryMetrics } from './metrics.js';
 
 /** `429 too many concurrent queries` with `Retry-After` (whole seconds, at least 1). */

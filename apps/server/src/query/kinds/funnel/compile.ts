@@ -1,11 +1,11 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import type { QueryContext } from './context.js';
-import { DAY_MS } from './dialects/index.js';
-import { filtersSql } from './filters.js';
-import type { DateRange } from './range.js';
-import { MISSING_VALUE } from './segmentation.js';
-import type { FunnelStep, PropertyFilter } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import type { QueryContext } from '../../engine/context.js';
+import { DAY_MS } from '../../dialects/index.js';
+import { filtersSql } from '../../engine/filters.js';
+import type { DateRange } from '../../engine/range.js';
+import { MISSING_VALUE } from '../segmentation/compile.js';
+import type { FunnelStep, PropertyFilter } from '../../schema.js';
 
 /** Most ids listed in `convertedUserIds` / `droppedUserIds` per step (smallest ids first). */
 export const FUNNEL_ID_LIST_MAX = 1000;

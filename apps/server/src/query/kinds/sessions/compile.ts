@@ -1,9 +1,9 @@
-import { sqlInt } from '../ports/events/index.js';
-import type { EventStore } from '../ports/events/index.js';
-import type { QueryContext } from './context.js';
-import { SESSION_GAP_MS, type Unit } from './dialects/index.js';
-import { bucketLabel, bucketStarts, type DateRange } from './range.js';
-import type { SessionsResult } from './schema.js';
+import { sqlInt } from '../../../ports/events/index.js';
+import type { EventStore } from '../../../ports/events/index.js';
+import type { QueryContext } from '../../engine/context.js';
+import { SESSION_GAP_MS, type Unit } from '../../dialects/index.js';
+import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
+import type { SessionsResult } from '../../schema.js';
 
 export { SESSION_GAP_MS };
 
