@@ -3,9 +3,8 @@ import fc from 'fast-check';
 import { forEachBackend } from './support/backends.js';
 import { startTestService, type TestService } from './support/service.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
-import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
-import type { TrendResult } from '../apps/server/src/query/kinds/trend/ir.js';
-import type { IrFunnelResult } from '../apps/server/src/query/kinds/funnel/ir.js';
+import type { QueryV2 } from '../apps/server/src/query/ir/document.js';
+import type { IrFunnelResult, TrendResult } from '../apps/server/src/query/ir/results.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 

@@ -9,11 +9,14 @@ import type { Analyses } from './analyses.js';
 import { OrgSlots } from './engine/concurrency.js';
 import { boundedEvents, taggedEvents } from './engine/guard.js';
 import type { DateRange } from './engine/range.js';
-import { irKindOf, runAnalysis, type AnalysisDef, type IrDeps, type IrDocument, type IrResult } from './registry.js';
+import { irKindOf, runAnalysis } from './registry.js';
+import type { AnalysisDef, IrDeps } from './kinds/define.js';
+import type { IrDocument } from './ir/schema.js';
+import type { IrResult } from './ir/results.js';
 import { irContext } from './engine/ir-context.js';
 import { runDrilldown, type DrilldownPage, type DrilldownSelection } from './ir/drilldown.js';
 import { irRanges, notImplemented } from './ir/run.js';
-import type { QueryV2 } from './ir/schema.js';
+import type { QueryV2 } from './ir/document.js';
 
 /** The project an analysis runs in, and the organisation whose slots it takes. */
 export interface ProjectScope {

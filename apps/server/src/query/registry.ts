@@ -1,14 +1,13 @@
 import type { QueryContext } from './engine/context.js';
 import type { DateRange } from './engine/range.js';
-import type { AnalysisDef, IrDocument, IrKindDef, RunEnv } from './kinds/define.js';
+import type { AnalysisDef, IrKindDef, RunEnv } from './kinds/define.js';
+import type { IrDocument } from './ir/schema.js';
 import { segmentation } from './kinds/segmentation/declaration.js';
 import { funnel } from './kinds/funnel/declaration.js';
 import { retention } from './kinds/retention/declaration.js';
 import { flows } from './kinds/flows/declaration.js';
 import { sessions } from './kinds/sessions/declaration.js';
 import { calculatedMetric } from './kinds/calculated-metric/declaration.js';
-
-export type { AnalysisDef, IrKindDef, IrDocument, IrResult, IrDeps, RunEnv } from './kinds/define.js';
 
 /**
  * One declaration per analysis (as PostHog's query-runner registry): its v0 endpoint (path, body

@@ -4,7 +4,8 @@ import { route, type RouteSpec } from '../http/route.js';
 import { authOf } from '../auth/context.js';
 import { resolveProject } from '../auth/project-scope.js';
 import { bodyRange } from './ir/range.js';
-import { ANALYSES, type AnalysisDef } from './registry.js';
+import { ANALYSES } from './registry.js';
+import type { AnalysisDef } from './kinds/define.js';
 
 /** The v0 analysis endpoints, one per declaration of the registry: every role may query; `projectId` in the body. */
 export function queryRoutes(deps: Pick<Deps, 'projects' | 'config'>, executor: QueryExecutor): RouteSpec[] {

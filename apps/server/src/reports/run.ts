@@ -5,7 +5,7 @@ import { analysisNamed, spanOfAnalysis, spanOfIr } from '../query/registry.js';
 import type { PropertyFilter } from '../query/schema.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
 import { irRanges } from '../query/ir/run.js';
-import type { QueryV2 } from '../query/ir/schema.js';
+import type { QueryV2 } from '../query/ir/document.js';
 import type { QueryExecutor, ProjectScope } from '../query/executor.js';
 import type { CacheRunOptions, Cached } from '../results-cache/index.js';
 import type { Config } from '../config.js';

@@ -1,8 +1,9 @@
-import type { IrDeps } from '../kinds/define.js';
+import type { EventStore } from '../../ports/events/index.js';
+import type { DefinitionStores } from '../../definitions/store.js';
 import { dialectFor, type Dialect } from '../dialects/index.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
 import type { QueryContext } from './context.js';
-import type { EventMetric, QueryV2 } from '../ir/schema.js';
+import type { EventMetric, IrDocument } from '../ir/schema.js';
 
 /**
  * The IR compiles onto the v0 builders by giving each event metric a name the project's
@@ -11,7 +12,13 @@ import type { EventMetric, QueryV2 } from '../ir/schema.js';
  */
 export const metricEventName = (id: string) => `\u0001ir:${id}`;
 
-export async function irContext(deps: Pick<IrDeps, 'analyses' | 'events'>, projectId: number, q: QueryV2): Promise<QueryContext> {
+/** What it reads: the project's derived events and the event store's link and merge state. */
+export interface IrContextDeps {
+  events: EventStore;
+  analyses: { definitions: Pick<DefinitionStores, 'derivedEvents'> };
+}
+
+export async function irContext(deps: IrContextDeps, projectId: number, q: Pick<IrDocument<unknown>, 'metrics'>): Promise<QueryContext> {
   const [rows, overrides, unmerged] = await Promise.all([
     deps.analyses.definitions.derivedEvents.list(projectId), deps.events.hasUnfoldedLinks(projectId), deps.events.unmergedRanges(),
   ]);
@@ -19,7 +26,7 @@ export async function irContext(deps: Pick<IrDeps, 'analyses' | 'events'>, proje
 }
 
 /** The same from a list of the project's derived events (benchmarks and callers that have them). */
-export function irMetricContext(d: Dialect, projectId: number, q: QueryV2, derivedEvents: DerivedEventDef[], store: Pick<QueryContext, 'overrides' | 'unmerged'> = {}): QueryContext {
+export function irMetricContext(d: Dialect, projectId: number, q: Pick<IrDocument<unknown>, 'metrics'>, derivedEvents: DerivedEventDef[], store: Pick<QueryContext, 'overrides' | 'unmerged'> = {}): QueryContext {
   const derived = new Map<string, DerivedEventDef>(derivedEvents.map((r) => [r.name, r]));
   for (const m of q.metrics) {
     if (m.kind !== 'event') continue;

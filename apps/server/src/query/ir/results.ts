@@ -32,3 +32,58 @@ export const IrFunnelResultSchema = z
   })
   .openapi('IrFunnelResult');
 export const IrResultSchema = z.discriminatedUnion('kind', [TrendResultSchema, IrFunnelResultSchema]).openapi('IrResult');
+
+/** The same shapes as TypeScript types (what the kinds' IR runners return). */
+export interface TrendSeries {
+  /** The metric's letter, or `formula`. */
+  metricId: string;
+  name: string;
+  /** Breakdown value; null when the event lacks the property; absent without a breakdown. */
+  segment?: string | null;
+  range: 'primary' | 'comparison';
+  /** One value per bucket of its range (`buckets` or `comparison.buckets`). */
+  data: number[];
+  /** The figure over the whole range: events (count), identities (unique), the aggregate (property ops); null for calculated metrics. */
+  total: number | null;
+  /** With a comparison range, event metrics only: identities behind the metric in the comparison range that are absent from the primary range. */
+  dropped?: number;
+}
+
+export interface TrendResult {
+  kind: 'trend';
+  unit: string;
+  range: { from: string; to: string };
+  buckets: string[];
+  comparison?: { from: string; to: string; buckets: string[] };
+  series: TrendSeries[];
+  /** Breakdown segments beyond `breakdown.limit`, not shown. */
+  omittedSegments: number;
+  /** The project's annotations on days inside the primary range. */
+  annotations: Array<{ id: number; date: string; description: string }>;
+}
+
+export interface IrFunnelStep {
+  metricId: string;
+  event: string;
+  name: string;
+  /** Identities reaching the step. */
+  count: number;
+  conversionFromPrevious: number;
+  conversionFromStart: number;
+  droppedCount: number;
+  dropoffRate: number;
+  /** Per breakdown value of the path's step-0 event (null: property missing). */
+  segments: Array<{ segment: string | null; count: number; conversionFromStart: number }>;
+  meanSecondsToConvert: number | null;
+  medianSecondsToConvert: number | null;
+}
+
+export interface IrFunnelResult {
+  kind: 'funnel';
+  range: { from: string; to: string };
+  windowDays: number;
+  steps: IrFunnelStep[];
+  comparison?: { from: string; to: string; steps: IrFunnelStep[] };
+}
+
+export type IrResult = TrendResult | IrFunnelResult;

@@ -1,10 +1,9 @@
 import { AppError } from '../../http/errors.js';
 import type { DateRange } from '../engine/range.js';
-import { IR_KINDS, irKindOf, type IrDeps } from '../registry.js';
+import { IR_KINDS, irKindOf } from '../registry.js';
+import type { IrDeps } from '../kinds/define.js';
 import { comparisonRange, resolveRange } from './range.js';
-import type { QueryV2 } from './schema.js';
-
-export type { IrResult, IrDeps } from '../registry.js';
+import type { QueryV2 } from './document.js';
 
 /** The ranges a document runs over (400 `invalid date range` when they do not resolve). */
 export function irRanges(deps: { config: Pick<IrDeps['config'], 'maxQueryRangeDays'> }, query: QueryV2, now = Date.now()): { range: DateRange; cmp?: DateRange } {

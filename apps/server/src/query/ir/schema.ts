@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import '../../http/route.js'; // registers `.openapi()` on zod schemas before any is declared here
 import { LIMITS } from '../../limits.js';
-import { PropertyFilterSchema, UnitSchema } from '../schema.js';
+import { PropertyFilterSchema, UnitSchema, type PropertyFilter } from '../schema.js';
 import { MAX_BREAKDOWN_PROPERTIES } from '../breakdowns.js';
+import type { DateRangeSpec } from '../date-range-spec.js';
 
 /**
  * The Query IR, version 2 (current). Shaped after PostHog's TrendsQuery/FunnelsQuery and Mixpanel's
@@ -132,8 +133,19 @@ export const FlowsAnalysisSchema = z
 
 export const SessionsAnalysisSchema = z.object({ kind: z.literal('sessions'), unit: UnitSchema.default('day') }).strict().openapi('IrSessionsAnalysis');
 
-/** The document built from these parts and the registry's analyses: document.ts. */
-export type { QueryV2 } from './document.js';
+/**
+ * A v2 document whose analysis is `A`: what a kind's declaration and IR runner see. The document
+ * of every kind (QueryV2, a union over the registry's kinds) is assembled above the registry, in
+ * document.ts.
+ */
+export interface IrDocument<A> {
+  v: 2;
+  dateRange: DateRangeSpec;
+  filters?: PropertyFilter[];
+  metrics: Metric[];
+  breakdown?: { property: string; thenBy?: string[]; limit: number };
+  analysis: A;
+}
 export type TrendAnalysis = z.infer<typeof TrendAnalysisSchema>;
 export type FunnelAnalysis = z.infer<typeof FunnelAnalysisSchema>;
 export type RetentionAnalysis = z.infer<typeof RetentionAnalysisSchema>;

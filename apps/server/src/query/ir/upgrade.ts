@@ -1,10 +1,12 @@
 import '../../http/route.js'; // registers `.openapi()` before ../schema.js declares its schemas
 import type { z } from 'zod';
-import { analysisNamed, guessAnalysis, irKindOf, IR_KINDS } from '../registry.js';
-import type { IrDocument } from '../kinds/define.js';
-import { IR_VERSION, METRIC_IDS, type IrIssue, type Metric } from './schema.js';
+import { analysisNamed, guessAnalysis, irKindOf, IR_KINDS, type AnalysisName } from '../registry.js';
+import { IR_VERSION, METRIC_IDS, type IrDocument, type IrIssue, type Metric } from './schema.js';
 import { QueryV2Schema, type QueryV2 } from './document.js';
-import { QueryV1Schema, V1AnalysisSchema, V1CalculatedMetricSchema, V1MetricSchema, type QueryV1, type V0Type } from './versions.js';
+import { QueryV1Schema, V1AnalysisSchema, V1CalculatedMetricSchema, V1MetricSchema, type QueryV1 } from './versions.js';
+
+/** The v0 types: the analyses of the registry, named by their endpoints. */
+export type V0Type = AnalysisName;
 
 export type UpgradeResult = { ok: true; query: QueryV2; warnings: string[] } | { ok: false; errors: IrIssue[] };
 

@@ -73,6 +73,3 @@ export type QueryV1 = Omit<z.infer<typeof QueryV1Schema>, 'metrics'> & { metrics
 
 /** A v1 analysis as v1's own members make it (upgrade.ts sets aside the members only v2 has). */
 export type V1Analysis = z.infer<typeof V1AnalysisSchema>;
-
-/** The v0 types: the analyses of the registry (../registry.ts), named by their endpoints. */
-export type { AnalysisName as V0Type } from '../registry.js';

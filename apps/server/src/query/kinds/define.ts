@@ -8,11 +8,9 @@ import type { AnnotationStore } from '../../annotations/store.js';
 import type { QueryContext } from '../engine/context.js';
 import type { QueryGuard } from '../engine/guard.js';
 import type { DateRange } from '../engine/range.js';
-import type { PropertyFilter } from '../schema.js';
-import type { Compare, DateRangeSpec, IrIssue, Metric } from '../ir/schema.js';
+import type { Compare, IrDocument, IrIssue } from '../ir/schema.js';
 import type { V1Analysis } from '../ir/versions.js';
-import type { TrendResult } from './trend/ir.js';
-import type { IrFunnelResult } from './funnel/ir.js';
+import type { IrResult } from '../ir/results.js';
 
 /** What a v0 runner is given besides the project's context, body and range. */
 export interface RunEnv {
@@ -23,17 +21,6 @@ export interface RunEnv {
   metrics: DefinitionStore<CalculatedMetricDefinition>;
 }
 
-/** A v2 document whose analysis is `A` (the IR's runners see only documents of their kind). */
-export interface IrDocument<A> {
-  v: 2;
-  dateRange: DateRangeSpec;
-  filters?: PropertyFilter[];
-  metrics: Metric[];
-  breakdown?: { property: string; thenBy?: string[]; limit: number };
-  analysis: A;
-}
-
-export type IrResult = TrendResult | IrFunnelResult;
 /** What an IR runner reads: the event store as the executor hands it (capped, tagged), the configuration and the analyses' stores. */
 export interface IrDeps {
   events: EventStore;

@@ -4,41 +4,18 @@ import { runFunnel, type FunnelSpec } from './compile.js';
 import type { DateRange } from '../../engine/range.js';
 import { MISSING_VALUE } from '../segmentation/compile.js';
 import { metricEventName } from '../../engine/ir-context.js';
-import type { FunnelAnalysis, QueryV2 } from '../../ir/schema.js';
+import type { FunnelAnalysis, IrDocument } from '../../ir/schema.js';
+import type { IrFunnelResult, IrFunnelStep } from '../../ir/results.js';
 import { rangeLabel } from '../trend/ir.js';
-
-export interface IrFunnelStep {
-  metricId: string;
-  event: string;
-  name: string;
-  /** Identities reaching the step. */
-  count: number;
-  conversionFromPrevious: number;
-  conversionFromStart: number;
-  droppedCount: number;
-  dropoffRate: number;
-  /** Per breakdown value of the path's step-0 event (null: property missing). */
-  segments: Array<{ segment: string | null; count: number; conversionFromStart: number }>;
-  meanSecondsToConvert: number | null;
-  medianSecondsToConvert: number | null;
-}
-
-export interface IrFunnelResult {
-  kind: 'funnel';
-  range: { from: string; to: string };
-  windowDays: number;
-  steps: IrFunnelStep[];
-  comparison?: { from: string; to: string; steps: IrFunnelStep[] };
-}
 
 export const funnelWindowDays = (a: FunnelAnalysis) => a.window.value * (a.window.unit === 'week' ? 7 : 1);
 
-export function funnelSpec(doc: QueryV2, a: FunnelAnalysis): FunnelSpec {
+export function funnelSpec(doc: Pick<IrDocument<unknown>, 'breakdown' | 'filters'>, a: FunnelAnalysis): FunnelSpec {
   return { steps: a.steps.map(metricEventName), windowDays: funnelWindowDays(a), breakdown: doc.breakdown?.property, filters: doc.filters };
 }
 
 /** The v0 funnel compiler over the steps' metric names (each step: its event AND its own filters). */
-export async function runIrFunnel(events: EventStore, q: QueryContext, doc: QueryV2, a: FunnelAnalysis, range: DateRange, cmp?: DateRange): Promise<IrFunnelResult> {
+export async function runIrFunnel(events: EventStore, q: QueryContext, doc: IrDocument<FunnelAnalysis>, a: FunnelAnalysis, range: DateRange, cmp?: DateRange): Promise<IrFunnelResult> {
   const spec = funnelSpec(doc, a);
   const run = async (r: DateRange): Promise<IrFunnelStep[]> => {
     const steps = await runFunnel(events, q, spec, r);

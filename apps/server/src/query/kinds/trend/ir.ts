@@ -6,37 +6,10 @@ import { runCalculatedMetric } from '../calculated-metric/compile.js';
 import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
 import { MISSING_VALUE, segmentationSql } from '../segmentation/compile.js';
 import { metricEventName } from '../../engine/ir-context.js';
-import type { QueryV2, TrendAnalysis } from '../../ir/schema.js';
+import type { IrDocument, Metric, TrendAnalysis } from '../../ir/schema.js';
+import type { TrendResult, TrendSeries } from '../../ir/results.js';
 import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
 import { breakdownOf } from '../../breakdowns.js';
-
-export interface TrendSeries {
-  /** The metric's letter, or `formula`. */
-  metricId: string;
-  name: string;
-  /** Breakdown value; null when the event lacks the property; absent without a breakdown. */
-  segment?: string | null;
-  range: 'primary' | 'comparison';
-  /** One value per bucket of its range (`buckets` or `comparison.buckets`). */
-  data: number[];
-  /** The figure over the whole range: events (count), identities (unique), the aggregate (property ops); null for calculated metrics. */
-  total: number | null;
-  /** With a comparison range, event metrics only: identities behind the metric in the comparison range that are absent from the primary range. */
-  dropped?: number;
-}
-
-export interface TrendResult {
-  kind: 'trend';
-  unit: string;
-  range: { from: string; to: string };
-  buckets: string[];
-  comparison?: { from: string; to: string; buckets: string[] };
-  series: TrendSeries[];
-  /** Breakdown segments beyond `breakdown.limit`, not shown. */
-  omittedSegments: number;
-  /** The project's annotations on days inside the primary range. */
-  annotations: Array<{ id: number; date: string; description: string }>;
-}
 
 type SegValues = Map<string, { values: Map<number, number>; total: number | null; dropped?: number }>;
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -50,7 +23,7 @@ export const segmentKey = (segment: string | null | undefined) => (segment === u
  * identity (sql.ts, tested equal to the v0 answer); property aggregations from sql.ts; calculated
  * metrics run as /api/query/metric does. The formula is evaluated per bucket and segment in Node.
  */
-export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: QueryV2, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
+export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: IrDocument<TrendAnalysis>, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
   const breakdown = doc.breakdown?.property;
   const perRange = async (r: DateRange, other?: DateRange) => Promise.all(doc.metrics.map((m) => metricValues(deps, q, doc, m, a, r, other)));
   const [primary, comparison] = await Promise.all([perRange(range, cmp), cmp ? perRange(cmp) : Promise.resolve(undefined)]);
@@ -98,7 +71,7 @@ export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: Que
 
 /** One metric over one range: per segment, its value per bucket start and its whole-range figure. */
 async function metricValues(
-  deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: QueryV2, m: QueryV2['metrics'][number], a: TrendAnalysis, range: DateRange, cmp?: DateRange,
+  deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: IrDocument<TrendAnalysis>, m: Metric, a: TrendAnalysis, range: DateRange, cmp?: DateRange,
 ): Promise<SegValues> {
   const out: SegValues = new Map();
   const at = (key: string) => {
