@@ -9,6 +9,8 @@
  *   - an import of a workspace uses a subpath its `exports` does not list;
  *   - the workspace's own files import each other in a circle at run time (an import that is
  *     types only is erased and cannot close one): one line per circle, naming its files.
+ *   - a file of a layered folder (LAYERS: apps/server/src/query) imports, even types only, a
+ *     file of a layer above its own.
  * The repo's tests, scripts and benchmarks are the root package's and may read package internals.
  * Prints one line per violation and exits 1; `--json` prints them as one JSON array.
  */
@@ -195,6 +197,59 @@ export function importCycles(dir: string): string[][] {
   return cycles;
 }
 
+/**
+ * Folders whose files form layers, lowest first: a file may import (values or types) files of its
+ * own layer and of the layers below, never of one above. An entry ending in `/` is a folder, else a
+ * file; the longest entry naming a file places it; files no entry names are not checked.
+ * apps/server/src/query: the shared pieces (engine, dialects, the v0 schemas, the IR's parts), then
+ * the analysis kinds, then the registry that lists them, then what reads the registry (the IR
+ * document, upgrade, run, drilldown and routes, the executor, the v0 routes). CONTRIBUTING.md,
+ * "Where things live".
+ */
+export const LAYERS: Record<string, ReadonlyArray<readonly string[]>> = {
+  'apps/server/src/query': [
+    ['engine/', 'dialects/', 'schema.ts', 'analyses.ts', 'ir/schema.ts', 'ir/versions.ts', 'ir/results.ts', 'ir/range.ts'],
+    ['kinds/'],
+    ['registry.ts'],
+    ['ir/', 'executor.ts', 'routes.ts'],
+  ],
+};
+
+/** The layer of `rel` (a path inside the layered folder), or undefined when no entry names it. */
+function layerOf(layers: ReadonlyArray<readonly string[]>, rel: string): number | undefined {
+  let best: { layer: number; length: number } | undefined;
+  layers.forEach((entries, layer) => {
+    for (const e of entries) {
+      const hit = e.endsWith('/') ? rel.startsWith(e) : rel === e;
+      if (hit && (!best || e.length > best.length)) best = { layer, length: e.length };
+    }
+  });
+  return best?.layer;
+}
+
+/** One violation per import from a layer to a layer above it, in the folders of `layers` under `root`. */
+export function checkLayers(root: string, layers: Record<string, ReadonlyArray<readonly string[]>> = LAYERS): string[] {
+  const violations: string[] = [];
+  for (const [folder, order] of Object.entries(layers)) {
+    const dir = path.join(root, folder);
+    if (!existsSync(dir)) continue;
+    const files = sourceFiles(dir);
+    const known = new Set(files);
+    for (const file of files) {
+      const from = layerOf(order, path.relative(dir, file));
+      if (from === undefined) continue;
+      for (const site of importsOf(file, readFileSync(file, 'utf8'))) {
+        if (!site.specifier.startsWith('.')) continue;
+        const target = resolveSource(file, site.specifier, known);
+        const to = target === undefined ? undefined : layerOf(order, path.relative(dir, target));
+        if (to === undefined || to <= from) continue;
+        violations.push(`${path.relative(root, file)}:${site.line}: '${site.specifier}' imports layer ${to + 1} (${order[to].join(' ')}) from layer ${from + 1} of ${folder}: move what both need down, or the importer up`);
+      }
+    }
+  }
+  return violations;
+}
+
 /** One violation per run-time import circle inside a workspace of the repository at `root`. */
 export function checkImportCycles(root: string): string[] {
   const dirs = [root, ...(readManifest(root).workspaces ?? []).map((w) => path.resolve(root, w))];
@@ -211,9 +266,9 @@ export function checkImportCycles(root: string): string[] {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  const violations = [...checkPackageEdges(root), ...checkImportCycles(root)];
+  const violations = [...checkPackageEdges(root), ...checkImportCycles(root), ...checkLayers(root)];
   if (process.argv.includes('--json')) console.log(JSON.stringify(violations));
-  else if (violations.length === 0) console.log('package edges: every import between workspaces goes through a public entry, and no workspace imports itself in a circle');
+  else if (violations.length === 0) console.log('package edges: every import between workspaces goes through a public entry, no workspace imports itself in a circle, and no layered folder imports upwards');
   else for (const v of violations) console.error(v);
   process.exit(violations.length === 0 ? 0 : 1);
 }

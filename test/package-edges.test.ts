@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkImportCycles, checkPackageEdges, importCycles, importsOf } from '../scripts/check-package-edges.js';
+import { checkImportCycles, checkLayers, checkPackageEdges, importCycles, importsOf } from '../scripts/check-package-edges.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -104,6 +104,38 @@ describe('import cycles: no workspace imports itself in a circle at run time', (
       assert.deepEqual(importCycles(dir).sort(), [['a.ts', 'b/index.ts', 'c.ts'], ['d.ts', 'e.ts']], 'a value import closes it');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('layers: a layered folder (apps/server/src/query) never imports upwards', () => {
+  it('the repository has no such import', () => {
+    assert.deepEqual(checkLayers(repoRoot), []);
+  });
+
+  it('refuses an import, even of types only, from a lower layer to a higher one, and names file and line', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'layers-'));
+    try {
+      const write = (file: string, text: string) => {
+        mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+        writeFileSync(path.join(root, file), text);
+      };
+      const layers = { src: [['engine/', 'parts.ts'], ['kinds/'], ['registry.ts']] };
+      write('src/engine/range.ts', 'export const day = 1;\n');
+      write('src/parts.ts', "import { day } from './engine/range.js';\nexport const parts = day;\n");
+      write('src/kinds/a.ts', "import { parts } from '../parts.js';\nimport { b } from './b.js';\nexport const a = parts + b;\n");
+      write('src/kinds/b.ts', 'export const b = 2;\n');
+      write('src/registry.ts', "import { a } from './kinds/a.js';\nexport const all = [a];\n");
+      write('src/loose.ts', "import { all } from './registry.js';\nexport const x = all;\n");
+      assert.deepEqual(checkLayers(root, layers), [], 'down and sideways are allowed; files no entry names are not checked');
+      write('src/parts.ts', "import { day } from './engine/range.js';\nimport type { all } from './registry.js';\nexport const parts = day;\nexport type P = typeof all;\n");
+      write('src/engine/range.ts', "export const day = 1;\nexport type K = typeof import('../kinds/b.js');\n");
+      const violations = checkLayers(root, layers).sort();
+      assert.equal(violations.length, 2, violations.join('\n'));
+      assert.match(violations[0]!, /^src\/engine\/range\.ts:2: '\.\.\/kinds\/b\.js' imports layer 2 \(kinds\/\) from layer 1 of src/);
+      assert.match(violations[1]!, /^src\/parts\.ts:2: '\.\/registry\.js' imports layer 3 \(registry\.ts\) from layer 1 of src/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

@@ -15,7 +15,8 @@ import { calculatedMetric } from './kinds/calculated-metric/declaration.js';
  * upgrade to the Query IR and the IR kind they become (with that kind's analysis schema, checks,
  * estimate and runner). The v0 routes (routes.ts), saved reports and boards (reports/), the IR
  * (ir/document.ts, ir/upgrade.ts, ir/run.ts) and the guard all read this list; adding an analysis
- * is a file in kinds/ plus its dialect SQL, and one line below.
+ * is a folder in kinds/ plus its dialect SQL, and one line below. The kinds never import this file
+ * or what reads it (npm run check:edges, LAYERS).
  */
 export const ANALYSES = [segmentation, funnel, retention, flows, sessions, calculatedMetric] as const;
 
