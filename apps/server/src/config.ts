@@ -49,7 +49,7 @@ export interface Config {
     maxMemoryBytes: number;
   };
   /**
-   * Fairness between organisations (query/concurrency.ts): analyses one organisation runs at once in
+   * Fairness between organisations (query/engine/concurrency.ts): analyses one organisation runs at once in
    * this API process; more wait up to `queueMs` for a slot, then answer 429.
    */
   queryConcurrency: { perOrg: number; queueMs: number };

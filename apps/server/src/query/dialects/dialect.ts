@@ -199,7 +199,7 @@ export interface Dialect {
    * Funnel paths: `perEvent` rows (`cid`, `time`, `bv`, `f0`…`f{steps-1}` step flags) to one row per
    * identity with a step-0 event: `cid`, `level` (steps reached), `seg` (the `bv` of the chosen
    * start), `durs` (Int64 array, time from the start to each reached step). Greedy chains per start;
-   * the path: most steps, then earliest start, then smallest `bv` (semantics in `query/funnel.ts`).
+   * the path: most steps, then earliest start, then smallest `bv` (semantics in `query/kinds/funnel/compile.ts`).
    * `rangeMs`: the length of the range the events are in (bounds their times' spread).
    * `breakdown`: whether `bv` varies (false: it is one constant, which `seg` may be taken as).
    */
