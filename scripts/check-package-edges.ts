@@ -208,7 +208,7 @@ export function importCycles(dir: string): string[][] {
  */
 export const LAYERS: Record<string, ReadonlyArray<readonly string[]>> = {
   'apps/server/src/query': [
-    ['engine/', 'dialects/', 'schema.ts', 'date-range-spec.ts', 'analyses.ts', 'ir/schema.ts', 'ir/versions.ts', 'ir/results.ts', 'ir/range.ts'],
+    ['engine/', 'dialects/', 'schema.ts', 'date-range-spec.ts', 'breakdowns.ts', 'analyses.ts', 'ir/schema.ts', 'ir/versions.ts', 'ir/results.ts', 'ir/range.ts'],
     ['kinds/'],
     ['registry.ts'],
     ['ir/', 'executor.ts', 'routes.ts'],

@@ -5,8 +5,8 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
-import type { QueryV2 } from '../apps/server/src/query/ir/schema.js';
-import type { TrendResult } from '../apps/server/src/query/kinds/trend/ir.js';
+import type { QueryV2 } from '../apps/server/src/query/ir/document.js';
+import type { TrendResult } from '../apps/server/src/query/ir/results.js';
 import * as ref from './reference/index.js';
 import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from './reference/harness.js';
 
