@@ -7,9 +7,10 @@
  *
  * - `apiMs`: the API's own time for the same 12 queries, uncached (the v0 and IR query
  *   endpoints, 4 at a time as the console sends its cards), wall time of all 12;
- * - `firstViewMs`: the real browser (Debian chromium through puppeteer-core) loading the board's
- *   address until every card shows its chart or its error (a fresh results cache: an annotation
- *   written before each first view changes every entry's signature);
+ * - `firstViewMs`: the cold first view, the worst case: the real browser (Debian chromium through
+ *   puppeteer-core) loading the board's address until every card shows its chart or its error,
+ *   nothing cached (an annotation written before each first view changes every entry's
+ *   signature) and no warming (the service runs with BOARD_WARM_INTERVAL_MS=0 for these views);
  * - `cachedViewMs`: the same page loaded again (cards from the results cache);
  * - `apiCachedMs`: one POST /api/boards/{id}/run answered from the cache; `apiCachedCardsMs`: the
  *   12 cards from the cache one request each (GET …/run?cardId=, how the board page asked before
@@ -23,7 +24,19 @@
  * - `firstCardViewMs`: of the first view (results cache empty), until the first card shows its
  *   chart or its error;
  * - `streamFirstCardMs` / `streamAllMs`: the API alone, one streamed run with the results cache
- *   empty, until its first card line and until its last line.
+ *   empty, until its first card line and until its last line; `cardBytes`: the size of that run's
+ *   card lines (bytes of NDJSON, newlines included), what the board's answers weigh on the wire;
+ * - then the service is started again on the same stores with the worker's warming every second
+ *   (BOARD_WARM_INTERVAL_MS=1000; the board recorded as viewed by a person, so it is warmed; the
+ *   bench's browser signs in with the superadmin key, whose runs are not views), and each run writes an
+ *   annotation (the data changed), waits for the warming pass that computes the cards (the
+ *   service's /metrics) and opens the board: `warmedViewMs`, the first view after a warming pass;
+ *   `warmEngineMs`, the cards' compute time of that pass (tally_board_warm_engine_seconds_total),
+ *   `warmPassMs` the passes' own time (tally_board_warm_pass_duration_seconds, the cheap
+ *   unchanged passes around it included), `warmCpuMs` the service's CPU (all its threads, DuckDB's
+ *   included, ClickHouse's server not) from the write to the pass's end;
+ *   `warmCoreShare` = warmEngineMs × 12 passes an hour / 3,600 s: the share of one core warming
+ *   takes with the default 5-minute interval when the data changes every interval.
  *
  * Medians of `--runs` (default 3). The browser holds the console's files in its cache after the
  * first load, as a person's browser would.
@@ -35,13 +48,17 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
+import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import puppeteer, { type Page } from 'puppeteer-core';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
-import { BENCH_KEY, benchApi, startBenchService } from './bench-support.js';
+import { BENCH_KEY, benchApi, cpuMs, startBenchService } from './bench-support.js';
+import { metric } from '../test/support/pipeline.js';
+import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
+import { BoardViews } from '../apps/server/src/boards/views.js';
 import { seedDataset } from './bench-dataset.js';
 
 const arg = (name: string, fallback: string) => {
@@ -120,7 +137,8 @@ async function boardDrawn(page: Page, count: number): Promise<void> {
 async function main() {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-console-'));
   const env = await seed(dataDir);
-  const svc = await startBenchService({ name: 'bench-console', dataDir, env: { ...env, QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000' } });
+  const serviceEnv = { ...env, QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000' };
+  let svc = await startBenchService({ name: 'bench-console', dataDir, env: { ...serviceEnv, BOARD_WARM_INTERVAL_MS: '0' } });
   const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   try {
     const org = await benchApi(svc.url, 'POST', '/admin/orgs', { name: 'Bench' });
@@ -151,11 +169,14 @@ async function main() {
 
     const page = await browser.newPage();
     await page.setViewport({ width: 1440, height: 900 });
-    await page.goto(`${svc.url}/sign-in`, { waitUntil: 'networkidle0' });
-    await page.locator('::-p-aria(Access token)').fill(BENCH_KEY);
-    await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
-    await page.waitForFunction(() => location.pathname !== '/sign-in');
-    const address = `${svc.url}/projects/${PROJECT}/boards/${board.id}`;
+    const signIn = async () => {
+      await page.goto(`${svc.url}/sign-in`, { waitUntil: 'networkidle0' });
+      await page.locator('::-p-aria(Access token)').fill(BENCH_KEY);
+      await page.locator('::-p-aria([name="Sign in"][role="button"])').click();
+      await page.waitForFunction(() => location.pathname !== '/sign-in');
+    };
+    await signIn();
+    let address = `${svc.url}/projects/${PROJECT}/boards/${board.id}`;
     const shell: number[] = [];
     let requests: number[] = [];
     /** `firstCards`: where to note when the first card showed its chart or error. */
@@ -177,8 +198,8 @@ async function main() {
     };
     /** The browser's first views: until the first card showed its chart or its error. */
     const firstCards: number[] = [];
-    /** One streamed board run through the API alone: [ms to the first card line, ms to the last line]. */
-    const streamRun = async (): Promise<[number, number]> => {
+    /** One streamed board run through the API alone: [ms to the first card line, ms to the last line, bytes of the card lines]. */
+    const streamRun = async (): Promise<[number, number, number]> => {
       const started = performance.now();
       const res = await fetch(`${svc.url}/api/boards/${board.id}/run`, {
         method: 'POST', body: '{}', headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json', accept: 'application/x-ndjson' },
@@ -190,9 +211,12 @@ async function main() {
         text += chunk;
         if (!firstCardAt && text.includes('"kind":"card"')) firstCardAt = performance.now() - started;
       }
-      const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+      const all = performance.now() - started;
+      const raw = text.trim().split('\n');
+      const lines = raw.map((l) => JSON.parse(l));
       if (lines.at(-1).kind !== 'done' || lines.at(-1).errors > 0) throw new Error(`streamed run: ${JSON.stringify(lines.at(-1))}`);
-      return [firstCardAt, performance.now() - started];
+      const bytes = raw.filter((_, i) => lines[i].kind === 'card').reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
+      return [firstCardAt, all, bytes];
     };
     await view(); // the console's files into the browser's cache
     shell.length = 0;
@@ -206,6 +230,7 @@ async function main() {
     const apiCachedStream: number[] = [];
     const streamFirst: number[] = [];
     const streamAll: number[] = [];
+    const cardBytes: number[] = [];
     for (let r = 0; r < RUNS; r++) {
       api.push(await apiRun());
       // A new annotation changes what every entry was computed with: the next view misses.
@@ -224,28 +249,81 @@ async function main() {
       apiCachedStream.push((await streamRun())[1]);
       // The API alone, streamed, with the results cache empty again.
       await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `stream ${r}` });
-      const [firstLine, all] = await streamRun();
+      const [firstLine, all, bytes] = await streamRun();
       streamFirst.push(firstLine);
       streamAll.push(all);
+      cardBytes.push(bytes);
       const missed = run.cards.filter((c: { cached_at?: number }) => c.cached_at === undefined).length;
       if (missed > 0) throw new Error(`${missed} cards were not served from the cache`);
       const errors = await page.$$eval('[role="figure"] [role="alert"]', (els) => els.map((e) => e.textContent));
       if (errors.length) throw new Error(`cards failed: ${errors.join('; ')}`);
     }
+
+    // Warmed first views: the same stores, the service again with the worker's warming every second.
+    const shellMs = Math.round(median(shell));
+    await page.deleteCookie(...(await page.cookies()));
+    svc.child.kill('SIGTERM');
+    await new Promise((resolve) => (svc.child.exitCode !== null ? resolve(null) : svc.child.once('exit', resolve)));
+    // The board counts as viewed by a person (the bench's browser signs in with the superadmin key, whose runs are not views).
+    const metadata = openMetadataStore({ dataDir });
+    await new BoardViews(metadata).record(board.id, PROJECT);
+    await metadata.destroy();
+    svc = await startBenchService({ name: 'bench-console', dataDir, env: { ...serviceEnv, BOARD_WARM_INTERVAL_MS: '1000' } });
+    address = `${svc.url}/projects/${PROJECT}/boards/${board.id}`;
+    await signIn();
+    await view(); // the console's files from this address into the browser's cache
+    const warmClock = async () => {
+      const [computed, engineSeconds, passes, passSeconds] = await Promise.all([
+        'tally_board_warm_cards_total{outcome="computed"}', 'tally_board_warm_engine_seconds_total',
+        'tally_board_warm_pass_duration_seconds_count', 'tally_board_warm_pass_duration_seconds_sum',
+      ].map((name) => metric(svc.url, name)));
+      return { computed, engineSeconds, passes, passSeconds, cpu: cpuMs(svc.child.pid!) };
+    };
+    const warmed: number[] = [];
+    const warmEngine: number[] = [];
+    const warmPass: number[] = [];
+    const warmCpu: number[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      const before = await warmClock();
+      await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `warm ${r}` });
+      const deadline = performance.now() + 300_000;
+      let now = before;
+      // The pass that computes the 12 cards, then the end of a pass after it was seen (the pass itself or the next).
+      while ((now = await warmClock()).computed - before.computed < list.length) {
+        if (performance.now() > deadline) throw new Error(`no warming pass computed the cards in 5 min (${now.computed - before.computed} computed)`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const seen = now.passes;
+      while ((now = await warmClock()).passes <= seen) await new Promise((resolve) => setTimeout(resolve, 100));
+      warmEngine.push((now.engineSeconds - before.engineSeconds) * 1000);
+      warmPass.push((now.passSeconds - before.passSeconds) * 1000);
+      warmCpu.push(now.cpu - before.cpu);
+      warmed.push(await view());
+      const run = await benchApi(svc.url, 'POST', `/api/boards/${board.id}/run`, {});
+      const missed = run.cards.filter((c: { cached_at?: number }) => c.cached_at === undefined).length;
+      if (missed > 0) throw new Error(`${missed} cards were not warm after the warming pass`);
+    }
+    const warmEngineMs = Math.round(median(warmEngine));
     const figures = {
       engine: ENGINE, events: N, cards: list.length, runs: RUNS,
       apiMs: Math.round(median(api)), firstViewMs: Math.round(median(first)), cachedViewMs: Math.round(median(cached)), apiCachedMs: Math.round(median(apiCached)),
-      shellMs: Math.round(median(shell)),
+      shellMs,
       cachedCardRequestMs: Math.round(median(cachedRequests)),
       apiCachedCardsMs: Math.round(median(apiCachedCards)),
       apiCachedStreamMs: Math.round(median(apiCachedStream)),
       firstCardViewMs: Math.round(median(firstCards)),
       streamFirstCardMs: Math.round(median(streamFirst)),
       streamAllMs: Math.round(median(streamAll)),
+      cardBytes: median(cardBytes),
+      warmedViewMs: Math.round(median(warmed)),
+      warmEngineMs, warmPassMs: Math.round(median(warmPass)), warmCpuMs: Math.round(median(warmCpu)),
+      warmCoreShare: Math.round(((warmEngineMs / 1000) * 12 / 3600) * 10_000) / 10_000,
+      loadavg: os.loadavg().map((l) => Math.round(l * 100) / 100),
     };
     console.log(`\n${ENGINE}, ${N} events, a board of ${list.length} cards over 30 days; median of ${RUNS}`);
     console.log(`  API alone, uncached (12 queries, 4 at a time): ${figures.apiMs} ms`);
-    console.log(`  browser, first view (results cache empty):    ${figures.firstViewMs} ms`);
+    console.log(`  browser, cold first view (nothing cached):    ${figures.firstViewMs} ms`);
+    console.log(`  browser, first view after a warming pass:     ${figures.warmedViewMs} ms`);
     console.log(`  browser, cached view:                         ${figures.cachedViewMs} ms`);
     console.log(`  API board run from the cache:                 ${figures.apiCachedMs} ms`);
     console.log(`  browser, the board laid out before any answer: ${figures.shellMs} ms (console, account and projects, the run's first line)`);
@@ -253,7 +331,9 @@ async function main() {
     console.log(`  the board run request in the cached view:     ${figures.cachedCardRequestMs} ms (median, as the browser saw it; one request for all cards)`);
     console.log(`  the 12 cards from the cache, one request each, one after the other: ${figures.apiCachedCardsMs} ms`);
     console.log(`  the streamed run from the cache:              ${figures.apiCachedStreamMs} ms`);
-    console.log(`  the streamed run, cache empty: first card ${figures.streamFirstCardMs} ms, last line ${figures.streamAllMs} ms`);
+    console.log(`  the streamed run, cache empty: first card ${figures.streamFirstCardMs} ms, last line ${figures.streamAllMs} ms; card lines ${figures.cardBytes} bytes`);
+    console.log(`  one warming pass after a change: cards' engine time ${figures.warmEngineMs} ms, passes ${figures.warmPassMs} ms, service CPU ${figures.warmCpuMs} ms`);
+    console.log(`  warming, default 5-min interval, data changing every interval: ${(figures.warmCoreShare * 100).toFixed(2)} % of one core`);
     if (JSON_OUT) console.log(JSON.stringify(figures));
   } finally {
     await browser.close();
