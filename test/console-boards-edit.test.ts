@@ -57,6 +57,8 @@ forEachBackend('web console: boards edited in place', (backend) => {
     this.timeout(30_000);
     await button('Add text').click();
     await page.waitForSelector('textarea#text-card');
+    // The form moves the focus once it is drawn: wait for that (it fails below if the focus never moves).
+    await page.waitForFunction(() => document.activeElement?.id === 'text-card', { timeout: 5000 }).catch(() => undefined);
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'text-card', 'the text box takes focus');
     await page.keyboard.type('Launch notes\nPricing changed on the 3rd.');
     await button('Add card').click();
