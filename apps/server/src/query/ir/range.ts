@@ -38,5 +38,3 @@ export function comparisonRange(range: DateRange, compare: Compare): DateRange {
   if (range.fromMs - shift < 0) throw badRequest('invalid date range', { message: 'the comparison range starts before 1970-01-01' });
   return { fromMs: range.fromMs - shift, toEndMs: range.toEndMs - shift };
 }
-
-export { bucketCount } from '../engine/range.js';
