@@ -2,7 +2,7 @@
  * Renders docs/api.md, the HTTP API reference, from the routes' own declarations: the service's
  * route list and the OpenAPI document it serves at `GET /openapi.json`, both built in-process on
  * throwaway embedded stores. `npm run docs:api` rewrites the file; `--check` exits 1 when the
- * file differs (test/api-docs.test.ts runs the same comparison).
+ * file differs (test/unit/api-docs.test.ts runs the same comparison).
  */
 import fs from 'node:fs';
 import os from 'node:os';

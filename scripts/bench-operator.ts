@@ -17,7 +17,7 @@ import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { FakeKube, projectSecret } from '../test/support/kube/index.js';
-import { grantsFromPermissions, OPERATOR_USER, POD_NS } from '../test/operator.support.js';
+import { grantsFromPermissions, OPERATOR_USER, POD_NS } from '../test/support/operator.js';
 import { execFileSync } from 'node:child_process';
 import { BENCH_KEY, ROOT, benchApi, startBenchService } from './bench-support.js';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { configuredBackends } from '../test/support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from '../test/support/service.js';
 import { boardSettled, launchBrowser, seedConsole, signInWithToken } from '../test/support/browser.js';
-import { drained, ingest } from '../test/ingestion.support.js';
+import { drained, ingest } from '../test/support/ingestion.js';
 import type { Browser, Page } from 'puppeteer-core';
 
 const OUT = path.resolve('docs/console');

@@ -7,7 +7,7 @@
  * - the annotation `helm.sh/resource-policy: keep`, so neither `helm uninstall` nor an upgrade
  *   that stops rendering them deletes the CRDs (which would delete every resource of the kind).
  * Any number of kinds: every crds/*.yaml but the kustomization. `npm run chart:crds` writes them;
- * `--check` exits 1 when the chart's templates differ (test/chart.test.ts runs the same comparison).
+ * `--check` exits 1 when the chart's templates differ (test/packaging/chart.test.ts runs the same comparison).
  */
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { CONSOLE_DIST } from '../../apps/server/src/console/static.js';
 import type { Browser, Page } from 'puppeteer-core';
 import type { Tenant, TestService } from './service.js';
-import { drained, ingest } from '../ingestion.support.js';
+import { drained, ingest } from './ingestion.js';
 
 /** Shared by the console's browser tests and `npm run console:screenshots`. */
 const require = createRequire(import.meta.url);

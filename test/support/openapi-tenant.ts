@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { createTenant, SUPERADMIN_KEY, type Tenant, type TestService } from './service.js';
-import { drained } from '../ingestion.support.js';
+import { drained } from './ingestion.js';
 import type { Anchors, Schema, SchemaArbitraries } from './openapi-arbitrary.js';
 
 /**

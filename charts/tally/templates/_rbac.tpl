@@ -1,5 +1,5 @@
 {{/* The operator's Kubernetes calls, as RBAC rules (must equal operator/src/permissions.ts, whose
-     `reason`s the comments repeat; test/chart.test.ts compares them). */}}
+     `reason`s the comments repeat; test/packaging/chart.test.ts compares them). */}}
 
 {{/* In each namespace it watches (a ClusterRole when it watches all of them, else a Role per namespace). */}}
 {{- define "tally.operatorWatchRules" -}}

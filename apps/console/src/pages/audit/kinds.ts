@@ -1,6 +1,6 @@
 /**
  * The audit log's actor and target kinds, as the filters offer them. The server does not export
- * its lists to the console (only types cross, and these are values); test/console-audit.test.ts
+ * its lists to the console (only types cross, and these are values); test/browser/console-audit.test.ts
  * fails when they differ from apps/server/src/audit/schema.ts.
  */
 export const ACTOR_KINDS = ['user', 'token', 'superadmin', 'operator'] as const;

@@ -13,7 +13,7 @@ import type { Dialect } from '../dialect.js';
  * Each step-k time carries its difference to the next one (the last its own value), so a
  * running sum from the end telescopes, at each previous value, to the first step-k time after
  * it (0 when none). A search per start (arrayFirst) copied T_k once per start: 15,000 starts of
- * one identity passed the 2 GB query memory cap (test/funnel-scale.test.ts), and ClickHouse
+ * one identity passed the 2 GB query memory cap (test/service/funnel-scale.test.ts), and ClickHouse
  * 18.16 has no ASOF JOIN to fall back on.
  */
 export function funnelPaths(d: Dialect, perEvent: string, steps: number, windowMs: number): string {
