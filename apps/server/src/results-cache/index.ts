@@ -3,6 +3,7 @@ import type { DateRange } from '../query/engine/range.js';
 import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
 import { SharedEntries } from './shared-store.js';
+import { readsIdentities } from './identities.js';
 import type { Db } from '../ports/metadata/knex.js';
 import type { Logger } from '../http/errors.js';
 
@@ -123,7 +124,7 @@ export class ResultsCache implements ResultsCachePort {
     const lastDay = dayOf(span.toEndMs - 1);
     const live = lastDay >= today;
     const [data, meta] = await Promise.all([
-      this.versions.signature(key.projectId, firstDay, live ? today - 1 : lastDay),
+      this.versions.signature(key.projectId, firstDay, live ? today - 1 : lastDay, readsIdentities(key.parts)),
       this.metadata(key.projectId, key.at),
     ]);
     const signature = `${data}:${meta}`;

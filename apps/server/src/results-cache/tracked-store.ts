@@ -13,8 +13,10 @@ import { DataVersions, dayOf, daysOf, LAST_DAY, type Touched } from './versions.
  *   from then to the canonical id);
  * - privacy deletes of identities and a project's deletion: the whole project; retention deletes:
  *   the days up to the cut;
- * - the identity fold: every project (it reports no projects; answers are meant to stay the same,
- *   but a cache must not bet on it);
+ * - the identity fold: the identities (versions.ts PERSONS_DAY) of the projects with links it may
+ *   fold (read before it runs: unfolded links old enough), so answers that may depend on identities
+ *   (identities.ts) are computed again and event counts stay cached (answers are meant to stay the
+ *   same, but a cache must not bet on it);
  * - raw statements and rows of unknown tables (tests, fixtures, operators' repairs): everything.
  *
  * Profiles are not analysed (only cohorts and data browsing read them, neither cached), and the
@@ -33,8 +35,12 @@ export function withDataVersions(store: EventStore, versions: DataVersions): Eve
     insertEvents: (rows) => after(store.insertEvents(rows), () => daysOf(rows)),
     writeLinks: (rows) => after(store.writeLinks(rows), () => rows.map((l) => ({ projectId: l.project_id, firstDay: Math.max(0, dayOf(Number(l.from_time))), lastDay: LAST_DAY }))),
     foldLinks: async (max, createdBefore) => {
+      // A superset of the projects the fold touches (any stored version of an unfolded link counts).
+      const rows = await store.query<{ project_id: number | string }>(
+        `SELECT DISTINCT project_id FROM identity_links WHERE folded = 0 AND created_at < ${Math.trunc(createdBefore)}`,
+      );
       const n = await store.foldLinks(max, createdBefore);
-      if (n > 0) await versions.bumpAll();
+      if (n > 0) await versions.bumpPersons(rows.map((r) => Number(r.project_id)));
       return n;
     },
     deleteIdentities: (projectId, ids) => after(store.deleteIdentities(projectId, ids), () => project(projectId)),

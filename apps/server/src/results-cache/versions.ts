@@ -5,6 +5,12 @@ import { DAY_MS } from '../query/dialects/index.js';
 export const LAST_DAY = 2_147_483_647;
 /** Rows of project 0 concern every project (a write whose project is unknown). */
 const EVERY_PROJECT = 0;
+/**
+ * The "day" of a project's identity changes (the identity fold): its row (first_day = last_day =
+ * PERSONS_DAY) overlaps no span of days, and is summed only into the signature of answers that may
+ * depend on identities (identities.ts), so a fold keeps event counts cached.
+ */
+export const PERSONS_DAY = -1;
 
 export const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
 
@@ -51,12 +57,23 @@ export class DataVersions {
     return this.bumpProject(EVERY_PROJECT);
   }
 
-  /** The sum of the change numbers of rows of the project (or of every project) overlapping `firstDay..lastDay`. */
-  async signature(projectId: number, firstDay: number, lastDay: number): Promise<number> {
+  /** The identities of these projects changed (the fold): only answers that may depend on identities stop being served. */
+  bumpPersons(projectIds: number[]): Promise<void> {
+    return this.bump(projectIds.map((projectId) => ({ projectId, firstDay: PERSONS_DAY, lastDay: PERSONS_DAY })));
+  }
+
+  /**
+   * The sum of the change numbers of rows of the project (or of every project) overlapping
+   * `firstDay..lastDay`, and with `persons` (an answer that may depend on identities; the default)
+   * its identity changes (PERSONS_DAY).
+   */
+  async signature(projectId: number, firstDay: number, lastDay: number, persons = true): Promise<number> {
     const [row] = await this.db('results_versions')
       .whereIn('project_id', [projectId, EVERY_PROJECT])
-      .andWhere('first_day', '<=', lastDay)
-      .andWhere('last_day', '>=', firstDay)
+      .andWhere((w) => {
+        w.where((o) => o.where('first_day', '<=', lastDay).andWhere('last_day', '>=', firstDay));
+        if (persons) w.orWhere('first_day', PERSONS_DAY);
+      })
       .sum({ s: 'version' });
     return Number(row?.s ?? 0);
   }
