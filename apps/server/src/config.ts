@@ -58,7 +58,7 @@ export interface Config {
    * process (0: off); RESULTS_CACHE `shared` (default with DATABASE_URL) also keeps them in the
    * metadata store for every API process, at most RESULTS_CACHE_SHARED_MAX_MB; `process`: memory only.
    */
-  resultsCache: { freshMs: number; maxBytes: number; mode: 'shared' | 'process'; sharedMaxBytes: number };
+  resultsCache: { freshMs: number; maxBytes: number; mode: 'shared' | 'process'; sharedMaxBytes: number; partials: boolean };
   /**
    * The worker's warming of recently viewed boards (boards/warming.ts): every BOARD_WARM_INTERVAL_MS
    * (0: off), at most BOARD_WARM_MAX_CARDS_PER_PASS cards computed per project and pass.
@@ -148,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxBytes: int(env, 'RESULTS_CACHE_MAX_MB', 128) * 1024 * 1024,
       mode: oneOf(env, 'RESULTS_CACHE', ['shared', 'process'], env.DATABASE_URL ? 'shared' : 'process'),
       sharedMaxBytes: int(env, 'RESULTS_CACHE_SHARED_MAX_MB', 512) * 1024 * 1024,
+      partials: env.RESULTS_CACHE_PARTIALS !== '0',
     },
     boardWarm: { intervalMs: int(env, 'BOARD_WARM_INTERVAL_MS', 300_000), maxCardsPerProject: int(env, 'BOARD_WARM_MAX_CARDS_PER_PASS', 20) },
     queryGuard: {

@@ -136,8 +136,35 @@ export class QueryExecutor implements ProjectReads {
    * `compute` through the results cache: `parts` name the answer within the project (the engine
    * is added here), `span` is the event times it reads (undefined: not cacheable), `at` the run's clock.
    */
-  cached<V extends object>(project: ProjectScope, at: number, parts: unknown, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>> {
-    return this.deps.cache.run({ projectId: project.id, at, parts: { e: this.deps.events.dialect, q: parts } }, span, compute, opts);
+  cached<V extends object>(project: ProjectScope, at: number, parts: unknown, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions<V>): Promise<Cached<V>> {
+    const e = this.deps.events.dialect;
+    const partial = opts?.partial && { ...opts.partial, parts: { e, q: opts.partial.parts } };
+    return this.deps.cache.run({ projectId: project.id, at, parts: { e, q: parts } }, span, compute, { ...opts, partial });
+  }
+
+  /**
+   * The checks `analysis` makes before its engine runs, over the whole range (a run computing only
+   * some buckets of it answers the same 400s as the whole run): the kind's estimate.
+   */
+  checkAnalysis(def: AnalysisDef, body: unknown, range: DateRange): void {
+    def.estimate(this.deps.config.queryGuard, body, range);
+  }
+
+  /** The checks `ir` makes before its engine runs, over the document's whole range: 400 `invalid date range`, the kind's estimate. */
+  checkIr(query: QueryV2, now?: number): void {
+    const kind = irKindOf(query.analysis.kind);
+    const { range, cmp } = irRanges(this.deps, query, now);
+    kind.estimate?.(this.deps.config.queryGuard, query as IrDocument<never>, range, cmp);
+  }
+
+  /** The query guard's limits (a stitched answer checks its breakdown's cells as the whole run would). */
+  get guard(): Config['queryGuard'] {
+    return this.deps.config.queryGuard;
+  }
+
+  /** The project's annotations on days of `range` (what answers carry beside their series). */
+  annotations(projectId: number, range: DateRange) {
+    return this.deps.analyses.annotations.inRange(projectId, range);
   }
 
   private get irDeps(): IrDeps {
