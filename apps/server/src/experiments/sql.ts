@@ -33,22 +33,21 @@ export interface ExposureDay {
   units: number;
 }
 
-/** Per-unit (identity cluster) time and value arrays of one metric: `mt{i}` times, `mv{i}` values (sum only). */
-const times = (i: number) => `mt${i}`;
-const values = (i: number) => `mv${i}`;
-
 /**
- * One statement, one scan of the events, for every metric of the experiment (semantics in
+ * One statement for every metric of the experiment, reading each event once (semantics in
  * docs/experiments.md, "Exposure and units"):
  *
- * 1. the scan keeps exposure events and metric events in [startAt, endAt] and computes, before the
- *    identity join, `xv` (the variant an exposure names, '' for other events) and per metric a
- *    flag `f{i}` (and for a sum its value `s{i}`, non-numbers left out);
- * 2. per unit (canonical id, as every analysis resolves it): the first exposure's time `xt`, its
- *    variant `xk`, the number of distinct variants seen `xn`, and per metric the times (and
- *    values) of its events;
- * 3. per unit its value per metric: the events at or after `xt` (and before `xt` + windowHours)
- *    counted, converted to 0/1, or their values summed; 0 when none;
+ * 1. the units: the exposure events in [startAt, endAt], with `xv` (the variant an exposure names,
+ *    '' for none of the flag's) computed in the scan, grouped per unit (canonical id, as every
+ *    analysis resolves it): the first exposure's time `xt`, its variant `xk`, the number of
+ *    distinct variants seen `xn`;
+ * 2. the metric events in [startAt, endAt], with per metric a flag `f{i}` (and for a sum its value
+ *    `s{i}`, non-numbers left out) computed in the scan;
+ * 3. the units joined to their metric events by a hash join on the unit (the units, about one row
+ *    per exposed identity, are the hash table; identities never exposed drop out at the probe),
+ *    and per unit its value per metric from running sums, no lists: the events at or after `xt`
+ *    (and before `xt` + windowHours) counted, converted to 0/1, or their values summed; 0 when none
+ *    (a unit without metric events is kept by the outer join);
  * 4. per variant and UTC day of the first exposure (units seen in two variants grouped apart as
  *    `multi`): units, Σ value, Σ value². The days give the exposures over time; the totals are
  *    their sums, folded in experimentTotals.
@@ -63,13 +62,13 @@ export function experimentSql(q: QueryContext, s: ExposureSpec): string {
   const exposure = `CASE WHEN event = '$experiment_started' AND ${d.propValue('Experiment name')} IN (${names}) AND ${started} IN (${variants}) THEN ${started}
     WHEN event = '$feature_flag_called' AND ${d.propValue('$feature_flag')} = ${str(s.flagKey)} AND ${called} IN (${variants}) THEN ${called}
     ELSE '' END`;
-  const exprs: Array<[string, string]> = [['xv', exposure]];
+  const exprs: Array<[string, string]> = [];
   const metricConds: string[] = [];
   s.metrics.forEach((m, i) => {
     const base = q.events.condition(m.event);
     // A sum's event without a number adds nothing: it is left out of the unit's events.
     const cond = m.kind === 'sum' ? `(${base}) AND ${d.propIsNumber(m.property!)}` : base;
-    metricConds.push(`(${cond})`);
+    metricConds.push(`(${base})`);
     exprs.push([`f${i}`, d.flag(cond)]);
     if (m.kind === 'sum') exprs.push([`s${i}`, d.toFloat(`CASE WHEN ${cond} THEN ${d.propNumber(m.property!)} ELSE 0 END`)]);
   });
@@ -79,56 +78,46 @@ export function experimentSql(q: QueryContext, s: ExposureSpec): string {
   ];
   const read = (where: string[], e: Array<[string, string]>) =>
     d.canonicalEvents({ projectId: q.projectId, overrides: q.overrides, key: true, dedup: dedupOf(q), where: [...span, ...where], exprs: e });
-  // Reading the property lists is most of the scan's cost, and a list column is read for every
-  // stretch of rows where any row needs it. When every metric is a plain event name, the events
-  // are read in up to three branches of disjoint names: the exposures (their lists), the events of
-  // sum metrics (their property: a materialised column where MATERIALIZED_PROPERTIES names it,
-  // else the lists) and the other metric events (by name alone: no lists). Each event is read once.
+
+  const exposures = read([`event IN ('$experiment_started', '$feature_flag_called')`], [['xv', exposure]]);
+  const units = `(SELECT cid, min(time) AS xt, min(xv) AS xk, ${d.uniq('xv')} AS xn FROM ${exposures} x WHERE xv != '' GROUP BY cid)`;
+
+  // Reading the property lists is most of a scan's cost, and a list column is read for every
+  // stretch of rows where any row needs it. When every metric is a plain event name, the metric
+  // events are read in up to two branches of disjoint names: the events of sum metrics (their
+  // property: a materialised column where MATERIALIZED_PROPERTIES names it, else the lists) and
+  // the other metric events (by name alone: no lists). Each event is read once.
   const plain = s.metrics.every((m) => q.events.condition(m.event) === `event = ${str(m.event)}`);
-  const exposures = ['$experiment_started', '$feature_flag_called'];
-  const summed = [...new Set(s.metrics.filter((m) => m.kind === 'sum').map((m) => m.event))].filter((n) => !exposures.includes(n));
-  const others = [...new Set(s.metrics.map((m) => m.event))].filter((n) => !exposures.includes(n) && !summed.includes(n));
+  const summed = [...new Set(s.metrics.filter((m) => m.kind === 'sum').map((m) => m.event))];
+  const others = [...new Set(s.metrics.map((m) => m.event))].filter((n) => !summed.includes(n));
   /** The branch of events named `ns`: each expression kept where its rows can be among them, else its constant. */
-  const branch = (ns: string[]) => read([`event IN (${ns.map(str).join(', ')})`], [
-    ['xv', ns === exposures ? exposure : `''`],
-    ...s.metrics.flatMap((m, i): Array<[string, string]> => {
-      const kept = ns === exposures || ns.includes(m.event);
+  const branch = (ns: string[]) => read([`event IN (${ns.map(str).join(', ')})`],
+    s.metrics.flatMap((m, i): Array<[string, string]> => {
+      const kept = ns.includes(m.event);
       const at = (alias: string) => exprs.find(([a]) => a === alias)![1];
       return [[`f${i}`, kept ? at(`f${i}`) : d.flag('1 = 0')], ...(m.kind === 'sum' ? [[`s${i}`, kept ? at(`s${i}`) : d.toFloat('0')] as [string, string]] : [])];
-    }),
-  ]);
-  const events = !plain
-    ? read([`event IN ('$experiment_started', '$feature_flag_called') OR ${metricConds.join(' OR ')}`], exprs)
-    : `(${[exposures, summed, others].filter((ns) => ns.length > 0).map((ns, k) => `SELECT * FROM ${branch(ns)} b${k}`).join(' UNION ALL ')})`;
+    }));
+  const metricEvents = !plain
+    ? read([metricConds.join(' OR ')], exprs)
+    : `(${[summed, others].filter((ns) => ns.length > 0).map((ns, k) => `SELECT * FROM ${branch(ns)} b${k}`).join(' UNION ALL ')})`;
+  const metricCols = `cid, time AS mt${s.metrics.map((m, i) => `, f${i}${m.kind === 'sum' ? `, s${i}` : ''}`).join('')}`;
 
-  const exposed = `xv != ''`;
-  const perUnitCols = [
-    `${d.minIf('time', exposed)} AS xt`,
-    `${d.minIf('xv', exposed)} AS xk`,
-    `${d.uniqIf('xv', exposed)} AS xn`,
-    ...s.metrics.flatMap((m, i) => [
-      `${d.groupArrayIf('time', `f${i} = 1`)} AS ${times(i)}`,
-      ...(m.kind === 'sum' ? [`${d.groupArrayIf(`s${i}`, `f${i} = 1`)} AS ${values(i)}`] : []),
-    ]),
-  ];
-  const perUnit = `SELECT cid, ${perUnitCols.join(', ')} FROM ${events} ev GROUP BY cid HAVING ${d.countIf(exposed)} > 0`;
-
-  const counts = (m: ExperimentMetric, t: string) => {
-    const window = m.windowHours !== undefined ? ` AND ${t} < xt + ${sqlInt(Math.round(m.windowHours * HOUR_MS))}` : '';
-    return `${t} >= xt${window}`;
+  const counts = (m: ExperimentMetric) => {
+    const window = m.windowHours !== undefined ? ` AND mt < xt + ${sqlInt(Math.round(m.windowHours * HOUR_MS))}` : '';
+    return `mt >= xt${window}`;
   };
+  // An outer-joined unit without metric events has no (NULL or default) flags: every CASE gives 0.
   const unitValues = s.metrics.map((m, i) => {
-    if (m.kind === 'sum') {
-      const arr = d.mapIdx(times(i), 'i', `CASE WHEN ${counts(m, `${times(i)}[i]`)} THEN ${values(i)}[i] ELSE 0 END`);
-      return `${d.toFloat(d.sumOr0(arr))} AS u${i}`;
-    }
-    const n = d.length(d.filter(times(i), 't', counts(m, 't')));
-    return m.kind === 'conversion' ? `${d.toFloat(`CASE WHEN ${n} > 0 THEN 1 ELSE 0 END`)} AS u${i}` : `${d.toFloat(n)} AS u${i}`;
+    const at = `f${i} = 1 AND ${counts(m)}`;
+    if (m.kind === 'sum') return `${d.toFloat(`sum(CASE WHEN ${at} THEN s${i} ELSE 0 END)`)} AS u${i}`;
+    if (m.kind === 'conversion') return `${d.toFloat(`max(CASE WHEN ${at} THEN 1 ELSE 0 END)`)} AS u${i}`;
+    return `${d.toFloat(`sum(CASE WHEN ${at} THEN 1 ELSE 0 END)`)} AS u${i}`;
   });
-  const kept = ['xt', ...s.metrics.flatMap((m, i) => [times(i), ...(m.kind === 'sum' ? [values(i)] : [])])];
-  const perUnitValues = `SELECT CASE WHEN xn > 1 THEN 1 ELSE 0 END AS multi, xk, ${d.bucket('day', 'xt')} AS xd, ${unitValues.join(', ')} FROM (${perUnit}) pu WHERE ${d.keep(kept)}`;
+  const joined = d.unitsJoin(units, `(SELECT ${metricCols} FROM ${metricEvents} me)`, 'cid');
+  const perUnit = `SELECT CASE WHEN xn > 1 THEN 1 ELSE 0 END AS multi, xk, ${d.bucket('day', 'xt')} AS xd, ${unitValues.join(', ')}
+    FROM ${joined} GROUP BY cid, xt, xk, xn`;
   const sums = s.metrics.map((_, i) => `sum(u${i}) AS t${i}, sum(u${i} * u${i}) AS q${i}`);
-  return `SELECT multi, xk, xd, count(*) AS units${sums.map((x) => `, ${x}`).join('')} FROM (${perUnitValues}) pv GROUP BY multi, xk, xd`;
+  return `SELECT multi, xk, xd, count(*) AS units${sums.map((x) => `, ${x}`).join('')} FROM (${perUnit}) pv GROUP BY multi, xk, xd`;
 }
 
 /** Runs the aggregation and folds its rows (one per variant and day of first exposure) into totals for the statistics. */

@@ -169,6 +169,12 @@ export interface Dialect {
   smallestIf(value: string, cond: string, n: string): string;
   uniqIf(expr: string, cond: string): string;
   /**
+   * Experiments' join (experiments/sql.ts): every row of `units` (one per `key`, few) with the rows
+   * of `events` (many) sharing its `key`, the units being the hash table; a unit without events
+   * comes once, its events' columns NULL (DuckDB) or their defaults (ClickHouse). A FROM clause.
+   */
+  unitsJoin(units: string, events: string, key: string): string;
+  /**
    * A WHERE condition (always true) naming columns of the subquery read only inside lambdas:
    * ClickHouse 18.16 prunes subquery columns referenced only in lambda bodies otherwise.
    */

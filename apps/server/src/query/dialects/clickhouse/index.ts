@@ -122,6 +122,9 @@ export const clickhouse: Dialect = {
   groupArrayIf: (v, c) => `groupArrayIf(${v}, ${c})`,
   smallestIf: (v, c, n) => `arraySlice(arraySort(groupArrayIf(${v}, ${c})), 1, ${n})`,
   uniqIf: (e, c) => `uniqExactIf(${e}, ${c})`,
+  // The right side is the hash table: the units. Rows of the right without a match come after the
+  // matched ones, with the left's columns at their defaults.
+  unitsJoin: (units, events, key) => `${events} ALL RIGHT JOIN ${units} USING (${key})`,
   keep: (cols) => `ignore(${cols.join(', ')}) = 0`,
   sortStrings: (arr) => `arraySort(${arr})`,
   // materialize: a flag that folds to a constant (`1 = 0`) in one branch of a UNION ALL and not in

@@ -97,6 +97,8 @@ export const duckdb: Dialect = {
   // min(v, n) keeps the n smallest in a heap: 2-3× faster than sorting every value at 177k ids.
   smallestIf: (v, c, n) => `coalesce(min(${v}, ${n}) FILTER (WHERE ${c}), [])`,
   uniqIf: (e, c) => `count(DISTINCT ${e}) FILTER (WHERE ${c})`,
+  // The optimiser builds the hash table on the smaller side (the units).
+  unitsJoin: (units, events, key) => `${units} u LEFT JOIN ${events} e USING (${key})`,
   keep: () => '1 = 1',
   sortStrings: (arr) => `list_sort(${arr})`,
   flag: (c) => `CAST(CASE WHEN ${c} THEN 1 ELSE 0 END AS INTEGER)`,
