@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { loadDataset } from '../support/reference/harness.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { withCohortsTenant } from '../support/cohorts.js';
 import { buildAnalyses } from '../../apps/server/src/query/analyses.js';
 import { LIMITS } from '../../apps/server/src/limits.js';
 
@@ -13,27 +13,17 @@ forEachBackend('cohorts: static criteria', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   const now = Date.now();
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'st');
-    other = await createTenant(t, 'st-other');
-    await loadDataset(t.svc.deps, tenant.project.id, {
-      events: [
-        { event: 'buy', distinct_id: 'anon', time: now - DAY, insert_id: 'a', props: {} },
-        { event: 'buy', distinct_id: 'u1', time: now - 2 * DAY, insert_id: 'b', props: {} },
-        { event: 'buy', distinct_id: 'u2', time: now - 3 * DAY, insert_id: 'c', props: {} },
-        { event: 'view', distinct_id: 'u3', time: now - DAY, insert_id: 'd', props: {} },
-        { event: 'view', distinct_id: "o'brien", time: now - DAY, insert_id: 'e', props: {} },
-      ],
-      links: [{ distinct_id: 'anon', canonical_id: 'u1', from_time: 0 }],
-      profiles: [{ distinct_id: 'u4', props: { plan: 'pro' } }, { distinct_id: 'u3', props: { plan: 'pro' } }],
-    });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
-  });
+  withCohortsTenant(backend, 'st', {
+    events: [
+      { event: 'buy', distinct_id: 'anon', time: now - DAY, insert_id: 'a', props: {} },
+      { event: 'buy', distinct_id: 'u1', time: now - 2 * DAY, insert_id: 'b', props: {} },
+      { event: 'buy', distinct_id: 'u2', time: now - 3 * DAY, insert_id: 'c', props: {} },
+      { event: 'view', distinct_id: 'u3', time: now - DAY, insert_id: 'd', props: {} },
+      { event: 'view', distinct_id: "o'brien", time: now - DAY, insert_id: 'e', props: {} },
+    ],
+    links: [{ distinct_id: 'anon', canonical_id: 'u1', from_time: 0 }],
+    profiles: [{ distinct_id: 'u4', props: { plan: 'pro' } }, { distinct_id: 'u3', props: { plan: 'pro' } }],
+  }, (c) => ({ t, tenant, other } = c));
 
   const listed = (ids: string[]) => ({ op: 'and', criteria: [{ kind: 'static', ids }] });
 

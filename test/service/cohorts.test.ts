@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { loadDataset } from '../support/reference/harness.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { withCohortsTenant } from '../support/cohorts.js';
 import { buildAnalyses } from '../../apps/server/src/query/analyses.js';
 
 const DAY = 86_400_000;
@@ -11,30 +11,20 @@ forEachBackend('cohorts', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   const now = Date.now();
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'c');
-    other = await createTenant(t, 'c-other');
-    await loadDataset(t.svc.deps, tenant.project.id, {
-      events: [
-        { event: 'buy', distinct_id: 'anon', time: now - DAY, insert_id: 'a', props: {} },
-        { event: 'buy', distinct_id: 'u1', time: now - 2 * DAY, insert_id: 'b', props: {} },
-        { event: 'buy', distinct_id: 'u2', time: now - 40 * DAY, insert_id: 'c', props: {} },
-        { event: 'view', distinct_id: 'u3', time: now - DAY, insert_id: 'd', props: {} },
-      ],
-      links: [{ distinct_id: 'anon', canonical_id: 'u1', from_time: 0 }, { distinct_id: 'dev', canonical_id: 'u3', from_time: 0 }],
-      profiles: [
-        { distinct_id: 'dev', props: { plan: 'pro' } },
-        { distinct_id: 'u4', props: { plan: 'free' } },
-        { distinct_id: 'gone', props: { plan: 'pro' }, deleted: true },
-      ],
-    });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
-  });
+  withCohortsTenant(backend, 'c', {
+    events: [
+      { event: 'buy', distinct_id: 'anon', time: now - DAY, insert_id: 'a', props: {} },
+      { event: 'buy', distinct_id: 'u1', time: now - 2 * DAY, insert_id: 'b', props: {} },
+      { event: 'buy', distinct_id: 'u2', time: now - 40 * DAY, insert_id: 'c', props: {} },
+      { event: 'view', distinct_id: 'u3', time: now - DAY, insert_id: 'd', props: {} },
+    ],
+    links: [{ distinct_id: 'anon', canonical_id: 'u1', from_time: 0 }, { distinct_id: 'dev', canonical_id: 'u3', from_time: 0 }],
+    profiles: [
+      { distinct_id: 'dev', props: { plan: 'pro' } },
+      { distinct_id: 'u4', props: { plan: 'free' } },
+      { distinct_id: 'gone', props: { plan: 'pro' }, deleted: true },
+    ],
+  }, (c) => ({ t, tenant, other } = c));
 
   const buyers = { op: 'and', criteria: [{ kind: 'behavior', event: 'buy', op: 'gte', count: 2, windowDays: 30 }] };
   const proOrNoBuy = { op: 'or', criteria: [{ kind: 'property', filter: { key: 'plan', op: 'eq', value: 'pro' } }, { kind: 'behavior', event: 'buy', op: 'eq', count: 0, windowDays: 0 }] };
