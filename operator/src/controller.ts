@@ -113,6 +113,7 @@ export class Controller {
       secrets,
       enqueue: (key) => this.queue.add(key),
       enqueueTenantConfig: () => this.queue.add(TENANT_KEY),
+      kinds: () => [...this.kinds.values()],
       crdBeingDeleted: (kind) => this.crdBeingDeleted(kind),
       warn: (obj, reason, message) => this.warn(obj, reason, message),
       event: (obj, reason, message) => this.record(obj, 'Normal', reason, message),

@@ -88,62 +88,17 @@ export interface FlagBody {
   rules: unknown[];
 }
 
-/** An experiment as the API returns it (the members the operator compares and shows). */
-export interface ApiExperiment extends ExperimentBody {
-  id: number;
-  projectId: number;
-  status: 'running' | 'stopped';
-  managedBy: string | null;
-}
-
-/** The experiments API's body, minus the project (members as the service stores them). */
-export interface ExperimentBody {
-  key: string;
-  name: string;
-  flagKey: string;
-  control: string;
-  metrics: unknown[];
-  primaryMetricId: string;
-  engine: string;
-  confidenceLevel: number;
-  sequential: boolean;
-  correction: string;
-  startAt: number | null;
-  endAt: number | null;
-}
-
-export interface ApiVariantResult {
-  key: string;
-  units: number;
-  mean: number | null;
-  lift?: { mean: number; low: number; high: number } | null;
-  chanceToWin?: number | null;
-  pValue?: number | null;
-  adjustedPValue?: number | null;
-  significant?: boolean | null;
-}
-
-export interface ApiExperimentResults {
-  computedAt: number;
-  exposures: Record<string, number>;
-  srm: { pValue: number; ok: boolean };
-  metrics: { id: string; variants: ApiVariantResult[] }[];
-}
-
-export interface ApiExperimentAnalysis {
-  ok: boolean;
-  decision: 'Inconclusive' | 'Winner' | 'Loser' | 'SampleRatioMismatch';
-  winner: string | null;
-  primary: { id: string; variants: ApiVariantResult[] };
-}
-
 export class TallyApi {
   /** Called with each request's outcome (for metrics). */
   onRequest?: (method: string, status: number | 'error') => void;
 
   constructor(private readonly baseUrl: string, private readonly key: string, private readonly timeoutMs: number) {}
 
-  private async call<T>(method: string, path: string, resource: string | undefined, body?: unknown): Promise<T> {
+  /**
+   * One request: `resource` (when given) goes as X-Tally-Resource; an answer that is not 2xx throws
+   * an ApiError of its kind. A kind with calls of its own builds them on this (kinds/<kind>-api.ts).
+   */
+  async call<T>(method: string, path: string, resource: string | undefined, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.key}`, accept: 'application/json' };
     if (resource) headers['x-tally-resource'] = resource;
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -337,47 +292,6 @@ export class TallyApi {
 
   releaseFlag(id: number, resource: string): Promise<unknown> {
     return this.call('POST', `/api/flags/${id}/release`, resource);
-  }
-
-  // --- experiments ---
-
-  /** The experiment a resource manages in a project (by the service's managedBy, never by an id from status). */
-  async findExperiment(projectId: number, resource: string): Promise<ApiExperiment | undefined> {
-    const all = await this.call<ApiExperiment[]>('GET', `/api/experiments?projectId=${projectId}`, undefined);
-    return all.find((e) => e.managedBy === resource);
-  }
-
-  async getExperiment(id: number): Promise<ApiExperiment | undefined> {
-    try {
-      return await this.call<ApiExperiment>('GET', `/api/experiments/${id}`, undefined);
-    } catch (err) {
-      if (err instanceof ApiError && err.kind === 'not_found') return undefined;
-      throw err;
-    }
-  }
-
-  createExperiment(projectId: number, body: ExperimentBody, resource: string): Promise<ApiExperiment> {
-    return this.call('POST', '/api/experiments', resource, { projectId, ...body });
-  }
-
-  updateExperiment(id: number, body: Partial<ExperimentBody>, resource: string): Promise<ApiExperiment> {
-    return this.call('PUT', `/api/experiments/${id}`, resource, body);
-  }
-
-  deleteExperiment(id: number, resource: string): Promise<unknown> {
-    return this.call('DELETE', `/api/experiments/${id}`, resource);
-  }
-
-  releaseExperiment(id: number, resource: string): Promise<unknown> {
-    return this.call('POST', `/api/experiments/${id}/release`, resource);
-  }
-
-  experimentResults(id: number): Promise<ApiExperimentResults> {
-    return this.call('GET', `/api/experiments/${id}/results`, undefined);
-  }
-
-  experimentAnalysis(id: number): Promise<ApiExperimentAnalysis> {
-    return this.call('GET', `/api/experiments/${id}/analysis`, undefined);
   }
 }
 

@@ -211,12 +211,15 @@ export async function waitReady(w: World, kind: KindName, name: string, reason =
   }, timeoutMs);
 }
 
-/** The service's API behind a switch: `down` answers 503 (an API outage) without reaching it. */
-export async function startApiProxy(target: string): Promise<{ url: string; down: boolean; close(): Promise<void> }> {
+/**
+ * The service's API behind a switch: `down` answers 503 (an API outage) without reaching it;
+ * `unavailable`, when set, answers 503 to the requests it picks (an outage of one route).
+ */
+export async function startApiProxy(target: string): Promise<{ url: string; down: boolean; unavailable?: (method: string, url: string) => boolean; close(): Promise<void> }> {
   const http = await import('node:http');
-  const state = { down: false };
+  const state: { down: boolean; unavailable?: (method: string, url: string) => boolean } = { down: false };
   const server = http.createServer(async (req, res) => {
-    if (state.down) {
+    if (state.down || state.unavailable?.(req.method ?? 'GET', req.url ?? '/')) {
       res.writeHead(503, { 'content-type': 'application/json' });
       res.end('{"error":"service unavailable"}');
       return;

@@ -7,7 +7,7 @@ import {
   apiFailure, apiTokenSecretName, ensureFinalizer, hasFinalizer, notReady, organizationFor, organizationIdOf, ready, removeFinalizer, type Outcome,
   type ReconcileContext,
 } from '../reconcile/context.js';
-import { specChanged, type OperatorKind } from './kind.js';
+import { namesOrganization, specChanged, type OperatorKind } from './kind.js';
 
 export interface ApiTokenSpec { organizationRef: { name: string }; role: 'viewer' | 'member' | 'admin'; secretName?: string }
 export interface ApiTokenStatus extends BaseStatus { organizationId?: number; tokenId?: number; secretName?: string }
@@ -28,6 +28,7 @@ export const apiToken: OperatorKind<'ApiToken'> = {
     map: (ctx, org) => ctx.cache('ApiToken').list().filter((t) => t.spec?.organizationRef?.name === org.metadata.name),
   }],
   secretName: (t) => apiTokenSecretName(t),
+  actsFor: (_ctx, t, org) => namesOrganization(t.spec, org),
 };
 
 /**

@@ -1,9 +1,11 @@
 import { keyOf, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
 import { EXPERIMENT } from '../resources/experiment.js';
-import { ApiError, type ApiExperiment, type ExperimentBody } from '../tally-api.js';
+import { ApiError } from '../tally-api.js';
+import { experimentsApi, type ApiExperiment, type ExperimentBody } from './experiment-api.js';
 import { apiFailure, ensureFinalizer, notReady, ready, referencedProject, type Outcome, type ReconcileContext } from '../reconcile/context.js';
 import { finalizeProjectScoped, managedAmong } from '../reconcile/finalize.js';
-import { appearedOrGone, changedItself, referringTo, type OperatorKind } from './kind.js';
+import { changedMembers } from '../reconcile/compare.js';
+import { appearedOrGone, changedItself, referringTo, throughProject, type OperatorKind } from './kind.js';
 
 export interface ExperimentSpec {
   projectRef: { name: string };
@@ -59,6 +61,7 @@ export const experiment: OperatorKind<'Experiment'> = {
       map: (ctx, ff) => ctx.cache('Experiment').list().filter((e) => e.metadata.namespace === ff.metadata.namespace && e.spec?.flagRef?.name === ff.metadata.name),
     },
   ],
+  actsFor: throughProject,
 };
 
 /**
@@ -82,14 +85,14 @@ export async function reconcileExperiment(ctx: ReconcileContext, obj: Experiment
   try {
     const own = await ownExperiments(ctx, obj, resource);
     for (const elsewhere of own) if (elsewhere.projectId !== projectId) await applyDeletionPolicy(ctx, policyOf(obj), resource, elsewhere.id);
-    experiment = own.find((e) => e.projectId === projectId) ?? await ctx.api.findExperiment(projectId, resource);
+    experiment = own.find((e) => e.projectId === projectId) ?? await experimentsApi(ctx.api).find(projectId, resource);
     if (!experiment) {
-      experiment = await ctx.api.createExperiment(projectId, desired, resource);
+      experiment = await experimentsApi(ctx.api).create(projectId, desired, resource);
       changed = true;
     }
-    const changes = diff(experiment, desired);
+    const changes = changedMembers(experiment, desired);
     if (Object.keys(changes).length > 0) {
-      experiment = await ctx.api.updateExperiment(experiment.id, changes, resource);
+      experiment = await experimentsApi(ctx.api).update(experiment.id, changes, resource);
       changed = true;
     }
   } catch (err) {
@@ -152,27 +155,10 @@ export function experimentBody(obj: ExperimentResource, flagKey: string): Experi
   };
 }
 
-function diff(e: ApiExperiment, desired: ExperimentBody): Partial<ExperimentBody> {
-  const out: Partial<ExperimentBody> = {};
-  for (const k of Object.keys(desired) as (keyof ExperimentBody)[]) {
-    if (canonical(e[k]) !== canonical(desired[k])) (out as Record<string, unknown>)[k] = desired[k];
-  }
-  return out;
-}
-
-function canonical(v: unknown): string {
-  return JSON.stringify(v ?? null, (_k, val) => {
-    if (val && typeof val === 'object' && !Array.isArray(val)) {
-      return Object.fromEntries(Object.entries(val).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)));
-    }
-    return val;
-  });
-}
-
 /** The status fields from the results and the canary verdict (the same numbers as the API's). */
 async function resultsStatus(ctx: ReconcileContext, e: ApiExperiment): Promise<Record<string, unknown>> {
-  const results = await ctx.api.experimentResults(e.id);
-  const analysis = await ctx.api.experimentAnalysis(e.id);
+  const results = await experimentsApi(ctx.api).results(e.id);
+  const analysis = await experimentsApi(ctx.api).analysis(e.id);
   // The control has no comparison fields; pValue is the adjusted one when a correction applies.
   const primary = analysis.primary.variants.map((v) => Object.fromEntries(Object.entries({
     key: v.key, units: v.units, mean: v.mean, lift: v.lift, chanceToWin: v.chanceToWin, pValue: v.adjustedPValue ?? v.pValue, significant: v.significant,
@@ -190,15 +176,15 @@ async function resultsStatus(ctx: ReconcileContext, e: ApiExperiment): Promise<R
 
 /** The experiments the service says this resource manages (the record's experimentId, and the status's as a hint). */
 const ownExperiments = (ctx: ReconcileContext, obj: ExperimentResource, resource: string): Promise<ApiExperiment[]> =>
-  managedAmong([recordsOf(ctx).get(resource)?.experimentId, obj.status?.experimentId], (id) => ctx.api.getExperiment(id), (e) => e.managedBy, resource);
+  managedAmong([recordsOf(ctx).get(resource)?.experimentId, obj.status?.experimentId], (id) => experimentsApi(ctx.api).get(id), (e) => e.managedBy, resource);
 
 const policyOf = (obj: ExperimentResource): DeletionPolicy => obj.spec?.deletionPolicy ?? 'Delete';
 
 /** `Delete` deletes the experiment (its events stay), `Retain` releases it; an experiment gone is done. */
 async function applyDeletionPolicy(ctx: ReconcileContext, policy: DeletionPolicy, resource: string, id: number): Promise<void> {
   try {
-    if (policy === 'Retain') await ctx.api.releaseExperiment(id, resource);
-    else await ctx.api.deleteExperiment(id, resource);
+    if (policy === 'Retain') await experimentsApi(ctx.api).release(id, resource);
+    else await experimentsApi(ctx.api).delete(id, resource);
   } catch (err) {
     if (!(err instanceof ApiError && err.kind === 'not_found')) throw err;
   }
@@ -210,7 +196,7 @@ function finalizeExperiment(ctx: ReconcileContext, obj: ExperimentResource, reso
     policy: policyOf(obj),
     own: () => ownExperiments(ctx, obj, resource),
     recordedProjectId: recordsOf(ctx).get(resource)?.projectId,
-    find: (projectId, by) => ctx.api.findExperiment(projectId, by),
+    find: (projectId, by) => experimentsApi(ctx.api).find(projectId, by),
     apply: (policy, id, by) => applyDeletionPolicy(ctx, policy, by, id),
   });
 }

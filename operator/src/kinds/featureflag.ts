@@ -3,7 +3,8 @@ import { FEATURE_FLAG } from '../resources/featureflag.js';
 import { ApiError, type ApiFlag, type FlagBody } from '../tally-api.js';
 import { apiFailure, ensureFinalizer, hasFinalizer, ready, referencedProject, type Outcome, type ReconcileContext } from '../reconcile/context.js';
 import { finalizeProjectScoped, managedAmong } from '../reconcile/finalize.js';
-import { appearedOrGone, referringTo, type OperatorKind } from './kind.js';
+import { changedMembers } from '../reconcile/compare.js';
+import { appearedOrGone, referringTo, throughProject, type OperatorKind } from './kind.js';
 
 export interface FeatureFlagSpec {
   projectRef: { name: string };
@@ -28,6 +29,7 @@ export const featureFlag: OperatorKind<'FeatureFlag'> = {
   definition: FEATURE_FLAG,
   reconciler: (ctx) => ({ reconcile: (obj) => reconcileFeatureFlag(ctx, obj), finalize: (obj) => finalizeFlag(ctx, obj, keyOf(obj)) }),
   watches: [{ kind: 'Project', when: appearedOrGone, afterRecordChange: true, map: (ctx, project) => referringTo(ctx.cache('FeatureFlag'), project) }],
+  actsFor: throughProject,
 };
 
 /**
@@ -62,7 +64,8 @@ export async function reconcileFeatureFlag(ctx: ReconcileContext, obj: FeatureFl
       }
     }
     if (flag.archived_at !== null) flag = await ctx.api.reviveFlag(flag.id, resource);
-    const changes = diff(flag, desired);
+    // Only what differs is sent (the key included, so a changed key meets the API's refusal).
+    const changes = changedMembers(flag, desired);
     if (Object.keys(changes).length > 0) flag = await ctx.api.updateFlag(flag.id, changes, resource);
   } catch (err) {
     const outcome = apiFailure(err, `flag ${desired.key} of project ${projectId}`);
@@ -84,25 +87,6 @@ export function flagBody(obj: FeatureFlagResource): FlagBody {
     variants: s.variants ?? [],
     rules: s.rules ?? [],
   };
-}
-
-/** Members of `desired` that differ from the flag (key included, so a changed key meets the API's refusal). */
-function diff(flag: ApiFlag, desired: FlagBody): Partial<FlagBody> {
-  const out: Partial<FlagBody> = {};
-  for (const k of Object.keys(desired) as (keyof FlagBody)[]) {
-    if (canonical(flag[k]) !== canonical(desired[k])) (out as Record<string, unknown>)[k] = desired[k];
-  }
-  return out;
-}
-
-/** JSON with sorted keys and no undefined members, for comparing what the API stored with the spec. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v ?? null, (_k, val) => {
-    if (val && typeof val === 'object' && !Array.isArray(val)) {
-      return Object.fromEntries(Object.entries(val).filter(([, x]) => x !== undefined).sort(([a], [b]) => a.localeCompare(b)));
-    }
-    return val;
-  });
 }
 
 /** The flags the service says this resource manages (the record's flagId, and the status's as a hint). */

@@ -7,7 +7,7 @@ import {
   apiFailure, ensureFinalizer, flagSecretSecretKey, flagSecretSecretName, hasFinalizer, notReady, ready, referencedProject,
   removeFinalizer, winningFlagSecret, type Outcome, type ReconcileContext,
 } from '../reconcile/context.js';
-import { appearedOrGone, referringTo, type KindReconciler, type OperatorKind } from './kind.js';
+import { appearedOrGone, referringTo, throughProject, type KindReconciler, type OperatorKind } from './kind.js';
 
 export interface FlagSecretSpec { projectRef: { name: string }; secretRef?: { name: string; key?: string } }
 export interface FlagSecretStatus extends BaseStatus { projectId?: number; secretName?: string }
@@ -37,6 +37,7 @@ export const flagSecret: OperatorKind<'FlagSecret'> = {
   feedsTenantConfig: true,
   secretName: (fs) => flagSecretSecretName(fs),
   referencedSecrets: (objs) => objs.filter((f) => f.spec?.secretRef && !f.metadata.deletionTimestamp).map((f) => [f.metadata.namespace, flagSecretSecretName(f)]),
+  actsFor: throughProject,
 };
 
 /**

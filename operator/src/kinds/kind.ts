@@ -26,7 +26,27 @@ export interface OperatorKind<K extends KindName> {
   secretName?(obj: ResourceOf<K>): string;
   /** Secrets it reads that the operator did not label, watched one by one: (namespace, name) pairs. */
   referencedSecrets?(objs: ResourceOf<K>[]): [string, string][];
+  /**
+   * Whether the object acts for the organisation of Organization `org` (by reference, or through
+   * the Project it names). An Organization being deleted waits for those that are being deleted
+   * too (once it is released they could no longer let go of what they manage), so every kind must
+   * say it: `namesOrganization` and `throughProject` below cover the kinds so far.
+   */
+  actsFor(ctx: ReconcileContext, obj: ResourceOf<K>, org: OrganizationRef): boolean;
 }
+
+/** An Organization as its dependents name it: its name, and the organisation it manages (by the records). */
+export interface OrganizationRef { name: string; id: number | undefined }
+
+/** A spec that names `org` by `organizationRef`, or its organisation by `organizationId`. */
+export const namesOrganization = (spec: { organizationRef?: { name: string }; organizationId?: number } | undefined, org: OrganizationRef) =>
+  spec?.organizationRef?.name === org.name || (org.id !== undefined && spec?.organizationId === org.id);
+
+/** An object whose `spec.projectRef` names a Project (in its namespace) that acts for `org`. */
+export const throughProject = (ctx: ReconcileContext, obj: AnyResource & { spec: { projectRef?: { name: string } } }, org: OrganizationRef) => {
+  const project = ctx.cache('Project').get(obj.metadata.namespace, obj.spec?.projectRef?.name ?? '');
+  return !!project && namesOrganization(project.spec, org);
+};
 
 /** Every kind, for code that iterates the registry. */
 export type AnyOperatorKind = { [K in KindName]: OperatorKind<K> }[KindName];

@@ -1,9 +1,9 @@
-import { ADOPT_ANNOTATION, keyOf, type AnyResource, type BaseStatus, type DeletionPolicy, type Resource } from '../kinds.js';
+import { ADOPT_ANNOTATION, keyOf, type AnyResource, type BaseStatus, type DeletionPolicy, type KindName, type Resource } from '../kinds.js';
 import { ORGANIZATION } from '../resources/organization.js';
 import { ApiError, type ApiOrg } from '../tally-api.js';
 import { adoptId, apiFailure, deletionPolicyNow, ensureFinalizer, hasFinalizer, notReady, ready, removeFinalizer, type Outcome, type ReconcileContext } from '../reconcile/context.js';
 import { adoptByAnnotation } from '../reconcile/adopt.js';
-import type { KindReconciler, OperatorKind } from './kind.js';
+import type { KindReconciler, OperatorKind, OrganizationRef } from './kind.js';
 
 export interface OrganizationSpec {
   displayName: string;
@@ -26,6 +26,8 @@ export const organization: OperatorKind<'Organization'> = {
   definition: ORGANIZATION,
   reconciler: (ctx) => new OrganizationReconciler(ctx),
   feedsTenantConfig: true,
+  // Organizations do not act for one another.
+  actsFor: () => false,
 };
 
 const monthOf = (ms: number) => new Date(ms).toISOString().slice(0, 7);
@@ -163,16 +165,11 @@ async function createOrg(ctx: ReconcileContext, name: string, quota: number | nu
  * The resources acting for this Organization's organisation that are going too (being deleted, or
  * of a kind whose CRD is being deleted): once the organisation is released the service no longer
  * lets them act for it, so they could not release what they manage. The Organization goes last.
+ * Every registered kind says what acts for an organisation (`actsFor`), so none is left out.
  */
 async function leavingDependents(ctx: ReconcileContext, obj: OrganizationResource): Promise<string[]> {
-  const id = ctx.records.organizations.get(keyOf(obj));
-  const projects = ctx.cache('Project').list().filter((p) => p.spec?.organizationRef?.name === obj.metadata.name || (id !== undefined && p.spec?.organizationId === id));
-  const names = new Set(projects.map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
-  const acting: AnyResource[] = [
-    ...projects,
-    ...[...ctx.cache('FeatureFlag').list(), ...ctx.cache('FlagSecret').list()].filter((r) => names.has(`${r.metadata.namespace}/${r.spec?.projectRef?.name}`)),
-    ...ctx.cache('ApiToken').list().filter((t) => t.spec?.organizationRef?.name === obj.metadata.name),
-  ].filter(hasFinalizer);
+  const org: OrganizationRef = { name: obj.metadata.name, id: ctx.records.organizations.get(keyOf(obj)) };
+  const acting = ctx.kinds().flatMap((k) => actingFor(ctx, k as OperatorKind<KindName>, org)).filter(hasFinalizer);
   const leaving: string[] = [];
   const kindLeaving = new Map<string, boolean>();
   for (const r of acting) {
@@ -181,6 +178,9 @@ async function leavingDependents(ctx: ReconcileContext, obj: OrganizationResourc
   }
   return leaving;
 }
+
+const actingFor = <K extends KindName>(ctx: ReconcileContext, kind: OperatorKind<K>, org: OrganizationRef): AnyResource[] =>
+  ctx.cache(kind.definition.kind).list().filter((o) => kind.actsFor(ctx, o, org));
 
 async function finalizeOrganization(ctx: ReconcileContext, obj: OrganizationResource, resource: string): Promise<Outcome | 'gone'> {
   if (!hasFinalizer(obj)) return 'gone';

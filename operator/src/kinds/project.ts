@@ -6,7 +6,7 @@ import {
   type ReconcileContext,
 } from '../reconcile/context.js';
 import { adoptByAnnotation } from '../reconcile/adopt.js';
-import { specChanged, type OperatorKind } from './kind.js';
+import { namesOrganization, specChanged, type OperatorKind } from './kind.js';
 
 export interface RateLimit { requestsPer10Seconds: number }
 export interface ProjectSpec {
@@ -44,6 +44,7 @@ export const project: OperatorKind<'Project'> = {
     },
   }],
   feedsTenantConfig: true,
+  actsFor: (_ctx, p, org) => namesOrganization(p.spec, org),
 };
 
 /**

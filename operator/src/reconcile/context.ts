@@ -4,6 +4,7 @@ import type { OperatorConfig } from '../config.js';
 import type { ReadyReason } from '../conditions.js';
 import { ADOPT_ANNOTATION, FINALIZER, keyOf, type AnyResource, type DeletionPolicy, type KindName, type ResourceOf } from '../kinds.js';
 import type { ApiTokenResource } from '../kinds/apitoken.js';
+import type { AnyOperatorKind } from '../kinds/kind.js';
 import type { FlagSecretResource } from '../kinds/flagsecret.js';
 import type { OrganizationResource } from '../kinds/organization.js';
 import type { ProjectResource } from '../kinds/project.js';
@@ -81,6 +82,8 @@ export interface ReconcileContext {
   secrets: Cache<SecretDigest>;
   enqueue(key: string): void;
   enqueueTenantConfig(): void;
+  /** The registered kinds (registry.ts), for a reconciler that looks across all of them. */
+  kinds(): readonly AnyOperatorKind[];
   /** Whether the CRD of `kind` is being deleted (a fresh read unless it was seen being deleted just now). */
   crdBeingDeleted(kind: KindName): Promise<boolean>;
   /** Kubernetes Events for failures (deduplicated per object, reason and message). */
