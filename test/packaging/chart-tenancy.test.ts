@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { FakeKube, kubectlFor, type PolicyRule } from '../support/kube/index.js';
 import { boundTo, envOf, find, helmTemplate, validateObject, type K8sObject } from '../support/chart.js';
+import { operatorKinds } from '../../operator/src/registry.js';
 
 /**
  * The chart's boundary between teams: the tenant ClusterRoles (aggregated into view/edit/admin),
@@ -17,7 +18,8 @@ const G = 'analytics.tally.dev';
 const ADOPT = 'analytics.tally.dev/adopt-id';
 const TENANT = 'dev@team-b';
 const OPERATOR = 'system:serviceaccount:tally:tally-operator';
-const TENANT_KINDS = ['apitokens', 'experiments', 'featureflags', 'flagsecrets', 'projects'];
+/** The namespaced kinds of the operator's registry: a kind added there fails here until templates/tenancy.yaml lists it. */
+const TENANT_KINDS = operatorKinds().filter((k) => k.definition.scope !== 'Cluster').map((k) => k.definition.plural).sort();
 
 /** The rules a built-in aggregated role (view, edit, admin) gains from the rendered ClusterRoles. */
 function aggregated(objects: K8sObject[], role: 'view' | 'edit' | 'admin'): PolicyRule[] {

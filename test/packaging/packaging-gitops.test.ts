@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { repoRoot } from '../support/chart.js';
+import { operatorKinds } from '../../operator/src/registry.js';
 
 /**
  * GitOps health: the Argo CD health checks (Lua, resource.customizations format) run by a real Lua
@@ -14,7 +15,8 @@ import { repoRoot } from '../support/chart.js';
  */
 
 const run = promisify(execFile);
-const KINDS = ['Organization', 'Project', 'FlagSecret', 'FeatureFlag', 'ApiToken', 'Experiment'];
+/** Every kind of the operator's registry: a kind added there fails here until argocd-cm-health.yaml has its key. */
+const KINDS = operatorKinds().map((k) => k.definition.kind);
 
 /** A JSON value as a Lua table constructor (how Argo CD hands `obj` to the script). */
 function toLua(v: unknown): string {
