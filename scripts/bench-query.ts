@@ -56,9 +56,19 @@ import { runDrilldown, type DrilldownSelection } from '../apps/server/src/query/
 import { loadConfig } from '../apps/server/src/config.js';
 import { buildAnalyses } from '../apps/server/src/query/analyses.js';
 import type { QueryV2 } from '../apps/server/src/query/ir/document.js';
+import type { IrDocument } from '../apps/server/src/query/ir/schema.js';
 import { migrateMetadataStore, openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { foldIdentityLinks } from '../apps/server/src/identity/fold.js';
 import { datasetSql } from './bench-dataset.js';
+
+type IrAnalysis = QueryV2['analysis'];
+const isKind = <K extends IrAnalysis['kind']>(a: IrAnalysis, kind: K): a is Extract<IrAnalysis, { kind: K }> => a.kind === kind;
+/** The document as the runner of its kind takes it (the kind is checked, not assumed). */
+function ofKind<K extends IrAnalysis['kind']>(doc: QueryV2, kind: K): IrDocument<Extract<IrAnalysis, { kind: K }>> {
+  const { analysis } = doc;
+  if (!isKind(analysis, kind)) throw new Error(`a ${kind} document was expected, not ${analysis.kind}`);
+  return { ...doc, analysis };
+}
 
 const N = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const IDS = 200_000;
@@ -213,7 +223,10 @@ async function bench(store: EventStore) {
   const meta = openMetadataStore({ dataDir: dir, sqliteFile: ':memory:' }); // trend results list annotations
   await migrateMetadataStore(meta);
   const analyses = buildAnalyses(meta, store);
-  const irTrend = (doc: QueryV2) => () => runTrend({ events: store, analyses }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), doc as never, doc.analysis as never, range);
+  const irTrend = (doc: QueryV2) => () => {
+    const trend = ofKind(doc, 'trend');
+    return runTrend({ events: store, analyses }, irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), trend, trend.analysis, range);
+  };
   // As POST /api/query/drilldown runs it (its own context and range from the document).
   const irDrill = (doc: QueryV2, sel: DrilldownSelection) => () =>
     runDrilldown({ events: store, analyses, config: loadConfig({}) }, PROJECT, doc, sel, { limit: 50, offset: 0 });
@@ -222,7 +235,10 @@ async function bench(store: EventStore) {
   cases.push(
     ['IR trend total/day', irTrend(ir({ metrics: [{ id: 'A', kind: 'event', event: 'e1', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } }))],
     ['IR trend unique/week by p1', irTrend(uniqueByP1)],
-    ['IR funnel 3 steps, 7 days', () => runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, [], { overrides, unmerged }), funnel3 as never, funnel3.analysis as never, range)],
+    ['IR funnel 3 steps, 7 days', () => {
+      const funnel = ofKind(funnel3, 'funnel');
+      return runIrFunnel(store, irMetricContext(d, PROJECT, funnel3, [], { overrides, unmerged }), funnel, funnel.analysis, range);
+    }],
     ['IR drilldown 50: trend week 3, p1=v2', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v2' })],
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
