@@ -4,8 +4,7 @@ import { createTenant, startTestService, type Tenant, type TestService } from '.
 import { waitFor } from '../support/processes.js';
 import { loadDataset } from '../support/reference/harness.js';
 import { REPORT_EVENTS } from '../support/reports.js';
-import { BOARD_WARM_LOCK, BoardWarmer } from '../../apps/server/src/boards/warming.js';
-import { runExclusively } from '../../apps/server/src/ports/metadata/knex.js';
+import { BoardWarmer } from '../../apps/server/src/boards/warming.js';
 import { VIEW_RECORD_MS } from '../../apps/server/src/boards/views.js';
 import { registry } from '../../apps/server/src/metrics/registry.js';
 import type { EventStore } from '../../apps/server/src/ports/events/index.js';
@@ -173,7 +172,7 @@ forEachBackend('boards: warming viewed boards in the background', (backend) => {
   });
 });
 
-/** The worker role's loop itself: a pass every BOARD_WARM_INTERVAL_MS, one at a time across processes sharing PostgreSQL. */
+/** The worker role's loop itself: a pass every BOARD_WARM_INTERVAL_MS (several workers: boards-warming-shared.test.ts). */
 forEachBackend('boards: the worker warming loop', (backend) => {
   let t: TestService;
   before(async function () {
@@ -185,7 +184,7 @@ forEachBackend('boards: the worker warming loop', (backend) => {
     await t?.close();
   });
 
-  it("the worker's loop warms a viewed board after a change; a second pass while one runs skips on PostgreSQL", async function () {
+  it("the worker's loop warms a viewed board after a change", async function () {
     this.timeout(60_000);
     const tenant = await createTenant(t, 'warm-loop');
     const pid = tenant.project.id;
@@ -205,17 +204,5 @@ forEachBackend('boards: the worker warming loop', (backend) => {
     await waitFor('a pass of the loop computed the card', async () => (await computed()) > before, 20_000);
     const view = await member.post(`/api/boards/${b.body.id}/run`, {});
     assert.ok(view.body.cards[0].cached_at >= written, JSON.stringify(view.body.cards[0]));
-    if (t.svc.deps.db.client.config.client === 'pg') {
-      // Two warmers on two pooled connections, as two worker processes: while one holds the pass, the other skips.
-      let release!: () => void;
-      const gate = new Promise<void>((r) => { release = r; });
-      let entered!: () => void;
-      const inside = new Promise<void>((r) => { entered = r; });
-      const holder = runExclusively(t.svc.deps.db, BOARD_WARM_LOCK, async () => { entered(); await gate; return 'held'; });
-      await inside;
-      assert.equal(await new BoardWarmer(t.svc.deps, t.svc.services).passExclusively(), null);
-      release();
-      assert.equal(await holder, 'held');
-    }
   });
 });

@@ -21,6 +21,7 @@ import { boardVersions } from './0020_board_versions.js';
 import { experimentsManaged } from './0021_experiments_managed.js';
 import { boardViewsResultsCache } from './0022_board_views_results_cache.js';
 import { boardCardDisplay } from './0024_board_card_display.js';
+import { boardWarmState } from './0025_board_warm_state.js';
 
 export interface Migration {
   name: string;
@@ -32,4 +33,4 @@ export interface Migration {
  * Every metadata migration, in order. A domain adds its own file (`NNNN_<domain>.ts`) and one line
  * here; names must sort in the order they are applied.
  */
-export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions, rateLimitBatchAtOnce, resultsVersions, tenancy, auditLog, experiments, boardVersions, experimentsManaged, boardViewsResultsCache, boardCardDisplay];
+export const migrations: Migration[] = [foundation, identity, analyses, flags, usageOrg, managedProjectsAndTokens, flagsManaged, reportsBoards, privacy, rateLimits, identityLinkSeq, rateLimitBatch, flagRevisions, rateLimitBatchAtOnce, resultsVersions, tenancy, auditLog, experiments, boardVersions, experimentsManaged, boardViewsResultsCache, boardCardDisplay, boardWarmState];
