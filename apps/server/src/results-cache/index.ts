@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DateRange } from '../query/engine/range.js';
 import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
+import { dayStart, runWithPartials, type PartialPlan } from './partials.js';
 import { SharedEntries } from './shared-store.js';
 import { readsIdentities } from './identities.js';
 import type { Db } from '../ports/metadata/knex.js';
@@ -10,6 +11,7 @@ import type { Logger } from '../http/errors.js';
 export { DataVersions } from './versions.js';
 export { withDataVersions } from './tracked-store.js';
 export { SharedEntries } from './shared-store.js';
+export type { PartialPlan } from './partials.js';
 
 export interface ResultsCacheConfig {
   /** How long a result whose range reaches today is served (RESULTS_CACHE_FRESH_MS). */
@@ -20,6 +22,8 @@ export interface ResultsCacheConfig {
   mode?: 'shared' | 'process';
   /** Budget of the shared table's answers (RESULTS_CACHE_SHARED_MAX_MB). */
   sharedMaxBytes?: number;
+  /** RESULTS_CACHE_PARTIALS (default on): keep the parts of closed buckets of trends and compute only the others (partials.ts). */
+  partials?: boolean;
 }
 
 export const RESULTS_CACHE_DEFAULTS: ResultsCacheConfig = { freshMs: 60_000, maxBytes: 128 * 1024 * 1024 };
@@ -50,16 +54,20 @@ export type Cached<V> = V & { cached_at?: number };
  * memory, in front of the table every API process shares when RESULTS_CACHE=shared (shared-store.ts).
  */
 export interface ResultsCachePort {
-  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions): Promise<Cached<V>>;
+  run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts?: CacheRunOptions<V>): Promise<Cached<V>>;
 }
 
 /**
  * `refresh`: compute again whatever is cached (a person's forced Refresh), and store the new answer;
- * `onComputed`: told when a fresh answer was computed (the `cached_at` later hits of it carry).
+ * `onComputed`: told when a fresh answer was computed (the `cached_at` later hits of it carry);
+ * `partial`: how the answer is cut per calendar bucket, so a miss computes only the buckets whose
+ * stored part does not hold (partials.ts); without it (or with RESULTS_CACHE_PARTIALS=0) a miss
+ * runs `compute`. A refresh reads no part (it recomputes every bucket) and stores the new ones.
  */
-export interface CacheRunOptions {
+export interface CacheRunOptions<V = unknown> {
   refresh?: boolean;
   onComputed?: (at: number) => void;
+  partial?: PartialPlan<V>;
 }
 
 /** JSON with object members in key order, so two spellings of one query share an entry. */
@@ -100,6 +108,9 @@ export class ResultsCache implements ResultsCachePort {
   misses = 0;
   /** Of `hits`, those answered from the shared table (another process's or an evicted answer). */
   sharedHits = 0;
+  /** Closed buckets served from their stored parts, and ranges computed, by runs with a partial plan. */
+  partialsReused = 0;
+  partialsComputed = 0;
 
   constructor(
     readonly versions: DataVersions,
@@ -115,7 +126,7 @@ export class ResultsCache implements ResultsCachePort {
     return this.lru.bytes;
   }
 
-  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts: CacheRunOptions = {}): Promise<Cached<V>> {
+  async run<V extends object>(key: CacheKey, span: DateRange | undefined, compute: () => Promise<V>, opts: CacheRunOptions<V> = {}): Promise<Cached<V>> {
     if (!span || this.config.maxBytes <= 0) return compute();
     const id = sha(stable({ p: key.projectId, k: key.parts, span: [span.fromMs, span.toEndMs] }));
     const started = Date.now();
@@ -146,7 +157,9 @@ export class ResultsCache implements ResultsCachePort {
     const flight = `${id}:${signature}`;
     let pending = opts.refresh ? undefined : this.inflight.get(flight);
     if (!pending) {
-      pending = compute().then(async (value) => {
+      const plan = this.config.partials === false ? undefined : opts.partial;
+      const work = plan ? () => this.withPartials(key, plan, meta, !!opts.refresh, started) : compute;
+      pending = work().then(async (value) => {
         const entry: Entry<object> = { value, signature, at: started, live, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + id.length };
         this.lru.set(id, entry);
         // Written before answering, so the next request on any process finds it.
@@ -160,6 +173,25 @@ export class ResultsCache implements ResultsCachePort {
     const computed = await pending;
     opts.onComputed?.(computed.at);
     return computed.value as V;
+  }
+
+  /**
+   * A miss with a partial plan: closed buckets (ended before today, by the run's clock and this
+   * process's, whichever is earlier) from their stored parts while their days' data versions and
+   * the metadata hash are unchanged; the others computed. Parts live in this process's memory,
+   * under the same budget as the answers.
+   */
+  private async withPartials<V extends object>(key: CacheKey, plan: PartialPlan<V>, meta: string, refresh: boolean, started: number): Promise<V> {
+    const todayMs = Math.min(dayStart(key.at), dayStart(started));
+    const idOf = (s: DateRange) => sha(stable({ partial: 1, p: key.projectId, k: plan.parts, u: plan.unit, s: [s.fromMs, s.toEndMs] }));
+    // The project's identity changes (rows before day 0) count only for answers that may depend on identities, as for whole answers.
+    const persons = readsIdentities(key.parts);
+    const versions = async () => (await this.versions.rows(key.projectId, dayOf(plan.range.fromMs), dayOf(Math.min(plan.range.toEndMs, todayMs) - 1)))
+      .filter((r) => persons || r.last_day >= 0);
+    const out = await runWithPartials(this.lru, idOf, plan, todayMs, versions, meta, refresh, started);
+    this.partialsReused += out.reused;
+    this.partialsComputed += out.computed.length;
+    return out.value;
   }
 
   /**

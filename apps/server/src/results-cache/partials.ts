@@ -54,8 +54,8 @@ export function slicesOf(unit: PartialPlan<unknown>['unit'], range: DateRange, t
 
 /**
  * The sum of the versions of the rows overlapping the slice's days, and of the identity changes
- * (rows before day 0: every part counts them, as an answer that may depend on identities does),
- * as DataVersions.signature, from rows read once.
+ * among `rows` (rows before day 0: given only for answers that may depend on identities), as
+ * DataVersions.signature, from rows read once.
  */
 export function sliceSignature(rows: readonly VersionRow[], s: DateRange): number {
   const first = dayOf(s.fromMs);

@@ -77,6 +77,18 @@ export class DataVersions {
       .sum({ s: 'version' });
     return Number(row?.s ?? 0);
   }
+
+  /**
+   * The rows `signature` sums over `firstDay..lastDay` (with the identity changes, rows before day
+   * 0), read once so each bucket of a range sums its own (partials.ts).
+   */
+  async rows(projectId: number, firstDay: number, lastDay: number): Promise<Array<{ first_day: number; last_day: number; version: number }>> {
+    const rows = await this.db('results_versions')
+      .whereIn('project_id', [projectId, EVERY_PROJECT])
+      .andWhere((w) => w.where((o) => o.where('first_day', '<=', lastDay).andWhere('last_day', '>=', firstDay)).orWhere('last_day', '<', 0))
+      .select('first_day', 'last_day', 'version');
+    return rows.map((r: Record<string, unknown>) => ({ first_day: Number(r.first_day), last_day: Number(r.last_day), version: Number(r.version) }));
+  }
 }
 
 /** The days each project's rows fall on (one span per day). */
