@@ -250,6 +250,54 @@ forEachBackend('web console in a browser', (backend) => {
     assert.deepEqual(found, []);
   });
 
+  it('has no serious or critical accessibility violation on every other page of the console, in both themes', async function () {
+    this.timeout(240_000);
+    const pid = tenant.project.id;
+    const found: string[] = [];
+    const checked: string[] = [];
+    /** Opens `path`, waits for `ready` and for nothing to be loading, then checks the page in the current theme. */
+    const visit = async (what: string, path: string, ready: string) => {
+      await page.goto(t.url + path);
+      await page.waitForSelector(ready, { timeout: 30_000 });
+      await page.waitForFunction(() => !document.querySelector('.loading'), { timeout: 30_000 });
+      await check(what);
+    };
+    const check = async (what: string) => {
+      const theme = await page.evaluate(() => document.documentElement.dataset.theme ?? 'light');
+      checked.push(`${what} (${theme})`);
+      for (const v of await axeViolations(page)) found.push(`${what} (${theme}): ${v.id} (${v.impact}) ${v.nodes.join(', ')}`);
+    };
+    // Each theme chosen as the header's Theme button keeps it (per browser), read again by each page load.
+    const before = await page.evaluate(() => localStorage.getItem('tally.theme'));
+    for (const theme of ['light', 'dark']) {
+      await page.evaluate((v) => localStorage.setItem('tally.theme', v), theme);
+      await visit('boards', `/projects/${pid}/boards`, 'main h1');
+      await visit('board', boardPath, '[role="figure"]');
+      await boardSettled(page);
+      // A card's menu open.
+      await page.locator('::-p-aria([name="Card actions for Daily signups"][role="button"])').click();
+      await page.waitForSelector('[role="menu"]');
+      await check('board, card menu open');
+      await page.keyboard.press('Escape');
+      await page.waitForFunction(() => !document.querySelector('[role="menu"]'));
+      await visit('reports library', `/projects/${pid}/reports`, 'main a[href*="/reports/"]');
+      await visit('insights', `/projects/${pid}/insights`, 'main h1');
+      await visit('flags', `/projects/${pid}/flags`, 'main h1');
+      await visit('experiments', `/projects/${pid}/experiments`, 'main h1');
+      await visit('people', `/projects/${pid}/people`, 'main table tbody tr');
+      await visit('a person', `/projects/${pid}/people/user-1`, 'main h1');
+      await visit('cohorts', `/projects/${pid}/people?tab=cohorts`, 'main h1');
+      await visit('cohort builder', `/projects/${pid}/people?tab=cohorts&cohort=new`, 'form.cohort-builder');
+      await visit('events', `/projects/${pid}/events`, 'main h1');
+      await visit('lexicon', `/projects/${pid}/events/lexicon`, 'table[aria-label="Events"] tbody tr');
+      await visit('annotations', `/projects/${pid}/events/annotations`, 'main h1');
+    }
+    await page.evaluate((v) => (v === null ? localStorage.removeItem('tally.theme') : localStorage.setItem('tally.theme', v)), before);
+    assert.deepEqual(checked.filter((c) => c.endsWith('(dark)')).length, 14, checked.join(', '));
+    assert.equal(checked.length, 2 * 14, checked.join(', '));
+    assert.deepEqual(found, []);
+  });
+
   it('fits a phone: one column of cards, nothing wider than the screen', async function () {
     this.timeout(30_000);
     await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });

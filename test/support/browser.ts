@@ -5,7 +5,8 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { CONSOLE_DIST } from '../../apps/server/src/console/static.js';
 import type { Browser, Page } from 'puppeteer-core';
-import type { Tenant, TestService } from './service.js';
+import { createTenant, startTestService, type Tenant, type TestService } from './service.js';
+import type { Backend } from './backends.js';
 import { drained, ingest } from './ingestion.js';
 
 /** Shared by the console's browser tests and `npm run console:screenshots`. */
@@ -115,6 +116,64 @@ export async function signInWithToken(page: Page, token: string): Promise<void> 
     page.waitForFunction(() => location.pathname !== '/sign-in', { timeout: 15_000 }),
     page.locator('button[type="submit"]::-p-text(Sign in)').click(),
   ]);
+}
+
+/** What a console browser test works with: the service, the seeded tenant, the browser and its signed-in page. */
+export interface ConsolePage {
+  t: TestService;
+  tenant: Tenant;
+  seed: Seeded;
+  browser: Browser;
+  page: Page;
+}
+
+export interface ConsolePageOptions {
+  /** The tenant's (organisation's) name. */
+  tenant: string;
+  /** The service's environment beyond the defaults (e.g. QUERY_MAX_CELLS). */
+  env?: Record<string, string>;
+  /** More data or objects after seedConsole, before the browser opens. */
+  prepare?: (c: Omit<ConsolePage, 'browser' | 'page'>) => Promise<void>;
+  /** Listeners on the page before its first load (page errors are printed already). */
+  listen?: (page: Page) => void;
+  /** The console path opened and signed into, e.g. `/projects/1/insights`. */
+  path: (c: Omit<ConsolePage, 'browser' | 'page'>) => string;
+  /** Wait for the board's cards to settle after sign-in. */
+  settle?: boolean;
+}
+
+/**
+ * A console browser test's set-up in the suite it is called in: before all, the console built,
+ * a service on `backend`, a tenant seeded by seedConsole (then `prepare`), Chromium on
+ * `path` signed in with the seed's member token; after all, both closed. `ready` receives them
+ * once they exist (mocha runs it before the suite's first test).
+ */
+export function withConsolePage(backend: Backend, opts: ConsolePageOptions, ready: (c: ConsolePage) => void): void {
+  let c: Partial<ConsolePage> = {};
+  before(async function () {
+    this.timeout(180_000);
+    ensureConsoleBuilt();
+    const t = await startTestService(backend, opts.env ?? {});
+    c.t = t;
+    const tenant = await createTenant(t, opts.tenant);
+    const seed = await seedConsole(t, tenant);
+    const base = { t, tenant, seed };
+    await opts.prepare?.(base);
+    const browser = await launchBrowser();
+    c.browser = browser;
+    const page = await browser.newPage();
+    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
+    opts.listen?.(page);
+    await page.goto(t.url + opts.path(base));
+    await signInWithToken(page, seed.token);
+    if (opts.settle) await boardSettled(page);
+    c = { ...base, browser, page };
+    ready(c as ConsolePage);
+  });
+  after(async () => {
+    await c.browser?.close();
+    await c.t?.close();
+  });
 }
 
 /** Builds the console once for this run when `npm install` has not (a fresh checkout without prepare). */

@@ -9,7 +9,7 @@ import { ResultChart, ResultTable } from '../components/result.js';
 import { NumberCard } from '../components/number-card.js';
 import { download, toCsv, toTable, toView, type View } from '../components/view.js';
 import type { SeriesKind } from '../components/series-chart.js';
-import type { Board, BoardCardWrite, Card, CardRun, DateRangeSpec, PropertyFilter, PropertySummary } from '../types.js';
+import type { Board, BoardCardWrite, Card, CardRun, DateRangeSpec, LexiconProperty, PropertyFilter } from '../types.js';
 import { CardMenu } from './board-menu.js';
 import './board.css';
 
@@ -38,11 +38,28 @@ function seriesKindOf(c: Card): SeriesKind {
   return chart === 'bar' || chart === 'number' ? 'bar' : chart === 'area' ? 'stacked' : 'line';
 }
 
+/** An IR report's own way to show when it is a number or a table (its `analysis.chart`), else null. */
+function reportDisplay(c: Card): 'number' | 'table' | null {
+  const chart = c.card_type === 'report' ? (c.report.query as any)?.analysis?.chart : undefined;
+  return chart === 'number' || chart === 'table' ? chart : null;
+}
+
+/**
+ * How a card shows its report: a number or a table set on the card wins; a card left at `chart`
+ * (the default) shows the report as the report itself does, its number or table included
+ * (docs/console.md, "Number and table cards").
+ */
+export function shownAs(c: Card): Card['display'] {
+  return c.display !== 'chart' ? c.display : reportDisplay(c) ?? 'chart';
+}
+
 /** A report card's other ways to show (its menu's Show as items); retention and flows have no single number. */
 function displayItems(c: Card): Array<[Card['display'], string]> {
   if (c.card_type !== 'report') return [];
-  const all: Array<[Card['display'], string]> = [['number', 'Show as number'], ['table', 'Show as table'], ['chart', 'Show as chart']];
-  return all.filter(([d]) => d !== c.display && !(d === 'number' && (c.report.type === 'retention' || c.report.type === 'flows')));
+  const own = reportDisplay(c);
+  const all: Array<[Card['display'], string]> = [['number', 'Show as number'], ['table', 'Show as table'], ['chart', own ? `Show as the report does (${own})` : 'Show as chart']];
+  const current = shownAs(c);
+  return all.filter(([d]) => (d === 'chart' ? own ?? 'chart' : d) !== current && !(d === 'number' && (c.report.type === 'retention' || c.report.type === 'flows')));
 }
 
 /** A streamed board run whose lines are kept, so a page that starts following later replays them first. */
@@ -139,7 +156,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   const [look, setLook] = useState<Look | null>(null);
   const [announce, setAnnounce] = useState('');
   const [saving, setSaving] = useState<string | null>(null);
-  const [properties, setProperties] = useState<PropertySummary[]>([]);
+  const [properties, setProperties] = useState<LexiconProperty[]>([]);
   const [editing, setEditing] = useState<null | 'rename' | 'text' | 'delete'>(null);
   /** The card whose size controls are open, by position (a save gives cards new ids), and the control to focus again. */
   const [resizing, setResizing] = useState<{ index: number; focus: 'width' | 'height' } | null>(null);
@@ -264,7 +281,9 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     setBoardState(null);
     boardRef.current = null;
     void load();
-    api.properties(props.projectId).then(setProperties, () => {});
+    // The lexicon's list (the properties data has, with their lexicon entries): the filter box
+    // leaves out the hidden ones, as the Insights pickers do.
+    api.lexiconProperties(props.projectId).then(setProperties, () => {});
     return () => feedRef.current?.abort.abort();
   }, [props.boardId]);
   useEffect(() => {
@@ -386,7 +405,7 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
   if (error && !board) return <section class="page"><h1>Board</h1><p class="error" role="alert">{error}</p></section>;
   if (!board) return <section class="page"><p role="status" class="loading">Loading board…</p></section>;
   const shown = look ?? lookOf(board);
-  const keys = properties.map((p) => p.key);
+  const keys = properties.filter((p) => !p.hidden).map((p) => p.key);
   const values = (key: string) => properties.find((p) => p.key === key)?.sampleValues ?? [];
 
   return (
@@ -501,6 +520,7 @@ function CardView(props: {
   const [dragOver, setDragOver] = useState(false);
   const title = cardTitle(card);
   const height = HEIGHT[card.height];
+  const shown = shownAs(card);
 
   const onKey = (e: KeyboardEvent) => {
     const move = (to: number) => props.onMove(props.index, to, true);
@@ -525,7 +545,7 @@ function CardView(props: {
           <span class="card-actions">
             {card.card_type === 'report' && (
               <>
-                {card.display === 'chart' && <button type="button" aria-expanded={table} aria-controls={`table-${card.id}`} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>}
+                {shown === 'chart' && <button type="button" aria-expanded={table} aria-controls={`table-${card.id}`} onClick={() => setTable(!table)} disabled={run?.state !== 'ok'}>Table</button>}
                 <button type="button" aria-label={`CSV of ${title}`} disabled={run?.state !== 'ok'}
                   onClick={() => run?.state === 'ok' && download(`${props.boardName}-${title}.csv`.replace(/[^\w.-]+/g, '-'), toCsv(toTable(run.view)))}>CSV</button>
               </>
@@ -566,10 +586,10 @@ function CardView(props: {
             <div class="card-error" role="alert">{run.message}</div>
           ) : (
             <>
-              {card.display === 'number' ? <NumberCard view={run.view} title={title} />
-                : card.display === 'table' ? <ResultTable view={run.view} title={title} />
+              {shown === 'number' ? <NumberCard view={run.view} title={title} />
+                : shown === 'table' ? <ResultTable view={run.view} title={title} />
                 : <ResultChart view={run.view} title={title} height={height} seriesKind={seriesKindOf(card)} />}
-              {table && card.display === 'chart' && <div id={`table-${card.id}`}><ResultTable view={run.view} title={title} /></div>}
+              {table && shown === 'chart' && <div id={`table-${card.id}`}><ResultTable view={run.view} title={title} /></div>}
               {run.warnings.length > 0 && <p class="muted small">{run.warnings.join(' ')}</p>}
             </>
           )}
