@@ -1,6 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@clickhouse/client';
+import { migrateMetadataStore, openMetadataStore } from '../../apps/server/src/ports/metadata/knex.js';
 
 /**
  * The backends the suite runs on. `embedded` (SQLite + DuckDB) always; `production`
@@ -23,20 +26,80 @@ const embedded: Backend = {
   },
 };
 
-/** A fresh PostgreSQL database and ClickHouse database per service, dropped afterwards. */
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../apps/server/src/ports/metadata/migrations/', import.meta.url));
+/** Key of the PostgreSQL advisory lock held while a template is made (any constant of the suite's own). */
+const TEMPLATE_LOCK = 0x7461_7470; // 'tatp'
+const templates = new Map<string, Promise<string>>();
+
+/**
+ * The migrated PostgreSQL database the test databases are cloned from, made on first use (once per
+ * server: later processes find it). Its name carries a hash of the migration files, so a changed
+ * or added migration makes a new one. Processes racing to make it queue on an advisory lock; it is
+ * marked IS_TEMPLATE only once migrated, so one left half-made by a killed process is made again.
+ * Old templates stay until dropped by hand (`ALTER DATABASE x IS_TEMPLATE false; DROP DATABASE x`).
+ */
+export function postgresTemplate(databaseUrl: string): Promise<string> {
+  let made = templates.get(databaseUrl);
+  if (!made) {
+    made = makeTemplate(databaseUrl);
+    made.catch(() => templates.delete(databaseUrl));
+    templates.set(databaseUrl, made);
+  }
+  return made;
+}
+
+async function makeTemplate(databaseUrl: string): Promise<string> {
+  const hash = createHash('sha256');
+  for (const file of fs.readdirSync(MIGRATIONS_DIR).sort()) hash.update(`${file}\0`).update(fs.readFileSync(MIGRATIONS_DIR + file)).update('\0');
+  const name = `tally_tpl_${hash.digest('hex').slice(0, 16)}`;
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    // A session lock: released when this connection ends, whatever happens.
+    await admin.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+    const found = await admin.query('SELECT datistemplate FROM pg_database WHERE datname = $1', [name]);
+    if (found.rows[0]?.datistemplate) return name;
+    if (found.rows.length > 0) await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+    const db = openMetadataStore({ databaseUrl: withDatabase(databaseUrl, name), dataDir: '/tmp/analytics-test' });
+    try {
+      await migrateMetadataStore(db);
+    } finally {
+      await db.destroy();
+    }
+    await admin.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE true`);
+    return name;
+  } finally {
+    await admin.end();
+  }
+}
+
+function withDatabase(databaseUrl: string, name: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * A fresh PostgreSQL database (a clone of the migrated template: the service's migrator then finds
+ * nothing to do) and a fresh ClickHouse database (its tables made at boot) per service, dropped
+ * afterwards.
+ */
 function production(databaseUrl: string, clickhouseUrl: string): Backend {
   return {
     name: 'production',
     async provision() {
       const name = `t_${suffix()}`;
+      const template = await postgresTemplate(databaseUrl);
       const admin = new pg.Client({ connectionString: databaseUrl });
       await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      const url = new URL(databaseUrl);
-      url.pathname = `/${name}`;
+      try {
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+      } finally {
+        await admin.end();
+      }
       return {
-        env: { DATABASE_URL: url.toString(), CLICKHOUSE_URL: clickhouseUrl, CLICKHOUSE_DATABASE: name },
+        env: { DATABASE_URL: withDatabase(databaseUrl, name), CLICKHOUSE_URL: clickhouseUrl, CLICKHOUSE_DATABASE: name },
         overrides: {},
         async drop() {
           const c = new pg.Client({ connectionString: databaseUrl });
