@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Browser, HTTPRequest, Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { boardSettled, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { boardSettled, withConsolePage, type Seeded } from '../support/browser.js';
 import { drained, ingest } from '../support/ingestion.js';
 
 /**
@@ -22,27 +22,15 @@ forEachBackend('web console: a board in one streamed request', (backend) => {
   let boardPath: string;
   let requests: Array<{ method: string; url: string; body?: string; accept?: string }> = [];
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
+  withConsolePage(backend, {
+    tenant: 'Board stream',
     // The hourly card asks for 4,380 hours: refused with QUERY_MAX_CELLS 2000.
-    t = await startTestService(backend, { QUERY_MAX_CELLS: '2000' });
-    tenant = await createTenant(t, 'Board stream');
-    seed = await seedConsole(t, tenant);
-    boardPath = `/projects/${tenant.project.id}/boards/${seed.boardId}`;
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    page.on('request', (r: HTTPRequest) => {
+    env: { QUERY_MAX_CELLS: '2000' },
+    listen: (page) => page.on('request', (r: HTTPRequest) => {
       if (new URL(r.url()).pathname.startsWith('/api/boards')) requests.push({ method: r.method(), url: new URL(r.url()).pathname + new URL(r.url()).search, body: r.postData(), accept: r.headers().accept });
-    });
-    await page.goto(t.url + boardPath);
-    await signInWithToken(page, seed.token);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+    }),
+    path: ({ tenant, seed }) => (boardPath = `/projects/${tenant.project.id}/boards/${seed.boardId}`),
+  }, (c) => ({ t, tenant, seed, browser, page } = c));
 
   const runPath = () => `/api/boards/${seed.boardId}/run`;
   const figure = (title: string) => `[role="figure"][aria-label="${title}"]`;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { axeViolations, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { axeViolations, withConsolePage, type Seeded } from '../support/browser.js';
 
 /**
  * The Insights page shows all that the API answers: a funnel's breakdown segments and previous
@@ -19,22 +19,12 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
   let page: Page;
   let pid: string;
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'Insights');
-    seed = await seedConsole(t, tenant);
+  withConsolePage(backend, {
+    tenant: 'Insights',
+    path: ({ tenant }) => `/projects/${tenant.project.id}/insights`,
+  }, (c) => {
+    ({ t, tenant, seed, browser, page } = c);
     pid = String(tenant.project.id);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    await page.goto(`${t.url}/projects/${pid}/insights`);
-    await signInWithToken(page, seed.token);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
   });
 
   const api = () => t.client(seed.token);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { axeViolations, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { axeViolations, signInWithToken, withConsolePage, type Seeded } from '../support/browser.js';
 
 const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -26,23 +26,13 @@ forEachBackend('web console: lexicon, annotations and the annotation line', (bac
   let page: Page;
   let pid: string;
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'Lexicon');
-    seed = await seedConsole(t, tenant);
+  withConsolePage(backend, {
+    tenant: 'Lexicon',
+    listen: (page) => page.on('dialog', (d) => void d.accept()),
+    path: ({ tenant }) => `/projects/${tenant.project.id}/events/lexicon`,
+  }, (c) => {
+    ({ t, tenant, seed, browser, page } = c);
     pid = String(tenant.project.id);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    page.on('dialog', (d) => void d.accept());
-    await page.goto(`${t.url}/projects/${pid}/events/lexicon`);
-    await signInWithToken(page, seed.token);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
   });
 
   const api = () => t.client(seed.token);

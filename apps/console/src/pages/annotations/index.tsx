@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useShell } from '../../context.js';
+import { matchesWords, SearchBox, SearchedList, useUrlSearch } from '../../components/searchable-list.js';
 import { annotationsApi, type Annotation } from '../lexicon/api.js';
 import { EventsTabs } from '../lexicon/tabs.js';
 import '../lexicon/lexicon.css';
@@ -9,10 +10,7 @@ const today = () => new Date().toISOString().slice(0, 10);
 const byDate = (a: Annotation, b: Annotation) => (a.date < b.date ? 1 : a.date > b.date ? -1 : b.id - a.id);
 
 /** Every word of the search in the note or its day, any case. */
-export const matchesAnnotation = (a: Pick<Annotation, 'date' | 'description'>, q: string) => {
-  const text = `${a.date} ${a.description}`.toLowerCase();
-  return q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => text.includes(w));
-};
+export const matchesAnnotation = (a: Pick<Annotation, 'date' | 'description'>, q: string) => matchesWords(`${a.date} ${a.description}`, q);
 
 /**
  * `/projects/{projectId}/events/annotations`: notes on days of the project's timeline (a launch,
@@ -23,7 +21,7 @@ export function AnnotationsPage(props: { projectId: string }) {
   const { canWrite, projects } = useShell();
   const [list, setList] = useState<Annotation[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [q, setQ] = useState(() => new URLSearchParams(location.search).get('q') ?? '');
+  const [q, search] = useUrlSearch();
   const [date, setDate] = useState(today);
   const [text, setText] = useState('');
   const [createError, setCreateError] = useState<string | null>(null);
@@ -37,13 +35,6 @@ export function AnnotationsPage(props: { projectId: string }) {
     annotationsApi.list(props.projectId).then((a) => setList([...a].sort(byDate)), (e: Error) => setError(e.message));
   }, [props.projectId]);
 
-  const search = (v: string) => {
-    setQ(v);
-    const u = new URL(location.href);
-    if (v) u.searchParams.set('q', v);
-    else u.searchParams.delete('q');
-    history.replaceState(history.state, '', u.pathname + u.search);
-  };
   const shown = useMemo(() => (list ?? []).filter((a) => matchesAnnotation(a, q)), [list, q]);
 
   const create = async (ev: Event) => {
@@ -90,18 +81,9 @@ export function AnnotationsPage(props: { projectId: string }) {
           {createError && <p class="error" role="alert">{createError}</p>}
         </form>
       )}
-      <div class="annotations-search" role="search">
-        <label for="annotations-search">Search annotations</label>
-        <input id="annotations-search" type="search" value={q} placeholder="words or a day" onInput={(e) => search((e.target as HTMLInputElement).value)} />
-      </div>
-      {error && <p class="error" role="alert">{error}</p>}
-      <p class="sr-only" role="status">{status || (list ? `${shown.length} of ${list.length} annotations` : '')}</p>
-      {!list ? <p role="status" class="loading">Loading annotations…</p> : list.length === 0 ? (
-        <p class="muted">No annotation yet.{canWrite ? ' Add one above.' : ''}</p>
-      ) : shown.length === 0 ? (
-        <p class="muted">No annotation matches “{q}”.</p>
-      ) : (
-        <div class="table-wrap annotations-list">
+      <SearchBox id="annotations-search" class="annotations-search" label="Search annotations" placeholder="words or a day" value={q} onSearch={search} />
+      <SearchedList items={list} shown={shown} noun="annotations" error={error} status={status} loading="Loading annotations…"
+        empty={`No annotation yet.${canWrite ? ' Add one above.' : ''}`} noMatch={`No annotation matches “${q}”.`} class="annotations-list">
           <table aria-label="Annotations by date">
             <thead><tr><th scope="col">Date</th><th scope="col">Note</th>{canWrite && <th scope="col"><span class="sr-only">Actions</span></th>}</tr></thead>
             <tbody>
@@ -132,8 +114,7 @@ export function AnnotationsPage(props: { projectId: string }) {
               ))}
             </tbody>
           </table>
-        </div>
-      )}
+      </SearchedList>
     </section>
   );
 }

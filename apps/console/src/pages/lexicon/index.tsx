@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useShell } from '../../context.js';
+import { matchesWords, SearchBox, SearchedList, setUrlParam, urlParam, useUrlSearch } from '../../components/searchable-list.js';
 import type { LexiconEvent, LexiconProperty } from '../../types.js';
 import { lexiconApi, type LexiconWrite } from './api.js';
 import { EventsTabs } from './tabs.js';
@@ -27,10 +28,7 @@ const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const idPart = (name: string) => [...name].map((c) => (/[\w-]/.test(c) ? c : `_${c.codePointAt(0)!.toString(16)}_`)).join('');
 
 /** Every word of the search in the name, display name, description or tags, any case. */
-export const matchesEntry = (e: Entry, q: string) => {
-  const text = [e.name, e.displayName ?? '', e.description ?? '', ...e.tags].join(' ').toLowerCase();
-  return q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => text.includes(w));
-};
+export const matchesEntry = (e: Entry, q: string) => matchesWords([e.name, e.displayName ?? '', e.description ?? '', ...e.tags].join(' '), q);
 
 /** The edit form's fields as the lexicon's PUT body: blank texts clear, tags split on commas. */
 export const toWrite = (d: Draft): LexiconWrite => ({
@@ -40,15 +38,6 @@ export const toWrite = (d: Draft): LexiconWrite => ({
   hidden: d.hidden,
 });
 
-const param = (name: string) => new URLSearchParams(location.search).get(name) ?? '';
-/** Keeps the view (kind, search) in the address so it can be shared and survives Back. */
-function setParam(name: string, value: string) {
-  const u = new URL(location.href);
-  if (value) u.searchParams.set(name, value);
-  else u.searchParams.delete(name);
-  history.replaceState(history.state, '', u.pathname + u.search);
-}
-
 /**
  * `/projects/{projectId}/events/lexicon`: the project's events and properties as the lexicon
  * lists them (GET /api/lexicon/events, /properties: what data carries merged with what people
@@ -57,10 +46,10 @@ function setParam(name: string, value: string) {
  */
 export function LexiconPage(props: { projectId: string }) {
   const { canWrite, projects } = useShell();
-  const [kind, setKind] = useState<Kind>(() => (param('kind') === 'properties' ? 'properties' : 'events'));
+  const [kind, setKind] = useState<Kind>(() => (urlParam('kind') === 'properties' ? 'properties' : 'events'));
   const [lists, setLists] = useState<Record<Kind, Entry[] | null>>({ events: null, properties: null });
   const [error, setError] = useState<string | null>(null);
-  const [q, setQ] = useState(() => param('q'));
+  const [q, search] = useUrlSearch();
   const [editing, setEditing] = useState<string | null>(null);
   const [status, setStatus] = useState('');
   const project = projects.find((p) => String(p.id) === props.projectId);
@@ -80,7 +69,7 @@ export function LexiconPage(props: { projectId: string }) {
   const pick = (k: Kind) => {
     setKind(k);
     setEditing(null);
-    setParam('kind', k === 'properties' ? k : '');
+    setUrlParam('kind', k === 'properties' ? k : '');
   };
   const saved = (entry: Entry) => {
     setLists((l) => ({ ...l, [kind]: (l[kind] ?? []).map((e) => (e.name === entry.name ? entry : e)) }));
@@ -101,20 +90,10 @@ export function LexiconPage(props: { projectId: string }) {
           <button type="button" aria-pressed={kind === 'events'} onClick={() => pick('events')}>Events</button>
           <button type="button" aria-pressed={kind === 'properties'} onClick={() => pick('properties')}>Properties</button>
         </div>
-        <div role="search" class="lexicon-search">
-          <label for="lexicon-search">Search the lexicon</label>
-          <input id="lexicon-search" type="search" value={q} placeholder="name, description or tag"
-            onInput={(e) => { const v = (e.target as HTMLInputElement).value; setQ(v); setParam('q', v); }} />
-        </div>
+        <SearchBox id="lexicon-search" class="lexicon-search" label="Search the lexicon" placeholder="name, description or tag" value={q} onSearch={search} />
       </div>
-      {error && <p class="error" role="alert">{error}</p>}
-      <p class="sr-only" role="status">{status || (list ? `${shown.length} of ${list.length} ${noun}` : '')}</p>
-      {!list ? <p role="status" class="loading">Loading the lexicon…</p> : list.length === 0 ? (
-        <p class="muted">No {noun} yet: they appear here once events are sent.</p>
-      ) : shown.length === 0 ? (
-        <p class="muted">No {kind === 'events' ? 'event' : 'property'} matches “{q}”.</p>
-      ) : (
-        <div class="table-wrap lexicon-list">
+      <SearchedList items={list} shown={shown} noun={noun} error={error} status={status} loading="Loading the lexicon…"
+        empty={`No ${noun} yet: they appear here once events are sent.`} noMatch={`No ${kind === 'events' ? 'event' : 'property'} matches “${q}”.`} class="lexicon-list">
           <table aria-label={kind === 'events' ? 'Events' : 'Properties'}>
             <thead>
               <tr>
@@ -160,8 +139,7 @@ export function LexiconPage(props: { projectId: string }) {
               ])}
             </tbody>
           </table>
-        </div>
-      )}
+      </SearchedList>
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../../api.js';
+import { matchesWords, SearchBox, SearchedList, useUrlSearch } from '../../components/searchable-list.js';
 import { useShell } from '../../context.js';
 import { Link } from '../../router.js';
 import type { SavedReport } from '../../types.js';
@@ -9,10 +10,7 @@ const TYPE_LABEL: Partial<Record<string, string>> = { segmentation: 'Trend', fun
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** Every word of the search in the report's name or description, any case. */
-export const matchesSearch = (r: Pick<SavedReport, 'name' | 'description'>, q: string) => {
-  const text = `${r.name} ${r.description ?? ''}`.toLowerCase();
-  return q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => text.includes(w));
-};
+export const matchesSearch = (r: Pick<SavedReport, 'name' | 'description'>, q: string) => matchesWords(`${r.name} ${r.description ?? ''}`, q);
 
 /**
  * The project's saved reports, newest change first: each a link to the report by its name, a
@@ -24,7 +22,7 @@ export function ReportsPage(props: { projectId: string }) {
   const [reports, setReports] = useState<SavedReport[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState('');
-  const [q, setQ] = useState(() => new URLSearchParams(location.search).get('q') ?? '');
+  const [q, search] = useUrlSearch();
   const project = projects.find((p) => String(p.id) === props.projectId);
 
   useEffect(() => {
@@ -33,14 +31,6 @@ export function ReportsPage(props: { projectId: string }) {
     api.reports(props.projectId).then((r) => setReports([...r].sort((a, b) => b.updated_at - a.updated_at || b.id - a.id)), (e) => setError(e.message));
   }, [props.projectId]);
 
-  const search = (v: string) => {
-    setQ(v);
-    // The search is part of the address, so a filtered list can be shared and survives Back.
-    const u = new URL(location.href);
-    if (v) u.searchParams.set('q', v);
-    else u.searchParams.delete('q');
-    history.replaceState(history.state, '', u.pathname + u.search);
-  };
   const shown = useMemo(() => (reports ?? []).filter((r) => matchesSearch(r, q)), [reports, q]);
 
   const remove = async (r: SavedReport) => {
@@ -61,18 +51,9 @@ export function ReportsPage(props: { projectId: string }) {
         <h1>Reports</h1>
         <Link class="button" href={`/projects/${props.projectId}/insights`}>New insight</Link>
       </div>
-      <div class="reports-search" role="search">
-        <label for="reports-search">Search reports</label>
-        <input id="reports-search" type="search" value={q} placeholder="name or description" onInput={(e) => search((e.target as HTMLInputElement).value)} />
-      </div>
-      {error && <p class="error" role="alert">{error}</p>}
-      <p class="sr-only" role="status">{status || (reports ? `${shown.length} of ${reports.length} reports` : '')}</p>
-      {!reports ? <p role="status" class="loading">Loading reports…</p> : reports.length === 0 ? (
-        <p class="muted">No saved report yet. Build one in Insights and choose Save.</p>
-      ) : shown.length === 0 ? (
-        <p class="muted">No report matches “{q}”.</p>
-      ) : (
-        <div class="table-wrap reports-list">
+      <SearchBox id="reports-search" class="reports-search" label="Search reports" placeholder="name or description" value={q} onSearch={search} />
+      <SearchedList items={reports} shown={shown} noun="reports" error={error} status={status} loading="Loading reports…"
+        empty="No saved report yet. Build one in Insights and choose Save." noMatch={`No report matches “${q}”.`} class="reports-list">
           <table aria-label="Saved reports">
             <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Changed</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
             <tbody>
@@ -86,8 +67,7 @@ export function ReportsPage(props: { projectId: string }) {
               ))}
             </tbody>
           </table>
-        </div>
-      )}
+      </SearchedList>
     </section>
   );
 }
