@@ -11,7 +11,7 @@ import { resultToCsv } from '../reports/csv.js';
 import { sendCsv } from '../http/download.js';
 import type { Board } from './store.js';
 import { cardsToWrite, cardViews, listItem } from './cards.js';
-import { runBoard, takeRefresh } from './run.js';
+import { boardFreshMs, runBoard, takeRefresh } from './run.js';
 import { streamBoardRun, wantsNdjson } from './run-stream.js';
 import type { Services } from '../services.js';
 import {
@@ -50,7 +50,8 @@ export function boardRoutes(deps: Deps, services: Pick<Services, 'executor' | 'b
     if (authOf(ctx).kind === 'user') await services.boardViews.record(board.id, board.project_id).catch((err) => deps.log.error('board view not recorded', { boardId: board.id, err: String(err) }));
     return { project: await executor.scopeOf(board.project_id), effective, layout, cards, refresh };
   };
-  const runner = () => ({ executor: services.executor, config: deps.config, log: deps.log });
+  // Cards whose range reaches today are served up to the next warming pass (boardFreshMs).
+  const runner = () => ({ executor: services.executor, config: deps.config, log: deps.log, freshMs: boardFreshMs(deps.config) });
   const run = async (ctx: Context, board: Board, cardId?: number, adhoc: BoardRunBody = {}) => {
     const p = await prepareRun(ctx, board, cardId, adhoc);
     const out = await runBoard(runner(), p.project, p.effective, p.cards, Date.now(), { refresh: p.refresh !== undefined && !p.refresh.refused });

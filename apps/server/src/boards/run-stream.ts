@@ -27,7 +27,7 @@ export const wantsNdjson = (ctx: Context) => ctx.accepts(['application/json', ND
  * line instead of `done`. When the client goes away, cards not started are not run.
  */
 export function streamBoardRun(
-  ctx: Context, deps: ReportRunner & { log: Logger }, project: ProjectScope, saved: Board & { cards: CardView[] }, board: Board, cards: CardView[],
+  ctx: Context, deps: ReportRunner & { log: Logger; freshMs?: number }, project: ProjectScope, saved: Board & { cards: CardView[] }, board: Board, cards: CardView[],
   refresh: RefreshState | undefined,
 ): void {
   const abort = new AbortController();

@@ -9,6 +9,7 @@ import { resolveDateRange } from '../reports/date-range.js';
 import type { CardView } from './cards.js';
 import type { Board } from './store.js';
 import { BOARD_RUN_CONCURRENCY } from './schema.js';
+import type { Config } from '../config.js';
 
 type ReportCard = Extract<CardView, { card_type: 'report' }>;
 
@@ -28,6 +29,20 @@ export interface BoardRunOptions {
   refresh?: boolean;
   /** The client went away: cards not started yet are not run. */
   signal?: AbortSignal;
+}
+
+/**
+ * How old a board card's answer whose range reaches today may be when a board run serves it: with
+ * warming on (BOARD_WARM_INTERVAL_MS), the interval plus RESULTS_CACHE_FRESH_MS, so the answer the
+ * last warming pass wrote is served until the next pass has written its own (the fresh bound
+ * again as the margin for the pass's own time), as PostHog serves a dashboard's refreshed insight
+ * until its next refresh; each card carries `cached_at`, and the console shows its age and a
+ * Refresh. Without warming (or RESULTS_CACHE_FRESH_MS=0) the results cache's own bound.
+ */
+export function boardFreshMs(config: Pick<Config, 'resultsCache' | 'boardWarm'>): number {
+  const { freshMs } = config.resultsCache;
+  const { intervalMs } = config.boardWarm;
+  return freshMs > 0 && intervalMs > 0 ? intervalMs + freshMs : freshMs;
 }
 
 /** Thrown for a card skipped because the run was abandoned; never answered. */
@@ -59,7 +74,7 @@ function gate(limit: number) {
  * dashboard. With `signal` aborted, computations not started are skipped (no `onCard` for them).
  */
 export async function runCards(
-  deps: ReportRunner & { log: Logger }, project: ProjectScope, board: Board, cards: CardView[], now: number,
+  deps: ReportRunner & { log: Logger; freshMs?: number }, project: ProjectScope, board: Board, cards: CardView[], now: number,
   opts: BoardRunOptions, onCard: (card: CardRun) => void,
 ): Promise<void> {
   const reportCards = cards.filter((c): c is ReportCard => c.card_type === 'report');
@@ -77,7 +92,7 @@ export async function runCards(
     let answer: CardRun;
     try {
       const onComputed = (at: number) => (computedAt = at);
-      const { result, warnings, cached_at } = await runReport(deps, project, card.report, override, now, { refresh: opts.refresh, gate: gated, onComputed });
+      const { result, warnings, cached_at } = await runReport(deps, project, card.report, override, now, { refresh: opts.refresh, gate: gated, onComputed, freshMs: deps.freshMs });
       const computed_at = cached_at ?? computedAt ?? Date.now();
       answer = { ...base, status: 'ok', result, warnings, computed_at, ...(cached_at !== undefined ? { cached_at } : {}) };
     } catch (thrown) {
@@ -104,7 +119,7 @@ function cardError(log: Logger, board: Board, card: ReportCard, thrown: unknown)
 export const rangeOf = (board: Board, now: number) => (board.date_range ? resolveDateRange(board.date_range, now) : null);
 
 /** Runs every report card of a board (runCards) and answers them together, in layout order. */
-export async function runBoard(deps: ReportRunner & { log: Logger }, project: ProjectScope, board: Board, cards: CardView[], now = Date.now(), opts: BoardRunOptions = {}) {
+export async function runBoard(deps: ReportRunner & { log: Logger; freshMs?: number }, project: ProjectScope, board: Board, cards: CardView[], now = Date.now(), opts: BoardRunOptions = {}) {
   const answers = new Map<number, CardRun>();
   await runCards(deps, project, board, cards, now, opts, (c) => answers.set(c.card_id, c));
   const results = cards.flatMap((c) => answers.get(c.id) ?? []);

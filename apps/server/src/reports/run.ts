@@ -71,7 +71,7 @@ export async function runReport(
     return { result: await runner.executor.analysis(project, def, prepared.body, prepared.range, 'report'), warnings: prepared.warnings };
   };
   const gate = opts.gate;
-  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), gate ? () => gate(compute) : compute, { refresh: opts.refresh, onComputed: opts.onComputed });
+  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), gate ? () => gate(compute) : compute, { refresh: opts.refresh, onComputed: opts.onComputed, freshMs: opts.freshMs });
 }
 
 /** The event times the prepared query reads, by its kind's declaration (undefined when its range does not resolve: the run answers that). */

@@ -67,6 +67,8 @@ export interface ResultsCachePort {
 export interface CacheRunOptions<V = unknown> {
   refresh?: boolean;
   onComputed?: (at: number) => void;
+  /** How old an answer whose days reach today may be served by this run (default RESULTS_CACHE_FRESH_MS; a board's cards: boards/run.ts boardFreshMs). */
+  freshMs?: number;
   partial?: PartialPlan<V>;
 }
 
@@ -139,7 +141,7 @@ export class ResultsCache implements ResultsCachePort {
       this.metadata(key.projectId, key.at),
     ]);
     const signature = `${data}:${meta}`;
-    const servable = (e: Entry<object> | undefined): e is Entry<object> => !opts.refresh && !!e && e.signature === signature && (!e.live || started - e.at < this.config.freshMs);
+    const servable = (e: Entry<object> | undefined): e is Entry<object> => !opts.refresh && !!e && e.signature === signature && (!e.live || started - e.at < (opts.freshMs ?? this.config.freshMs));
     const e = this.lru.get(id);
     if (servable(e)) {
       this.hits++;
