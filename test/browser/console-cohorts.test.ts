@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { axeViolations, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { axeViolations, signInWithToken, withConsolePage, type Seeded } from '../support/browser.js';
 import { drained, ingest } from '../support/ingestion.js';
 
 /**
@@ -18,27 +18,18 @@ forEachBackend('web console: cohorts', (backend) => {
   let page: Page;
   let pid: string;
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'Cohorts console');
-    seed = await seedConsole(t, tenant);
-    pid = String(tenant.project.id);
+  withConsolePage(backend, {
+    tenant: 'Cohorts console',
     // A profile property for the property criterion: user-30 (who never purchased) is a VIP.
-    const r = await ingest(t, tenant.project.token).post('/engage', { distinct_id: 'user-30', $set: { tier: 'vip' } });
-    assert.equal(r.status, 200, r.text);
-    await drained(t);
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    await page.setViewport({ width: 1280, height: 900 });
-    await page.goto(`${t.url}/projects/${pid}/people?tab=cohorts`);
-    await signInWithToken(page, seed.token);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
+    prepare: async ({ t, tenant }) => {
+      const r = await ingest(t, tenant.project.token).post('/engage', { distinct_id: 'user-30', $set: { tier: 'vip' } });
+      assert.equal(r.status, 200, r.text);
+      await drained(t);
+    },
+    path: ({ tenant }) => `/projects/${tenant.project.id}/people?tab=cohorts`,
+  }, (c) => {
+    ({ t, tenant, seed, browser, page } = c);
+    pid = String(tenant.project.id);
   });
 
   const api = () => t.client(seed.token);
@@ -192,6 +183,8 @@ forEachBackend('web console: cohorts', (backend) => {
     await page.locator('.save-as-cohort a').click();
     await page.waitForSelector('ul[aria-label="Cohort members"]');
     assert.deepEqual(await page.$$eval('ul[aria-label="Cohort members"] li', (els) => els.map((e) => e.textContent)), dropped);
+    // The members may come before the cohort's list, which the builder is drawn from: wait for it.
+    await page.waitForSelector('.cohort-builder');
     assert.match(await page.$eval('.cohort-builder', (e) => e.textContent!), /28 distinct ids/);
   });
 
