@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import type { Tenant, TestService } from '../support/service.js';
+import { sharedService, type Tenant, type TestService } from '../support/service.js';
 import { reportsWorld } from '../support/reports.js';
 
 forEachBackend('annotations', (backend) => {
@@ -8,7 +8,7 @@ forEachBackend('annotations', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   let pid: number;
-  reportsWorld(backend, 'ann', (w) => ({ t, tenant, other, pid } = w));
+  reportsWorld(backend, 'ann', (w) => ({ t, tenant, other, pid } = w), sharedService);
 
   it('CRUD, listed by day with an optional range, created_by the caller', async () => {
     const member = t.client(tenant.tokens.member);

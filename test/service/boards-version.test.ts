@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * Two people editing one board at once: each write carries the version it was made on, the
@@ -11,10 +11,9 @@ forEachBackend('boards: version check of concurrent edits', (backend) => {
   let tenant: Tenant;
   before(async function () {
     this.timeout(120_000);
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     tenant = await createTenant(t, 'Board versions');
   });
-  after(async () => t?.close());
 
   it('counts versions from 1; a write on an older version answers 409 naming both and changes nothing', async () => {
     const pid = tenant.project.id;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import type { Tenant, TestService } from '../support/service.js';
+import { sharedService, type Tenant, type TestService } from '../support/service.js';
 import { reportsWorld } from '../support/reports.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-14', unit: 'day', type: 'total' };
@@ -15,7 +15,7 @@ forEachBackend('boards', (backend) => {
   let reports: Record<string, number>;
   let foreignReport: number;
   let otherProjectReport: number;
-  reportsWorld(backend, 'brd', (w) => ({ t, tenant, other, pid } = w));
+  reportsWorld(backend, 'brd', (w) => ({ t, tenant, other, pid } = w), sharedService);
   before(async function () {
     this.timeout(60_000);
     const member = t.client(tenant.tokens.member);

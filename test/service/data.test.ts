@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { drained, ev, ingest } from '../support/ingestion.js';
 
 forEachBackend('data browsing', (backend) => {
@@ -12,7 +12,7 @@ forEachBackend('data browsing', (backend) => {
   const DAY = 86_400_000;
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Acme');
     globex = await createTenant(t, 'Globex');
     const send = (body: unknown) => ingest(t, acme.project.token).post('/track', body);
@@ -32,7 +32,6 @@ forEachBackend('data browsing', (backend) => {
     await ingest(t, globex.project.token).post('/track', ev('Page', 'zed'));
     await drained(t);
   });
-  after(async () => t?.close());
 
   const get = async (path: string, tenant = acme) => {
     const r = await tenant.owner.get(path + (path.includes('?') ? '&' : '?') + `projectId=${tenant.project.id}`);

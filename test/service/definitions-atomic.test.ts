@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * Stored definitions (cohorts, derived events, calculated metrics, flags) are validated as a whole
@@ -14,12 +14,11 @@ forEachBackend('definitions: validated whole, a refusal changes nothing', (backe
   let other: Tenant;
   let pid: number;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Atomic');
     other = await createTenant(t, 'Other');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   const cohortDef = { op: 'and', criteria: [{ kind: 'behavior', event: 'buy', op: 'gte', count: 1, windowDays: 30 }] };
   const sources = [{ event: 'page', filters: [{ key: 'path', op: 'contains', value: '/pricing' }] }];

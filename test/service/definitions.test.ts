@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { loadDataset, T0 } from '../support/reference/harness.js';
 
 const H = 3_600_000;
@@ -12,7 +12,7 @@ forEachBackend('definitions: derived events and calculated metrics', (backend) =
   let pid: number;
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     tenant = await createTenant(t, 'd');
     pid = tenant.project.id;
     await loadDataset(t.svc.deps, pid, {
@@ -25,10 +25,6 @@ forEachBackend('definitions: derived events and calculated metrics', (backend) =
       ],
       links: [],
     });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
   });
 
   it('derived events: CRUD, roles, usable wherever an event name is', async () => {

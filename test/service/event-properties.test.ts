@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
 import { useEventStore } from '../support/event-store.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { drained, ingest } from '../support/ingestion.js';
 import { eventProperties, type StoredEvent } from '../../apps/server/src/ports/events/index.js';
 import { eventPropLists } from '../../apps/server/src/ingestion/records.js';
@@ -34,13 +34,12 @@ forEachBackend('events: properties stored once', (backend) => {
     let t: TestService;
     let acme: Tenant;
     before(async () => {
-      t = await startTestService(backend);
+      t = await sharedService(backend);
       acme = await createTenant(t, 'Acme');
       const r = await ingest(t, acme.project.token).raw('/track', SENT_JSON);
       assert.equal(r.status, 200, r.text);
       await drained(t);
     });
-    after(async () => t?.close());
 
     it('reads back every value as sent, and the row holds no JSON copy', async () => {
       const list = await acme.owner.get(`/api/data/events?projectId=${acme.project.id}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { drained, ingest } from '../support/ingestion.js';
 import { sqlInt, sqlString } from '../../apps/server/src/ports/events/index.js';
 import { Tally } from '../../apps/sdk/src/index.js';
@@ -38,13 +38,9 @@ forEachBackend('experiment exposures from /flags/evaluate and the SDK', (backend
 
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'exposure');
     pid = acme.project.id;
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
   });
 
   it('/flags/evaluate records an exposure per served variant only when the body asks', async function () {

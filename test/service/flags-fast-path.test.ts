@@ -3,7 +3,7 @@ import net from 'node:net';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import {
   bucket,
   evaluateFlag,
@@ -279,10 +279,9 @@ forEachBackend('POST /flags/evaluate fast path over HTTP', (backend) => {
   let t: TestService;
   let ev: Tenant;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     ev = await createTenant(t, 'FlagFast');
   });
-  after(async () => t?.close());
 
   const evaluate = (body: unknown) => t.anon.post('/flags/evaluate', body, { headers: { 'x-service-token': ev.project.token } });
 

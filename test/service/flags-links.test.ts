@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import knex from 'knex';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { drained, ingest } from '../support/ingestion.js';
 import { statementsDuring } from '../support/queries.js';
 import { bucket } from '../../apps/flag-evaluation/src/index.js';
@@ -23,7 +23,7 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
   let other: Db;
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'LinkIdx');
     pollMs = t.svc.deps.links.pollMs;
     other = t.svc.deps.config.databaseUrl ? knex({ client: 'pg', connection: t.svc.deps.config.databaseUrl, pool: { min: 0, max: 1 } }) as Db : db();
@@ -39,7 +39,6 @@ forEachBackend('flags: identity links off the hot path', (backend) => {
   });
   after(async () => {
     if (other && other !== db()) await other.destroy();
-    await t?.close();
   });
 
   const evaluate = async (distinctId: string) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import type { Client } from '../support/http.js';
 
 /**
@@ -19,7 +19,7 @@ forEachBackend('flags managed by a resource', (backend) => {
   const as = (resource?: string): { headers: Record<string, string> } => ({ headers: resource ? { 'x-tally-resource': resource } : {} });
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'ManagedAcme');
     other = await createTenant(t, 'ManagedOther');
     member = t.client(acme.tokens.member);
@@ -28,7 +28,6 @@ forEachBackend('flags managed by a resource', (backend) => {
     assert.equal((await t.admin.post(`/admin/orgs/${acme.org.id}/adopt`, undefined, org)).status, 200);
     assert.equal((await t.admin.patch(`/admin/orgs/${acme.org.id}`, { namespaces: ['team-a', 'team-b', 'find'] }, org)).status, 200);
   });
-  after(async () => t?.close());
 
   const db = () => t.svc.deps.db;
   const body = () => ({ projectId: acme.project.id, key: `managed-${seq++}`, name: 'Managed', rules: [{ rolloutPct: 100 }] });

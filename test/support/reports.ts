@@ -31,13 +31,14 @@ export interface ReportsWorld {
 /**
  * The setup the reports, boards, annotations and lexicon suites share: registers the `before`
  * that builds the world (handed to `set`) and the `after` that closes it. A suite's own `before`
- * hooks run after this one.
+ * hooks run after this one. `start` makes the service: a service of the suite's own by default,
+ * `sharedService` for suites that work only inside these tenants (its close does nothing).
  */
-export function reportsWorld(backend: Backend, prefix: string, set: (w: ReportsWorld) => void): void {
+export function reportsWorld(backend: Backend, prefix: string, set: (w: ReportsWorld) => void, start: (b: Backend) => Promise<TestService> = startTestService): void {
   let t: TestService | undefined;
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await start(backend);
     const tenant = await createTenant(t, prefix);
     const other = await createTenant(t, `${prefix}-other`);
     await loadDataset(t.svc.deps, tenant.project.id, { events: REPORT_EVENTS, links: [] });

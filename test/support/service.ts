@@ -3,6 +3,7 @@ import { buildDeps, startService, type RunningService } from '../../apps/server/
 import type { Backend } from './backends.js';
 import { Client } from './http.js';
 import { TestIdp } from './idp.js';
+import { releaseAtEnd } from './root-hooks.js';
 
 export const SUPERADMIN_KEY = 'test-superadmin-key';
 
@@ -47,6 +48,39 @@ export async function startTestService(backend: Backend, env: Record<string, str
       await stores.drop();
     },
   };
+}
+
+const shared = new Map<Backend['name'], Promise<TestService>>();
+/**
+ * The shared service's one change to the default env: the ingestion window per client IP, the one
+ * limit tenants do not isolate (every suite sends from 127.0.0.1), is opened wide so one suite's
+ * events do not count against the next one's. Suites testing it start their own service.
+ */
+const SHARED_ENV = { RATE_LIMIT_PER_IP: '100000000' };
+
+/**
+ * The mocha process' one service on `backend`, with the default env: started by the first suite
+ * that asks, closed (and its databases dropped) after the run's last test by the root hooks
+ * (test/support/root-hooks.ts). For suites that work only inside tenants they create
+ * (createTenant) and assert nothing about the store as a whole; its `close` does nothing. A suite
+ * that sets env, restarts or stops the service, needs an empty store, or counts across every
+ * organisation starts its own with startTestService (CONTRIBUTING.md, "Tests").
+ */
+export function sharedService(backend: Backend): Promise<TestService> {
+  let started = shared.get(backend.name);
+  if (!started) {
+    let starting: Promise<TestService> | undefined;
+    releaseAtEnd(async () => {
+      shared.delete(backend.name);
+      const t = await starting?.catch(() => undefined);
+      await t?.close();
+    });
+    starting = startTestService(backend, SHARED_ENV);
+    started = starting.then((t) => ({ ...t, close: async () => {} }));
+    started.catch(() => shared.delete(backend.name));
+    shared.set(backend.name, started);
+  }
+  return started;
 }
 
 export interface Tenant {
