@@ -45,6 +45,7 @@
  *   npm run bench:console -- --events 2000000 --runs 3      # smaller
  *   npm run bench:console -- --engine clickhouse            # ClickHouse at CLICKHOUSE_URL or TEST_CLICKHOUSE_URL (database bench_console)
  *   npm run bench:console -- --json                         # also one final JSON line of figures
+ *   npm run bench:console -- --materialize p1,p2            # p1 and p2 in columns of their own (MATERIALIZED_PROPERTIES, seed and service)
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -60,6 +61,7 @@ import { metric } from '../test/support/pipeline.js';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { BoardViews } from '../apps/server/src/boards/views.js';
 import { seedDataset } from './bench-dataset.js';
+import { materializedProperties } from '../apps/server/src/ports/events/schema.js';
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -69,6 +71,8 @@ const N = Number(arg('events', '10000000'));
 const RUNS = Number(arg('runs', '3'));
 const ENGINE = arg('engine', 'duckdb') as 'duckdb' | 'clickhouse';
 const JSON_OUT = process.argv.includes('--json');
+/** Event properties stored in columns of their own (MATERIALIZED_PROPERTIES) in the seeded store and the service. */
+const MATERIALIZE = arg('materialize', '').split(',').map((k) => k.trim()).filter(Boolean);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DAY = 86_400_000;
 const PROJECT = 1;
@@ -109,15 +113,16 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 async function seed(dataDir: string): Promise<Record<string, string>> {
   const shape = { project: PROJECT, t0, spanMs: now - t0, ids: 200_000 };
   let store: EventStore;
-  let env: Record<string, string> = {};
+  const materialized = materializedProperties(MATERIALIZE);
+  let env: Record<string, string> = MATERIALIZE.length ? { MATERIALIZED_PROPERTIES: MATERIALIZE.join(',') } : {};
   if (ENGINE === 'duckdb') {
-    store = new DuckDbEventStore(path.join(dataDir, 'events.duckdb'));
+    store = new DuckDbEventStore(path.join(dataDir, 'events.duckdb'), undefined, materialized);
   } else {
     const url = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
     if (!url) throw new Error('--engine clickhouse needs CLICKHOUSE_URL or TEST_CLICKHOUSE_URL');
     const database = process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_console';
-    store = new ClickHouseEventStore({ url, database });
-    env = { CLICKHOUSE_URL: url, CLICKHOUSE_DATABASE: database };
+    store = new ClickHouseEventStore({ url, database }, undefined, materialized);
+    env = { ...env, CLICKHOUSE_URL: url, CLICKHOUSE_DATABASE: database };
   }
   await store.migrate();
   const s = await seedDataset(store, N, shape);
@@ -305,7 +310,7 @@ async function main() {
     }
     const warmEngineMs = Math.round(median(warmEngine));
     const figures = {
-      engine: ENGINE, events: N, cards: list.length, runs: RUNS,
+      engine: ENGINE, events: N, cards: list.length, runs: RUNS, materialized: MATERIALIZE,
       apiMs: Math.round(median(api)), firstViewMs: Math.round(median(first)), cachedViewMs: Math.round(median(cached)), apiCachedMs: Math.round(median(apiCached)),
       shellMs,
       cachedCardRequestMs: Math.round(median(cachedRequests)),
@@ -320,7 +325,7 @@ async function main() {
       warmCoreShare: Math.round(((warmEngineMs / 1000) * 12 / 3600) * 10_000) / 10_000,
       loadavg: os.loadavg().map((l) => Math.round(l * 100) / 100),
     };
-    console.log(`\n${ENGINE}, ${N} events, a board of ${list.length} cards over 30 days; median of ${RUNS}`);
+    console.log(`\n${ENGINE}, ${N} events${MATERIALIZE.length ? ` (materialised: ${MATERIALIZE.join(', ')})` : ''}, a board of ${list.length} cards over 30 days; median of ${RUNS}`);
     console.log(`  API alone, uncached (12 queries, 4 at a time): ${figures.apiMs} ms`);
     console.log(`  browser, cold first view (nothing cached):    ${figures.firstViewMs} ms`);
     console.log(`  browser, first view after a warming pass:     ${figures.warmedViewMs} ms`);
