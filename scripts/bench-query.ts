@@ -50,7 +50,8 @@ import { runCalculatedMetric } from '../apps/server/src/query/kinds/calculated-m
 import { membershipSql } from '../apps/server/src/cohorts/membership.js';
 import { upgradeQuery } from '../apps/server/src/query/ir/upgrade.js';
 import { irMetricContext } from '../apps/server/src/query/engine/ir-context.js';
-import { runTrend } from '../apps/server/src/query/kinds/trend/ir.js';
+import { runTrend, runTrendByCohorts } from '../apps/server/src/query/kinds/trend/ir.js';
+import { filterConditions, withCohorts, type ResolvedCohort } from '../apps/server/src/query/engine/cohorts.js';
 import { runIrFunnel } from '../apps/server/src/query/kinds/funnel/ir.js';
 import { runDrilldown, type DrilldownSelection } from '../apps/server/src/query/ir/drilldown.js';
 import { loadConfig } from '../apps/server/src/config.js';
@@ -242,6 +243,22 @@ async function bench(store: EventStore) {
     ['IR drilldown 50: trend week 3, p1=v2', irDrill(uniqueByP1, { kind: 'trend', metricId: 'A', bucket: 3, range: 'primary', segment: 'v2' })],
     ['IR drilldown 50: funnel reached step 1', irDrill(funnel3, { kind: 'funnel', step: 1, mode: 'reached', range: 'primary' })],
     ['IR drilldown 50: funnel dropped step 2', irDrill(funnel3, { kind: 'funnel', step: 2, mode: 'dropped', range: 'primary' })],
+  );
+  // Cohorts in a trend (engine/cohorts.ts): the same total/day filtered by a cohort (its membership
+  // joined to the read), and broken down by two cohorts (one run per cohort): against 'IR trend
+  // total/day' and 'cohort size (behaviour)' of the same run.
+  const behaviour = (op: 'gte' | 'lt'): ResolvedCohort['definition'] => ({ op: 'and', criteria: [{ kind: 'behavior', event: 'e2', op, count: 3, windowDays: 0 }] });
+  const benchCohorts = new Map<number, ResolvedCohort>([[1, { id: 1, name: 'e2 ≥ 3', definition: behaviour('gte') }], [2, { id: 2, name: 'e2 < 3', definition: behaviour('lt') }]]);
+  const irCohortTrend = (doc: QueryV2) => () => {
+    const trend = ofKind(doc, 'trend');
+    const base = { ...irMetricContext(d, PROJECT, doc, [], { overrides, unmerged }), cohorts: { byId: benchCohorts, now: range.toEndMs } };
+    const cq = withCohorts(base, filterConditions(trend.filters, benchCohorts), range.toEndMs);
+    return (trend.breakdown ? runTrendByCohorts : runTrend)({ events: store, analyses }, cq, trend, trend.analysis, range);
+  };
+  const totalE1 = { metrics: [{ id: 'A', kind: 'event', event: 'e1', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day' } };
+  cases.push(
+    ['IR trend total/day, in cohort', irCohortTrend(ir({ ...totalE1, filters: [{ cohort: 1, op: 'in' }] }))],
+    ['IR trend total/day by 2 cohorts', irCohortTrend(ir({ ...totalE1, breakdown: { cohorts: [1, 2] } }))],
   );
   // The threads a query may use: ClickHouse 18.16 counts physical cores (1 on some 2-vCPU VMs, 2 on
   // others), DuckDB is given cores - 1 by the service: runs on different machines compare only so.

@@ -6,8 +6,8 @@ import { openResultsCache, RESULTS_CACHE_DEFAULTS } from './results-cache/index.
 import { flagsDomain, type FlagsDomain } from './flags/domain.js';
 import { ReportService } from './reports/service.js';
 import { ReportStore } from './reports/store.js';
-import { checkReportQuery } from './reports/query.js';
-import { checkIrQuery } from './reports/ir.js';
+import { checkReportQuery, isIrDocument } from './reports/query.js';
+import { checkIrCohorts, checkIrQuery } from './reports/ir.js';
 import { BoardService } from './boards/service.js';
 import { BoardStore } from './boards/store.js';
 import { BoardViews } from './boards/views.js';
@@ -65,8 +65,11 @@ export function createServices(deps: Deps): Services {
   const analyses = buildAnalyses(deps.db, deps.events);
   const cache = openResultsCache(deps.db, deps.config.resultsCache ?? RESULTS_CACHE_DEFAULTS, analysisMetadata(analyses), deps.log);
   const { db, audit } = deps;
-  const checkReport = (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) =>
-    checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
+  const checkReport = async (projectId: number, type: Parameters<typeof checkReportQuery>[2], query: Record<string, unknown>) => {
+    const stored = await checkReportQuery(analyses.definitions.metrics, projectId, type, query, deps.config.maxQueryRangeDays, checkIrQuery);
+    if (isIrDocument(stored)) await checkIrCohorts(analyses.definitions.cohorts, projectId, stored);
+    return stored;
+  };
   const tenancy = tenancyServices(deps);
   const flags = flagsDomain(db, deps.links, analyses.membership, audit, tenancy.boundary);
   return {

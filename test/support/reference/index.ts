@@ -231,3 +231,12 @@ export function cohortMembers(data: RefData, def: { op: 'and' | 'or'; criteria: 
   };
   return [...universe].filter((cid) => (def.op === 'and' ? def.criteria.every((c) => holds(cid, c)) : def.criteria.some((c) => holds(cid, c)))).sort(cmp);
 }
+
+/**
+ * The dataset an analysis sees under cohort conditions: only the events whose canonical identity
+ * is (`in`) or is not (`not_in`) among each condition's members (cohortMembers' answer).
+ */
+export function cohortScoped(data: RefData, conds: Array<{ members: readonly string[]; op: 'in' | 'not_in' }>): RefData {
+  const sets = conds.map((c) => ({ set: new Set(c.members), op: c.op }));
+  return { ...data, events: data.events.filter((e) => sets.every((c) => c.set.has(cidOf(data, e)) === (c.op === 'in'))) };
+}

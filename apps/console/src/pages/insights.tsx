@@ -10,9 +10,10 @@ import { personHref } from '../links.js';
 import { INTERNAL_PROPERTIES, unknownName } from '../components/names.js';
 import type { SeriesKind } from '../components/series-chart.js';
 import type {
-  BoardListItem, DateRangeSpec, DrilldownPage, DrilldownSelection, LexiconEvent, LexiconProperty, PropertyFilter, QueryV2, ReportType, SavedReport,
+  BoardListItem, Cohort, DateRangeSpec, DrilldownPage, DrilldownSelection, LexiconEvent, LexiconProperty, PropertyFilter, QueryV2, ReportType, SavedReport,
 } from '../types.js';
 import { SaveAsCohort } from './people/save-as-cohort.js';
+import { CohortBreakdown, CohortFilters, MAX_QUERY_COHORTS, type CohortFilterDraft } from '../components/cohort-pickers.js';
 
 type Kind = 'trend' | 'funnel' | 'retention' | 'flows' | 'sessions';
 type Agg = 'count' | 'unique' | 'sum' | 'avg' | 'min' | 'max' | 'p50' | 'p90' | 'p99';
@@ -25,6 +26,11 @@ interface Draft {
   breakdown: string;
   /** Trends: up to two more breakdown properties (segments are combinations, "fr / chrome"). */
   thenBy: string[];
+  /** "In cohort" / "not in cohort" filters (trends and funnels). */
+  cohortFilters: CohortFilterDraft[];
+  /** Breakdown by cohorts (instead of a property): one segment per cohort, and "Not in any cohort" when asked. */
+  cohorts: number[];
+  notInAny: boolean;
   formula: string;
   compare: boolean;
   unit: 'hour' | 'day' | 'week' | 'month';
@@ -41,7 +47,7 @@ const KINDS: Array<[Kind, string]> = [['trend', 'Trends'], ['funnel', 'Funnel'],
 const AGGS: Array<[Agg, string]> = [['count', 'Total events'], ['unique', 'Unique users'], ['sum', 'Sum of'], ['avg', 'Average of'], ['min', 'Minimum of'], ['max', 'Maximum of'], ['p50', 'Median of'], ['p90', '90th percentile of'], ['p99', '99th percentile of']];
 
 const blank = (): Draft => ({
-  kind: 'trend', dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ event: '', agg: 'count', property: '' }], filters: [], breakdown: '', thenBy: [], formula: '',
+  kind: 'trend', dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ event: '', agg: 'count', property: '' }], filters: [], breakdown: '', thenBy: [], cohortFilters: [], cohorts: [], notInAny: false, formula: '',
   compare: false, unit: 'day', chart: 'line', windowDays: 30, retentionUnit: 'week', retentionBuckets: 8, flowsDirection: 'after', flowsSteps: 3,
 });
 
@@ -76,8 +82,9 @@ function toIr(d: Draft): QueryV2 {
   }));
   const base = {
     v: 2 as const, dateRange: d.dateRange, metrics: metrics as QueryV2['metrics'],
-    ...(d.filters.length ? { filters: d.filters } : {}),
-    ...(d.breakdown.trim() ? { breakdown: { property: d.breakdown.trim(), ...thenByOf(d), limit: 10 } } : {}),
+    ...(d.filters.length || d.cohortFilters.length ? { filters: [...d.filters, ...d.cohortFilters] } : {}),
+    ...(d.cohorts.length ? { breakdown: { cohorts: d.cohorts, notInAny: d.notInAny } }
+      : d.breakdown.trim() ? { breakdown: { property: d.breakdown.trim(), ...thenByOf(d), limit: 10 } } : {}),
   };
   const compare = d.compare ? { compare: { kind: 'previous_period' as const } } : {};
   if (d.kind === 'funnel') {
@@ -103,7 +110,10 @@ function fromReport(r: SavedReport): Draft {
   const q = ((r.queryV1 ?? r.query) as any) ?? {};
   if (q.v) {
     d.dateRange = q.dateRange ?? d.dateRange;
-    d.filters = q.filters ?? [];
+    d.filters = (q.filters ?? []).filter((f: any) => !('cohort' in f));
+    d.cohortFilters = (q.filters ?? []).filter((f: any) => 'cohort' in f);
+    d.cohorts = q.breakdown?.cohorts ?? [];
+    d.notInAny = !!q.breakdown?.notInAny;
     d.breakdown = q.breakdown?.property ?? '';
     d.thenBy = q.breakdown?.thenBy ?? [];
     d.metrics = (q.metrics ?? []).filter((m: any) => m.kind === 'event').map((m: any) => ({ event: m.event, agg: m.aggregation?.op ?? 'count', property: m.aggregation?.property ?? '' }));
@@ -156,6 +166,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
   const [events, setEvents] = useState<LexiconEvent[]>([]);
   const [props_, setProps] = useState<LexiconProperty[]>([]);
   const [boards, setBoards] = useState<BoardListItem[]>([]);
+  const [cohorts, setCohorts] = useState<Cohort[]>([]);
   const [boardId, setBoardId] = useState('');
   const [people, setPeople] = useState<{ title: string; page: DrilldownPage; selection: DrilldownSelection } | null>(null);
 
@@ -165,6 +176,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
     api.lexiconEvents(props.projectId).then(setEvents, () => {});
     api.lexiconProperties(props.projectId).then((p) => setProps(p.filter((x) => !INTERNAL_PROPERTIES.has(x.key))), () => {});
     api.boards(props.projectId).then((b) => { setBoards(b); if (b[0]) setBoardId(String(b[0].id)); }, () => {});
+    api.cohorts(props.projectId).then(setCohorts, () => {});
     if (props.reportId) {
       api.report(props.reportId).then(
         (r) => {
@@ -280,6 +292,8 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
   const values = (key: string) => props_.find((p) => p.key === key)?.sampleValues ?? [];
   const title = name.trim() || 'New insight';
   const d = draft;
+  /** Distinct cohorts the draft names (the API takes at most 10 in one query). */
+  const cohortsNamed = new Set([...d.cohortFilters.map((f) => f.cohort), ...d.cohorts]).size;
   const maxMetrics = d.kind === 'trend' || d.kind === 'funnel' ? 10 : d.kind === 'retention' ? 2 : d.kind === 'flows' ? 1 : 0;
   const metricLabel = (i: number) => (d.kind === 'funnel' ? `Step ${i + 1}` : d.kind === 'retention' ? (i === 0 ? 'First event' : 'Returning event') : d.kind === 'flows' ? 'Anchor event' : `Metric ${LETTERS[i]}`);
 
@@ -341,13 +355,14 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
           {(d.kind === 'trend' || d.kind === 'funnel') && (
             <>
               <FiltersEditor id="insight-filters" value={d.filters} onChange={(f) => patch({ filters: f })} keys={shownKeys} known={keys} values={values} checkNames />
-              <div class="field">
+              <CohortFilters id="insight-cohort-filters" cohorts={cohorts} value={d.cohortFilters} onChange={(f) => patch({ cohortFilters: f })} full={cohortsNamed >= MAX_QUERY_COHORTS} />
+              {d.cohorts.length === 0 && <div class="field">
                 <label for="breakdown">Breakdown by property</label>
                 <input id="breakdown" list="property-keys" value={d.breakdown} placeholder="none" onInput={(e) => patch({ breakdown: (e.target as HTMLInputElement).value })}
                   aria-invalid={unknownName('property', d.breakdown, keys) ? true : undefined} aria-describedby={unknownName('property', d.breakdown, keys) ? 'breakdown-hint' : undefined} />
                 {unknownName('property', d.breakdown, keys) && <p id="breakdown-hint" class="hint warn">{unknownName('property', d.breakdown, keys)}</p>}
-              </div>
-              {d.kind === 'trend' && d.thenBy.map((p, i) => (
+              </div>}
+              {d.cohorts.length === 0 && d.kind === 'trend' && d.thenBy.map((p, i) => (
                 <div class="field">
                   <label for={`then-by-${i}`}>Then by property {i + 2}</label>
                   <div class="row">
@@ -358,9 +373,12 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
                   {unknownName('property', p, keys) && <p id={`then-by-${i}-hint`} class="hint warn">{unknownName('property', p, keys)}</p>}
                 </div>
               ))}
-              {d.kind === 'trend' && d.thenBy.length < 2 && (
+              {d.cohorts.length === 0 && d.kind === 'trend' && d.thenBy.length < 2 && (
                 <button type="button" disabled={!d.breakdown.trim()} onClick={() => patch({ thenBy: [...d.thenBy, ''] })}>Add breakdown</button>
               )}
+              {/* A breakdown by cohorts replaces the property breakdown (the API does not combine them). */}
+              <CohortBreakdown cohorts={cohorts} value={d.cohorts} notInAny={d.notInAny} full={cohortsNamed >= MAX_QUERY_COHORTS}
+                onChange={(ids, notInAny) => patch({ cohorts: ids, notInAny: ids.length ? notInAny : false, ...(ids.length ? { breakdown: '', thenBy: [] } : {}) })} />
               <label class="row"><input type="checkbox" checked={d.compare} onChange={(e) => patch({ compare: (e.target as HTMLInputElement).checked })} /> Compare to previous period</label>
             </>
           )}

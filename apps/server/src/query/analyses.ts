@@ -23,9 +23,12 @@ export function buildAnalyses(db: Db, events: EventStore): Analyses {
 
 /**
  * What a project's answers are compiled from or carry beside its events (derived events,
- * calculated metrics, annotations): the results cache serves an answer only while it is unchanged.
+ * calculated metrics, cohorts, annotations): the results cache serves an answer only while it is unchanged.
  */
 export function analysisMetadata(analyses: Analyses) {
   return (projectId: number) =>
-    Promise.all([analyses.definitions.derivedEvents.list(projectId), analyses.definitions.metrics.list(projectId), analyses.annotations.list(projectId)]);
+    Promise.all([
+      analyses.definitions.derivedEvents.list(projectId), analyses.definitions.metrics.list(projectId), analyses.annotations.list(projectId),
+      analyses.definitions.cohorts.list(projectId),
+    ]);
 }

@@ -16,9 +16,12 @@ const NONE = '(none)';
 /** The properties of a breakdown, in order. */
 export const breakdownList = (b: BreakdownProps): readonly string[] => (typeof b === 'string' ? [b] : b);
 
-/** A breakdown as one property when it has one, else the list (what the engines' builders take). */
-export const breakdownOf = (b: { property: string; thenBy?: readonly string[] } | undefined): BreakdownProps | undefined =>
-  b === undefined ? undefined : b.thenBy?.length ? [b.property, ...b.thenBy] : b.property;
+/**
+ * A breakdown as one property when it has one, else the list (what the engines' builders take);
+ * undefined for none and for a breakdown by cohorts (run once per cohort, engine/cohorts.ts).
+ */
+export const breakdownOf = (b: { property: string; thenBy?: readonly string[] } | { cohorts: readonly number[] } | undefined): BreakdownProps | undefined =>
+  b === undefined || !('property' in b) ? undefined : b.thenBy?.length ? [b.property, ...b.thenBy] : b.property;
 
 /** SQL: whether an event has the breakdown's segment (several properties: always). */
 export function breakdownHas(d: Dialect, b: BreakdownProps): string {

@@ -1,5 +1,8 @@
 import { badRequest } from '../http/errors.js';
 import { upgradeQuery } from '../query/ir/upgrade.js';
+import { lookupCohorts } from '../query/engine/cohorts.js';
+import type { DefinitionStore } from '../definitions/store.js';
+import type { CohortDefinition } from '../cohorts/schema.js';
 import type { IrIssue } from '../query/ir/schema.js';
 import { irKindOfReport, isIrDocument } from './query.js';
 import type { ReportType } from './schema.js';
@@ -26,6 +29,22 @@ export function checkIrQuery(type: ReportType, doc: Record<string, unknown>): vo
   const want = irKindOfReport(type);
   const kind = up.query.analysis.kind;
   if (kind !== want) throw invalid('query.analysis.kind', `a report of type ${type} holds a ${want} analysis (got ${kind})`);
+}
+
+/**
+ * The cohorts an IR report names (filters, breakdown) exist in its project: otherwise 400 naming
+ * each field (`query.filters.0.cohort`), and nothing is stored. A cohort deleted later makes the
+ * report's runs answer that 400.
+ */
+export async function checkIrCohorts(cohorts: Pick<DefinitionStore<CohortDefinition>, 'get'>, projectId: number, doc: Record<string, unknown>): Promise<void> {
+  const up = upgradeQuery(doc);
+  if (!up.ok) return;
+  const { errors } = await lookupCohorts(cohorts, projectId, up.query);
+  if (!errors.length) return;
+  throw badRequest(`${at(errors[0])}: ${errors[0].message}`, {
+    code: 'validation_failed', message: errors.map((e) => `${at(e)}: ${e.message}`).join('; '),
+    body: { errors: errors.map((e) => ({ ...e, path: at(e) })) },
+  });
 }
 
 /**

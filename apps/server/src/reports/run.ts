@@ -92,7 +92,7 @@ function prepare(runner: ReportRunner, report: SavedReport, override: RunOverrid
 /** An override that changes nothing (a board without range or filters) keys as no override, so a report shares its entries with its cards. */
 const normalOverride = (o: RunOverride) => ({ d: o.dateRange ?? undefined, f: o.filters?.length ? o.filters : undefined });
 
-function withFilters(own: PropertyFilter[] | undefined, added: PropertyFilter[]): PropertyFilter[] {
+function withFilters<F>(own: F[] | undefined, added: PropertyFilter[]): Array<F | PropertyFilter> {
   const filters = [...(own ?? []), ...added];
   if (filters.length > LIMITS.filtersPerQuery) {
     throw badRequest('too many filters', { message: `the report's and the board's filters together exceed ${LIMITS.filtersPerQuery}` });

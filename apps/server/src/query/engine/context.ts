@@ -4,6 +4,7 @@ import type { Dedup } from '../dialects/dialect.js';
 import { EventMatcher, type DerivedEventDef } from './filters.js';
 import type { DefinitionStore } from '../../definitions/store.js';
 import type { DerivedEventDefinition } from '../../definitions/schema.js';
+import type { ResolvedCohort } from './cohorts.js';
 
 /** What a compiler runs with: the engine's dialect and the project's event-name resolver. */
 export interface QueryContext {
@@ -21,6 +22,10 @@ export interface QueryContext {
    * reads that count every row deduplicate only those. Absent: deduplicate everything.
    */
   unmerged?: ReadonlyArray<readonly [number, number]>;
+  /** The cohorts an IR document names, resolved (engine/cohorts.ts), and the time memberships are taken at. */
+  cohorts?: { byId: Map<number, ResolvedCohort>; now: number };
+  /** This context before cohort conditions restricted its reads (what memberships are computed on). */
+  plain?: QueryContext;
 }
 
 /** `dedup` for a read where every row counts (dialect canonicalEvents): the unmerged ranges when known. */

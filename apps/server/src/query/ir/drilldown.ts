@@ -9,7 +9,8 @@ import { irContext } from '../engine/ir-context.js';
 import { funnelSpec } from '../kinds/funnel/ir.js';
 import { irRanges, notImplemented } from './run.js';
 import type { IrDeps } from '../kinds/define.js';
-import type { IrIssue } from './schema.js';
+import { NOT_IN_ANY_COHORT, isCohortBreakdown, propertyFilters, type IrIssue } from './schema.js';
+import { cohortSegments, withCohorts } from '../engine/cohorts.js';
 import type { QueryV2 } from './document.js';
 import { droppedSql, identitiesSql, pageSql, type MetricScope } from '../kinds/trend/sql.js';
 import { segmentKey } from '../kinds/trend/ir.js';
@@ -66,6 +67,13 @@ export function drilldownSql(q: QueryContext, query: QueryV2, sel: DrilldownSele
   }
   if (query.breakdown && sel.segment === undefined) throw invalid('selection.segment', 'the query has a breakdown: name the segment', 'missing_segment');
   if (!query.breakdown && sel.segment !== undefined) throw invalid('selection.segment', 'the query has no breakdown', 'illegal_position');
+  if (isCohortBreakdown(query.breakdown)) {
+    // A cohort's segment: the same selection without a breakdown, that segment's condition on every read.
+    const segs = cohortSegments(query.breakdown, q.cohorts!.byId, NOT_IN_ANY_COHORT);
+    const seg = segs.find((s) => s.name === sel.segment);
+    if (!seg) throw invalid('selection.segment', `no segment ${JSON.stringify(sel.segment)}: the segments are ${segs.map((s) => JSON.stringify(s.name)).join(', ')}`, 'unknown_reference');
+    return drilldownSql(withCohorts(q, seg.conds, q.cohorts!.now), { ...query, breakdown: undefined }, { ...sel, segment: undefined }, page, range, cmp);
+  }
   const useCmp = sel.kind === 'trend_dropped' || sel.range === 'comparison';
   if (useCmp && !cmp) throw invalid('selection.range', 'the query has no comparison range (analysis.compare)', 'no_comparison');
   const r = sel.kind !== 'trend_dropped' && sel.range === 'comparison' ? cmp! : range;
@@ -84,7 +92,7 @@ export function drilldownSql(q: QueryContext, query: QueryV2, sel: DrilldownSele
     if (index < 0) throw invalid('selection.metricId', `no metric with id ${sel.metricId}`, 'unknown_reference');
     const m = query.metrics[index];
     if (m.kind !== 'event') throw invalid('selection.metricId', `metric ${m.id} is a calculated metric: it has no identities to list`, 'illegal_position');
-    const scope: MetricScope = { metric: m, filters: query.filters, breakdown: breakdownOf(query.breakdown) };
+    const scope: MetricScope = { metric: m, filters: propertyFilters(query.filters), breakdown: breakdownOf(query.breakdown) };
     const segment = query.breakdown ? seg : undefined;
     if (sel.kind === 'trend_dropped') set = droppedSql(q, scope, range, cmp!, segment);
     else {

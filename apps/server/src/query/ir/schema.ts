@@ -65,14 +65,59 @@ export type Metric = z.infer<typeof MetricSchema>;
  * `thenBy`: up to two more properties (trends): a segment is then each combination of values,
  * named "fr / chrome" (a missing property as `(none)` in its place).
  */
-export const BreakdownSchema = z
+export const PropertyBreakdownSchema = z
   .object({
     property: PropertyKey,
     thenBy: z.array(PropertyKey).min(1).max(MAX_BREAKDOWN_PROPERTIES - 1).optional(),
     limit: z.number().int().min(LIMITS.irBreakdownSegments.min).max(LIMITS.irBreakdownSegments.max).default(LIMITS.irBreakdownSegments.default),
   })
   .strict()
-  .openapi('IrBreakdown');
+  .openapi('IrPropertyBreakdown');
+export type PropertyBreakdown = z.output<typeof PropertyBreakdownSchema>;
+
+/** Most cohorts one query names, in its filters and its breakdown together (each is one membership query). */
+export const MAX_QUERY_COHORTS = 10;
+const CohortId = z.number().int().positive().max(2 ** 31 - 1);
+
+/**
+ * A breakdown by cohorts (trends and funnels): one segment per cohort, in the order listed, named
+ * by the cohort's name, each counting only its members' events (a person in two cohorts counts in
+ * both); `notInAny` adds a last segment `Not in any cohort` of everyone else. Membership is the
+ * cohort's as of the run (cohorts/membership.ts). Not combined with properties.
+ */
+export const CohortBreakdownSchema = z
+  .object({
+    cohorts: z.array(CohortId).min(1).max(MAX_QUERY_COHORTS)
+      .refine((ids) => new Set(ids).size === ids.length, { message: 'each cohort at most once' }),
+    notInAny: z.boolean().default(false),
+  })
+  .strict()
+  .openapi('IrCohortBreakdown');
+export type CohortBreakdown = z.output<typeof CohortBreakdownSchema>;
+export const NOT_IN_ANY_COHORT = 'Not in any cohort';
+
+/** A property breakdown or a cohort breakdown (told apart by `cohorts`; a member of the other refused by name). */
+export const BreakdownSchema = z.union([PropertyBreakdownSchema, CohortBreakdownSchema]).openapi('IrBreakdown');
+export type Breakdown = PropertyBreakdown | CohortBreakdown;
+export const isCohortBreakdown = (b: Breakdown | undefined): b is CohortBreakdown => !!b && 'cohorts' in b;
+
+/**
+ * A global filter on the event's person: its canonical identity is (`in`) or is not (`not_in`) a
+ * member of the cohort now (cohorts/membership.ts). Only in the document's `filters`.
+ */
+export const CohortFilterSchema = z
+  .object({ cohort: CohortId, op: z.enum(['in', 'not_in']) })
+  .strict()
+  .openapi('IrCohortFilter');
+export type CohortFilter = z.infer<typeof CohortFilterSchema>;
+export type GlobalFilter = PropertyFilter | CohortFilter;
+export const isCohortFilter = (f: GlobalFilter): f is CohortFilter => 'cohort' in f;
+/** The property filters of a document's filters (cohort filters apply through the query context, engine/cohorts.ts). */
+export const propertyFilters = (fs: readonly GlobalFilter[] | undefined): PropertyFilter[] | undefined =>
+  fs?.filter((f): f is PropertyFilter => !isCohortFilter(f));
+
+/** The document's `filters`: property filters and cohort filters (a member with `cohort` is a cohort filter). */
+export const GlobalFilters = z.array(z.union([PropertyFilterSchema, CohortFilterSchema]).openapi('IrGlobalFilter')).max(LIMITS.filtersPerQuery);
 
 /** `previous_period`: the same number of days right before the range; `offset`: the range shifted back `days`. */
 export const CompareSchema = z
@@ -141,9 +186,9 @@ export const SessionsAnalysisSchema = z.object({ kind: z.literal('sessions'), un
 export interface IrDocument<A> {
   v: 2;
   dateRange: DateRangeSpec;
-  filters?: PropertyFilter[];
+  filters?: GlobalFilter[];
   metrics: Metric[];
-  breakdown?: { property: string; thenBy?: string[]; limit: number };
+  breakdown?: Breakdown;
   analysis: A;
 }
 export type TrendAnalysis = z.infer<typeof TrendAnalysisSchema>;

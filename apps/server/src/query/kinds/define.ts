@@ -25,6 +25,7 @@ export interface RunEnv {
 export interface IrDeps {
   events: EventStore;
   config: Pick<Config, 'maxQueryRangeDays' | 'queryGuard'>;
+  /** `definitions.cohorts`: the cohorts a document names (engine/cohorts.ts). */
   analyses: Pick<Analyses, 'definitions' | 'annotations'>;
 }
 
@@ -63,9 +64,10 @@ export interface IrKindDef<S extends AnyObject = AnyObject> {
   estimate?(guard: QueryGuard, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): void;
   /**
    * The event times a run reads (the results cache keys and invalidates answers by them); absent:
-   * its range and comparison period. A kind reading past them (retention's return buckets) says so.
+   * its range and comparison period (also when it answers undefined). A kind reading past them
+   * (retention's return buckets, memberships of the cohorts a document names) says so.
    */
-  span?(query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): DateRange;
+  span?(query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): DateRange | undefined;
   /** How POST /api/query runs it; absent: the kind answers 501 there. */
   run?(deps: IrDeps, q: QueryContext, query: IrDocument<z.output<S>>, range: DateRange, cmp?: DateRange): Promise<IrResult>;
 }

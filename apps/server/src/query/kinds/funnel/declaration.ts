@@ -2,6 +2,7 @@ import { runFunnel } from './compile.js';
 import { FunnelQuerySchema, FunnelResultSchema } from '../../schema.js';
 import { runIrFunnel } from './ir.js';
 import { FUNNEL_CHARTS, FunnelAnalysisSchema, METRIC_IDS } from '../../ir/schema.js';
+import { cohortSpan } from '../../engine/cohorts.js';
 import { defineAnalysis, type IrKindDef } from '../define.js';
 
 /** The IR's funnel: metric letters as steps, a window from step 0, an optional comparison. */
@@ -20,9 +21,10 @@ const FUNNEL: IrKindDef<typeof FunnelAnalysisSchema> = {
     const a = query.analysis;
     a.steps.forEach((id, i) => ref(id, `analysis.steps.${i}`, true));
     if (a.window.unit === 'week' && a.window.value * 7 > 366) out.push({ path: 'analysis.window.value', message: 'the window is at most 366 days (52 weeks)' });
-    if (query.breakdown?.thenBy) out.push({ path: 'breakdown.thenBy', message: 'a funnel breaks down by one property' });
+    if (query.breakdown && 'thenBy' in query.breakdown && query.breakdown.thenBy) out.push({ path: 'breakdown.thenBy', message: 'a funnel breaks down by one property' });
   },
   compare: (a) => a.compare,
+  span: (query, range, cmp) => cohortSpan(query, range, cmp),
   run: (deps, q, query, range, cmp) => runIrFunnel(deps.events, q, query, query.analysis, range, cmp),
 };
 

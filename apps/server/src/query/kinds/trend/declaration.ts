@@ -1,8 +1,9 @@
 import { checkCells } from '../../engine/guard.js';
 import { formulaRefs, parseFormula } from '../../engine/formula.js';
 import { bucketCount } from '../../engine/range.js';
-import { runTrend } from './ir.js';
-import { TREND_CHARTS, TrendAnalysisSchema } from '../../ir/schema.js';
+import { cohortSpan } from '../../engine/cohorts.js';
+import { runTrend, runTrendByCohorts } from './ir.js';
+import { TREND_CHARTS, TrendAnalysisSchema, isCohortBreakdown } from '../../ir/schema.js';
 import type { IrKindDef } from '../define.js';
 
 /**
@@ -41,13 +42,16 @@ export const TREND: IrKindDef<typeof TrendAnalysisSchema> = {
     }
   },
   compare: (a) => a.compare,
+  span: (query, range, cmp) => cohortSpan(query, range, cmp),
   estimate(guard, query, range, cmp) {
     const a = query.analysis;
     const buckets = Math.max(bucketCount(a.unit, range), cmp ? bucketCount(a.unit, cmp) : 0);
-    const series = (query.metrics.length + (a.formula ? 1 : 0)) * (query.breakdown ? query.breakdown.limit : 1) * (cmp ? 2 : 1);
+    // A breakdown by cohorts: one segment per cohort (and `Not in any`), each a run of its own.
+    const segments = !query.breakdown ? 1 : isCohortBreakdown(query.breakdown) ? query.breakdown.cohorts.length + (query.breakdown.notInAny ? 1 : 0) : query.breakdown.limit;
+    const series = (query.metrics.length + (a.formula ? 1 : 0)) * segments * (cmp ? 2 : 1);
     checkCells(guard, series, buckets, [
-      ...(a.unit === 'month' ? [] : ['analysis.unit']), 'dateRange', ...(query.breakdown ? ['breakdown.limit'] : []), 'metrics', ...(cmp ? ['analysis.compare'] : []),
+      ...(a.unit === 'month' ? [] : ['analysis.unit']), 'dateRange', ...(query.breakdown ? [isCohortBreakdown(query.breakdown) ? 'breakdown.cohorts' : 'breakdown.limit'] : []), 'metrics', ...(cmp ? ['analysis.compare'] : []),
     ]);
   },
-  run: (deps, q, query, range, cmp) => runTrend(deps, q, query, query.analysis, range, cmp),
+  run: (deps, q, query, range, cmp) => (isCohortBreakdown(query.breakdown) ? runTrendByCohorts : runTrend)(deps, q, query, query.analysis, range, cmp),
 };

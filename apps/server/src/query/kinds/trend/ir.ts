@@ -6,7 +6,8 @@ import { runCalculatedMetric } from '../calculated-metric/compile.js';
 import { bucketLabel, bucketStarts, type DateRange } from '../../engine/range.js';
 import { MISSING_VALUE, segmentationSql } from '../segmentation/compile.js';
 import { metricEventName } from '../../engine/ir-context.js';
-import type { IrDocument, Metric, TrendAnalysis } from '../../ir/schema.js';
+import { NOT_IN_ANY_COHORT, isCohortBreakdown, propertyFilters, type CohortBreakdown, type IrDocument, type Metric, type TrendAnalysis } from '../../ir/schema.js';
+import { cohortSegments, withCohorts } from '../../engine/cohorts.js';
 import type { TrendResult, TrendSeries } from '../../ir/results.js';
 import { droppedCountsSql, propertyAggregateSql, uniqueBucketsSql, type MetricScope } from './sql.js';
 import { breakdownOf } from '../../breakdowns.js';
@@ -24,7 +25,9 @@ export const segmentKey = (segment: string | null | undefined) => (segment === u
  * metrics run as /api/query/metric does. The formula is evaluated per bucket and segment in Node.
  */
 export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: IrDocument<TrendAnalysis>, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
-  const breakdown = doc.breakdown?.property;
+  // A breakdown by cohorts runs through runTrendByCohorts, once per cohort without one.
+  const byProperty = doc.breakdown && !isCohortBreakdown(doc.breakdown) ? doc.breakdown : undefined;
+  const breakdown = byProperty?.property;
   const perRange = async (r: DateRange, other?: DateRange) => Promise.all(doc.metrics.map((m) => metricValues(deps, q, doc, m, a, r, other)));
   const [primary, comparison] = await Promise.all([perRange(range, cmp), cmp ? perRange(cmp) : Promise.resolve(undefined)]);
   // Segments ranked as v0 ranks series: by the first metric's bucket sum, then by name.
@@ -33,7 +36,7 @@ export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: Que
   const sum = (key: string) => [...(first.get(key)?.values.values() ?? [])].reduce((x, y) => x + y, 0);
   let segs = breakdown ? [...new Set(primary.flatMap((m) => [...m.keys()].filter((k) => k !== '*')))] : ['*'];
   segs.sort((x, y) => sum(y) - sum(x) || (name(x) < name(y) ? -1 : name(x) > name(y) ? 1 : 0));
-  const omittedSegments = Math.max(0, segs.length - (doc.breakdown?.limit ?? Infinity));
+  const omittedSegments = Math.max(0, segs.length - (byProperty?.limit ?? Infinity));
   segs = segs.slice(0, segs.length - omittedSegments);
   const formula = a.formula ? parseFormula(a.formula) : undefined;
   const series: TrendSeries[] = [];
@@ -69,6 +72,23 @@ export async function runTrend(deps: Pick<IrDeps, 'analyses' | 'events'>, q: Que
   };
 }
 
+/**
+ * A trend broken down by cohorts: the trend once per segment (a cohort, then `Not in any cohort`
+ * when asked) with the segment's condition on every read, its series named by the segment, in the
+ * order listed (no ranking, nothing omitted). A person in two cohorts counts in both.
+ */
+export async function runTrendByCohorts(deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: IrDocument<TrendAnalysis>, a: TrendAnalysis, range: DateRange, cmp?: DateRange): Promise<TrendResult> {
+  const { byId, now } = q.cohorts!;
+  const segs = cohortSegments(doc.breakdown as CohortBreakdown, byId, NOT_IN_ANY_COHORT);
+  const plain: IrDocument<TrendAnalysis> = { ...doc, breakdown: undefined };
+  const results: TrendResult[] = [];
+  // One segment after another: each holds the run's slot already, and several at once would only queue in the engine.
+  for (const s of segs) results.push(await runTrend(deps, withCohorts(q, s.conds, now), plain, a, range, cmp));
+  const series = (['primary', 'comparison'] as const).flatMap((which) =>
+    results.flatMap((r, i) => r.series.filter((x) => x.range === which).map((x) => ({ ...x, segment: segs[i].name }))));
+  return { ...results[0], series, omittedSegments: 0 };
+}
+
 /** One metric over one range: per segment, its value per bucket start and its whole-range figure. */
 async function metricValues(
   deps: Pick<IrDeps, 'analyses' | 'events'>, q: QueryContext, doc: IrDocument<TrendAnalysis>, m: Metric, a: TrendAnalysis, range: DateRange, cmp?: DateRange,
@@ -92,7 +112,7 @@ async function metricValues(
     e.total = null;
     return out;
   }
-  const scope: MetricScope = { metric: m, filters: doc.filters, breakdown: breakdownOf(doc.breakdown) };
+  const scope: MetricScope = { metric: m, filters: propertyFilters(doc.filters), breakdown: breakdownOf(doc.breakdown) };
   const op = m.aggregation.op;
   const key = (bh: number, bv: string) => (scope.breakdown ? (Number(bh) ? `1${bv}` : '0') : '*');
   const dropped = cmp
@@ -102,7 +122,7 @@ async function metricValues(
     : Promise.resolve();
   if (op === 'count') {
     // The v0 segmentation SQL itself: the same answer as /api/query/segmentation, at its cost.
-    const seg = { event: metricEventName(m.id), unit: a.unit, type: 'total' as const, breakdown: scope.breakdown, filters: doc.filters };
+    const seg = { event: metricEventName(m.id), unit: a.unit, type: 'total' as const, breakdown: scope.breakdown, filters: scope.filters };
     const [rows] = await Promise.all([deps.events.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, seg, range)), dropped]);
     for (const r of rows) {
       const e = at(key(r.bh, String(r.bv)));
