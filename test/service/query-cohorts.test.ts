@@ -176,6 +176,33 @@ forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
       assert.deepEqual(f.body.steps.map((s: any) => [s.count, s.segments]), [[2, [{ segment: 'Buyers', count: 1, conversionFromStart: 1 }]], [1, [{ segment: 'Buyers', count: 1, conversionFromStart: 1 }]]]);
     });
 
+    it('with a comparison: each cohort\'s previous period too; a funnel\'s cohort segment drills down to its people', async () => {
+      const cmp = await post('/api/query', { query: trend({ breakdown: { cohorts: [buyers, pro] }, analysis: { kind: 'trend', unit: 'day', compare: { kind: 'offset', days: 1 } } }) });
+      assert.equal(cmp.status, 200, cmp.text);
+      // The comparison range is the day before each day: day 1 (d's view) falls in its second day, the primary's first.
+      assert.deepEqual(cmp.body.series.map((s: any) => [s.segment, s.range, s.data]), [
+        ['Buyers', 'primary', [3, 0]], ['Pro', 'primary', [3, 0]], ['Buyers', 'comparison', [0, 3]], ['Pro', 'comparison', [0, 3]],
+      ]);
+      const funnel = {
+        v: 2, dateRange: { kind: 'absolute', from: day(T0), to: day(T0 + DAY) },
+        metrics: [{ id: 'A', kind: 'event', event: 'view', aggregation: { op: 'unique' } }, { id: 'B', kind: 'event', event: 'buy', aggregation: { op: 'unique' } }],
+        breakdown: { cohorts: [pro], notInAny: true }, analysis: { kind: 'funnel', steps: ['A', 'B'] },
+      };
+      const f = await post('/api/query', { query: funnel });
+      assert.deepEqual(f.body.steps.map((s: any) => s.segments.map((g: any) => [g.segment, g.count])), [[['Pro', 2], ['Not in any cohort', 2]], [['Pro', 1], ['Not in any cohort', 1]]]);
+      const people = async (selection: Record<string, unknown>) => {
+        const r = await post('/api/query/drilldown', { query: funnel, selection });
+        assert.equal(r.status, 200, r.text);
+        return r.body.users.map((u: any) => u.distinctId);
+      };
+      assert.deepEqual(await people({ kind: 'funnel', step: 1, mode: 'reached', segment: 'Pro' }), ['a']);
+      assert.deepEqual(await people({ kind: 'funnel', step: 1, mode: 'dropped', segment: 'Pro' }), ['c']);
+      assert.deepEqual(await people({ kind: 'funnel', step: 0, mode: 'reached', segment: 'Not in any cohort' }), ['b', 'd']);
+      const unknown = await post('/api/query/drilldown', { query: funnel, selection: { kind: 'funnel', step: 0, mode: 'reached', segment: 'Nobody' } });
+      assert.equal(unknown.status, 400, unknown.text);
+      assert.equal(unknown.body.errors[0].path, 'selection.segment');
+    });
+
     it('refuses an unknown cohort, another project\'s, too many and a cohort breakdown with properties, naming the field; a report of one is not stored', async () => {
       const bad = async (extra: Record<string, unknown>, path: string) => {
         const r = await post('/api/query', { query: trend(extra) });
