@@ -1,61 +1,68 @@
 import assert from 'node:assert/strict';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { axeViolations, boardSettled, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { TestService } from '../support/service.js';
+import { axeViolations, boardSettled, withConsolePage, type Seeded } from '../support/browser.js';
+import { drained, ingest } from '../support/ingestion.js';
+
+const DAY = 86_400;
+const daysAgo = (n: number) => new Date(Date.now() - n * DAY * 1000).toISOString().slice(0, 10);
 
 /**
  * A board's report cards shown as a number (each series' total, with the change from the previous
  * period when the report compares) or as a table (series by bucket), stored per card (`display`)
- * through the API and switched from the card's menu; the figures on the page are the ones the
- * board's run answers, on both backends.
+ * through the API and switched from the card's menu; a card left at `chart` shows an IR report
+ * saved as a number or a table that way; a saved v0 unique segmentation's number is its exact
+ * total (a person once), not the sum of its days. The figures on the page are the ones the board's
+ * run answers, on both backends.
  */
 forEachBackend('web console: number and table cards', (backend) => {
   let t: TestService;
-  let tenant: Tenant;
   let seed: Seeded;
-  let browser: Browser;
   let page: Page;
   let boardId: number;
   let compared: number;
+  let v0Unique: number;
+  let savedAsTable: number;
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'Cards display');
-    seed = await seedConsole(t, tenant);
-    const pid = tenant.project.id;
-    const r = await tenant.owner.post(`/api/reports?projectId=${pid}`, {
-      name: 'Purchases vs before', type: 'segmentation',
-      query: { v: 2, dateRange: { kind: 'preset', preset: '7d' }, metrics: [{ id: 'A', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day', chart: 'line', compare: { kind: 'previous_period' } } },
-    });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    compared = r.body.id;
-    const board = await tenant.owner.post(`/api/boards?projectId=${pid}`, {
-      name: 'Numbers',
-      cards: [
-        { reportId: seed.reports.daily, span: 4, height: 'short', display: 'number' },
-        { reportId: compared, span: 4, height: 'short', display: 'number' },
-        { reportId: seed.reports.byPlan, span: 8, height: 'medium', display: 'table' },
-        { reportId: seed.reports.hourly, span: 4, height: 'short' },
-        { cardType: 'text', text: 'About\nNumbers over each report\'s own range.', span: 4, height: 'short' },
-        { reportId: seed.reports.retention, span: 8, height: 'medium' },
-      ],
-    });
-    assert.equal(board.status, 201, JSON.stringify(board.body));
-    boardId = board.body.id;
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    await page.goto(`${t.url}/projects/${pid}/boards/${boardId}`);
-    await signInWithToken(page, seed.token);
-    await boardSettled(page);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+  withConsolePage(backend, {
+    tenant: 'Cards display',
+    prepare: async ({ t, tenant, seed }) => {
+      const pid = tenant.project.id;
+      // Three people open the app on three days each: 9 people-days, 3 people.
+      const opened = [0, 1, 2].flatMap((u) => [1, 2, 3].map((d) => ({ event: 'Opened app', properties: { distinct_id: `opener-${u}`, time: Math.floor(Date.now() / 1000) - d * DAY, $insert_id: `o${u}-${d}` } })));
+      const tracked = await ingest(t, tenant.project.token).post('/track', opened);
+      assert.equal(tracked.status, 200, tracked.text);
+      await drained(t);
+      const report = async (name: string, type: string, query: unknown) => {
+        const r = await tenant.owner.post(`/api/reports?projectId=${pid}`, { name, type, query });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        return r.body.id as number;
+      };
+      compared = await report('Purchases vs before', 'segmentation',
+        { v: 2, dateRange: { kind: 'preset', preset: '7d' }, metrics: [{ id: 'A', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'day', chart: 'line', compare: { kind: 'previous_period' } } });
+      v0Unique = await report('App openers', 'segmentation', { event: 'Opened app', type: 'unique', unit: 'day', from: daysAgo(9), to: daysAgo(0) });
+      savedAsTable = await report('Sign-ups as a table', 'segmentation',
+        { v: 2, dateRange: { kind: 'preset', preset: '30d' }, metrics: [{ id: 'A', kind: 'event', event: 'Signed up', aggregation: { op: 'count' } }], analysis: { kind: 'trend', unit: 'week', chart: 'table' } });
+      const board = await tenant.owner.post(`/api/boards?projectId=${pid}`, {
+        name: 'Numbers',
+        cards: [
+          { reportId: seed.reports.daily, span: 4, height: 'short', display: 'number' },
+          { reportId: compared, span: 4, height: 'short', display: 'number' },
+          { reportId: seed.reports.byPlan, span: 8, height: 'medium', display: 'table' },
+          { reportId: seed.reports.hourly, span: 4, height: 'short' },
+          { cardType: 'text', text: 'About\nNumbers over each report\'s own range.', span: 4, height: 'short' },
+          { reportId: seed.reports.retention, span: 8, height: 'medium' },
+          { reportId: v0Unique, span: 4, height: 'short', display: 'number' },
+          { reportId: savedAsTable, span: 8, height: 'medium' },
+        ],
+      });
+      assert.equal(board.status, 201, JSON.stringify(board.body));
+      boardId = board.body.id;
+    },
+    path: ({ tenant }) => `/projects/${tenant.project.id}/boards/${boardId}`,
+    settle: true,
+  }, (c) => ({ t, seed, page } = c));
 
   const api = () => t.client(seed.token);
   const cardsOf = async () => [...(await api().get(`/api/boards/${boardId}`)).body.cards].sort((a: any, b: any) => a.position - b.position);
@@ -68,13 +75,13 @@ forEachBackend('web console: number and table cards', (backend) => {
 
   it('keeps each card\'s display through the API (chart by default; text cards cannot be a number)', async () => {
     const cards = await cardsOf();
-    assert.deepEqual(cards.map((c: any) => c.display), ['number', 'number', 'table', 'chart', 'chart', 'chart']);
+    assert.deepEqual(cards.map((c: any) => c.display), ['number', 'number', 'table', 'chart', 'chart', 'chart', 'number', 'chart']);
     const bad = await api().put(`/api/boards/${boardId}`, { cards: [{ cardType: 'text', text: 'x', display: 'number' }] });
     assert.equal(bad.status, 400);
     assert.match(JSON.stringify(bad.body), /display/);
     const odd = await api().put(`/api/boards/${boardId}`, { cards: [{ reportId: seed.reports.daily, display: 'pie' }] });
     assert.equal(odd.status, 400);
-    assert.equal((await cardsOf()).length, 6, 'a refused write changes nothing');
+    assert.equal((await cardsOf()).length, 8, 'a refused write changes nothing');
   });
 
   it("shows a number card's total as the board's run answers it, with the previous period's change", async function () {
@@ -99,6 +106,42 @@ forEachBackend('web console: number and table cards', (backend) => {
     assert.equal(shown.value, String(now.total));
     const pct = ((now.total - before.total) / before.total) * 100;
     assert.equal(shown.change, `${pct >= 0 ? '+' : '−'}${Math.abs(pct).toFixed(1)}% vs previous period ${before.total}`);
+  });
+
+  it("shows a saved v0 unique segmentation's number as its exact total, each person once", async function () {
+    this.timeout(30_000);
+    const run = await runOf(v0Unique);
+    const series = run.result.series[0];
+    // The API's whole-range figure: three people, though the days hold nine people-days.
+    assert.equal(series.total, 3);
+    assert.equal(series.data.reduce((a: number, d: { value: number }) => a + d.value, 0), 9);
+    await page.waitForSelector(`${fig('App openers')} .number-card`);
+    const shown = await page.$eval(`${fig('App openers')} .number-card li`, (li) => ({ value: li.querySelector('.figure-value')?.textContent, name: li.querySelector('.figure-name')?.textContent }));
+    assert.deepEqual(shown, { value: String(series.total), name: 'Opened app' });
+  });
+
+  it("shows a card left at chart as its report's own table, until the card's own choice overrides it", async function () {
+    this.timeout(60_000);
+    const run = await runOf(savedAsTable);
+    await page.waitForSelector(`${fig('Sign-ups as a table')} table`);
+    const cells = await page.$eval(`${fig('Sign-ups as a table')} table`, (el) => [...el.querySelectorAll('tbody tr')].map((tr) => Number(tr.children[1].textContent)));
+    assert.deepEqual(cells, run.result.series[0].data);
+    assert.equal(await page.$(`${fig('Sign-ups as a table')} canvas`), null, 'the report is a table: no chart');
+    await page.locator('::-p-aria([name="Card actions for Sign-ups as a table"][role="button"])').click();
+    await page.waitForSelector('[role="menu"]');
+    assert.deepEqual(await page.$$eval('[role="menu"] [role="menuitem"]', (els) => els.map((e) => e.textContent)), ['Show as number', 'Resize', 'Remove from board']);
+    await page.locator('[role="menu"] ::-p-text(Show as number)').click();
+    await page.waitForSelector(`${fig('Sign-ups as a table')} .number-card`);
+    await page.waitForFunction(() => document.querySelector('#board-save-status')?.textContent === 'Saved', { timeout: 15_000 });
+    assert.equal((await cardsOf())[7].display, 'number');
+    assert.equal(await page.$eval(`${fig('Sign-ups as a table')} .figure-value`, (e) => e.textContent), String(run.result.series[0].total));
+    await page.locator('::-p-aria([name="Card actions for Sign-ups as a table"][role="button"])').click();
+    await page.waitForSelector('[role="menu"]');
+    assert.deepEqual(await page.$$eval('[role="menu"] [role="menuitem"]', (els) => els.map((e) => e.textContent)), ['Show as table', 'Show as the report does (table)', 'Resize', 'Remove from board']);
+    await page.locator('[role="menu"] ::-p-text(Show as the report does)').click();
+    await page.waitForSelector(`${fig('Sign-ups as a table')} table`);
+    for (let i = 0; i < 40 && (await cardsOf())[7].display !== 'chart'; i++) await new Promise((r) => setTimeout(r, 250));
+    assert.equal((await cardsOf())[7].display, 'chart');
   });
 
   it("shows a table card's cells and totals as the board's run answers them", async function () {

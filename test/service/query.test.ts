@@ -53,7 +53,7 @@ forEachBackend('query endpoints (hand-written)', (backend) => {
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.buckets, ['2024-01-01', '2024-01-08', '2024-01-15']);
     // week 1: u1 (via anon1), u2, u3, old (before its link); week 2: old's view after the link counts as u2.
-    assert.deepEqual(r.body.series, [{ name: 'view', data: [{ bucket: '2024-01-01', value: 4 }, { bucket: '2024-01-08', value: 1 }, { bucket: '2024-01-15', value: 0 }] }]);
+    assert.deepEqual(r.body.series, [{ name: 'view', data: [{ bucket: '2024-01-01', value: 4 }, { bucket: '2024-01-08', value: 1 }, { bucket: '2024-01-15', value: 0 }], total: 4 }]);
     const b = await post('/api/query/segmentation', { event: 'view', from: '2024-01-01', to: '2024-01-02', unit: 'day', type: 'total', breakdown: 'country' });
     assert.deepEqual(b.body.series.map((s: any) => [s.name, s.data.map((d: any) => d.value)]), [['de', [1, 0]], ['fr', [1, 0]]]);
     const f = await post('/api/query/segmentation', { event: '$all_events', from: '2024-01-01', to: '2024-01-01', unit: 'hour', type: 'total', filters: [{ key: 'country', op: 'eq', value: 'fr' }] });

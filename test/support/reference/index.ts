@@ -98,7 +98,8 @@ export function segmentation(data: RefData, q: { event: string; unit: RefUnit; t
     series.set(key, s);
   }
   const value = (list: CEvent[] = []) => (q.type === 'total' ? list.length : new Set(list.map((e) => e.cid)).size);
-  const out = [...series.values()].map((s) => ({ name: s.name, data: bs.map((b) => ({ bucket: label(q.unit, b), value: value(s.per.get(b)) })) }));
+  // `total`: the series over the whole range (unique identities counted once, not per bucket).
+  const out = [...series.values()].map((s) => ({ name: s.name, data: bs.map((b) => ({ bucket: label(q.unit, b), value: value(s.per.get(b)) })), total: value([...s.per.values()].flat()) }));
   const sum = (s: (typeof out)[number]) => s.data.reduce((a, x) => a + x.value, 0);
   out.sort((a, b) => sum(b) - sum(a) || cmp(a.name, b.name));
   return { buckets: bs.map((b) => label(q.unit, b)), series: out };

@@ -15,8 +15,8 @@ export function figuresOf(view: View): Figure[] | null {
     const current = view.series.filter((s) => s.range !== 'comparison');
     return current.map((s) => {
       const prev = view.series.find((p) => p.range === 'comparison' && p.metricId === s.metricId && (p.segment ?? null) === (s.segment ?? null));
-      // An answer without totals (a v0 segmentation) shows the sum of its buckets, and says so:
-      // for unique users that counts a person once per bucket.
+      // An answer without totals (a v0 segmentation cached before the API gave them) shows the sum
+      // of its buckets, and says so: for unique users that counts a person once per bucket.
       const total = (x: typeof s) => (typeof x.total === 'number' ? x.total : x.total === null ? null : x.data.reduce((a, v) => a + (v ?? 0), 0));
       return { name: s.name, value: total(s), ...(s.total === undefined ? { note: 'sum of the buckets' } : {}), ...(prev ? { previous: total(prev) } : {}) };
     });

@@ -51,7 +51,8 @@ export function toView(type: ReportType | 'sessions' | 'trend' | 'funnel', resul
       kind: 'series', labels: s.buckets, annotations: s.annotations ?? [],
       series: s.series.map((x) => {
         const byBucket = new Map(x.data.map((d) => [d.bucket, d.value]));
-        return { name: x.name, data: s.buckets.map((b) => byBucket.get(b) ?? 0) };
+        // The series' total over the range (an answer cached before the API gave it has none).
+        return { name: x.name, data: s.buckets.map((b) => byBucket.get(b) ?? 0), ...(typeof x.total === 'number' ? { total: x.total } : {}) };
       }),
     };
   }

@@ -39,7 +39,15 @@ export type SegmentationQuery = z.infer<typeof SegmentationQuerySchema>;
 
 export const SegmentationResultSchema = z
   .object({
-    buckets: z.array(z.string()), series: z.array(z.object({ name: z.string(), data: z.array(z.object({ bucket: z.string(), value: z.number() })) })),
+    buckets: z.array(z.string()),
+    series: z.array(z.object({
+      name: z.string(), data: z.array(z.object({ bucket: z.string(), value: z.number() })),
+      /**
+       * The series over the whole range (segmentation answers): the events, or the unique
+       * identities counted once each, which the buckets' sum is not. Added later: older answers lack it.
+       */
+      total: z.number().openapi({ description: 'the series over the whole range: events, or unique identities each counted once (not the buckets\' sum); segmentation answers' }).optional(),
+    })),
     /** The project's annotations on days inside the range (segmentation answers; see docs/reports.md). */
     annotations: z.array(z.object({ id: z.number().int(), date: z.string(), description: z.string() })).optional(),
   })
