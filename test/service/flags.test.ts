@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, startTestService, type Tenant, type TestService } from '../support/service.js';
 import type { Client } from '../support/http.js';
 import { bucket, evaluateFlag, pickVariant } from '../../apps/flag-evaluation/src/index.js';
 import { isPostgres } from '../../apps/server/src/ports/metadata/knex.js';
@@ -51,14 +51,13 @@ forEachBackend('flags', (backend) => {
   let viewer: Client;
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'FlagAcme');
     globex = await createTenant(t, 'FlagGlobex');
     owner = acme.owner;
     member = t.client(acme.tokens.member);
     viewer = t.client(acme.tokens.viewer);
   });
-  after(async () => t?.close());
 
   const db = () => t.svc.deps.db;
   /** Links inserted straight into the store (as another process would) reach the evaluator within one poll (docs/flags.md). */

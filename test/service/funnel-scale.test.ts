@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { sharedService, type TestService } from '../support/service.js';
 import { buildAnalyses } from '../../apps/server/src/query/analyses.js';
 import { runFunnel } from '../../apps/server/src/query/kinds/funnel/compile.js';
 import { FUNNEL_LIST_MAX_EVENTS } from '../../apps/server/src/query/dialects/duckdb/funnel.js';
@@ -20,11 +20,7 @@ forEachBackend('funnels at scale agree with the reference', (backend) => {
   let t: TestService;
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
-  });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
+    t = await sharedService(backend);
   });
   /** Loads `events` into a fresh project and checks each funnel against the reference evaluator. */
   async function agree(events: ref.RefEvent[], range: { fromMs: number; toEndMs: number }, funnels: Array<{ steps: string[]; windowDays: number; breakdown?: string }>) {

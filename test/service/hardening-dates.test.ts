@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * Every route taking a date parses it strictly: a day that does not exist, a month 13, text or
@@ -12,11 +12,10 @@ forEachBackend('hardening: dates parsed strictly', (backend) => {
   let acme: Tenant;
   let pid: number;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Dates');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   const BAD_DAYS = ['2024-02-30', '2023-02-29', '2024-13-01', '2024-1-1', 'abc', '1e20', '', '2024-01-01T00:00:00Z'];
 

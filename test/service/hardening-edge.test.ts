@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * Input refused at the edge (http/body.ts, query/schema.ts): JSON nested past 64 levels answers
@@ -12,11 +12,10 @@ forEachBackend('hardening: nesting and unknown members', (backend) => {
   let acme: Tenant;
   let pid: number;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Edge');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   const raw = (client: TestService['anon'], path: string, text: string, headers: Record<string, string> = {}) =>
     client.request('POST', path, undefined, { raw: text, headers: { 'content-type': 'application/json', ...headers } });
@@ -71,10 +70,9 @@ forEachBackend('hardening: flag preview body', (backend) => {
   let t: TestService;
   let acme: Tenant;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Preview');
   });
-  after(async () => t?.close());
 
   it('POST /api/flags/{id}/preview refuses unknown members and NUL in distinctId, naming them (found by test/fuzz-openapi.test.ts)', async () => {
     const pid = acme.project.id;
@@ -97,10 +95,9 @@ forEachBackend('hardening: /flags/evaluate body', (backend) => {
   let t: TestService;
   let acme: Tenant;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Evaluate');
   });
-  after(async () => t?.close());
 
   it('accepts and ignores members it does not know (SDKs send their own), while a known member of the wrong type is 400', async () => {
     const pid = acme.project.id;
@@ -128,10 +125,9 @@ forEachBackend('hardening: NUL in Query IR documents', (backend) => {
   let t: TestService;
   let acme: Tenant;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'IrNul');
   });
-  after(async () => t?.close());
 
   it('POST /api/query and drilldown refuse NUL anywhere in the document (any version) with invalid query naming its path', async () => {
     const pid = acme.project.id;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * Ids past what a row can hold (PostgreSQL `integer` ids end at 2^31-1) exist nowhere: every route
@@ -14,11 +14,10 @@ forEachBackend('hardening: ids past 2^31-1', (backend) => {
   let pid: number;
   const HUGE = ['2147483648', '9007199254740991'];
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Ids');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   it('every route with an integer id in its path answers 404 not found', async () => {
     const doc = (await t.anon.get('/openapi.json')).body;

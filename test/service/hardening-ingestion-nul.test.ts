@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { drained, ev, ingest } from '../support/ingestion.js';
 
 /**
@@ -14,11 +14,10 @@ forEachBackend('hardening: NUL and control characters at ingestion', (backend) =
   let acme: Tenant;
   let pid: number;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Nul');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   const seg = (event: string, extra: Record<string, unknown> = {}) =>
     acme.owner.post('/api/query/segmentation', { projectId: pid, event, from: '2024-03-01', to: '2024-03-01', unit: 'day', type: 'unique', ...extra });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 
 /**
  * NUL characters: neither engine takes them in a SQL literal and PostgreSQL text refuses them, so
@@ -13,11 +13,10 @@ forEachBackend('hardening: NUL characters', (backend) => {
   let acme: Tenant;
   let pid: number;
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Nul');
     pid = acme.project.id;
   });
-  after(async () => t?.close());
 
   const segmentation = (event: string, extra: Record<string, unknown> = {}) =>
     acme.owner.post('/api/query/segmentation', { projectId: pid, event, from: '2024-01-01', to: '2024-01-02', unit: 'day', type: 'total', ...extra });

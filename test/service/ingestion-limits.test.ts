@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, startTestService, type Tenant, type TestService } from '../support/service.js';
 import { Client } from '../support/http.js';
 import { drained, ev, ingest } from '../support/ingestion.js';
 import { serviceUnavailable } from '../../apps/server/src/http/errors.js';
@@ -98,11 +98,10 @@ forEachBackend('ingestion limits', (backend) => {
     let acme: Tenant;
 
     before(async () => {
-      t = await startTestService(backend);
+      t = await sharedService(backend);
       acme = await createTenant(t, 'Quota');
       await t.admin.patch(`/admin/orgs/${acme.org.id}`, { monthlyEventQuota: 5 });
     });
-    after(async () => t?.close());
 
     it('rejects a batch that would exceed the quota atomically with 429 and Retry-After 3600', async () => {
       const c = ingest(t, acme.project.token);

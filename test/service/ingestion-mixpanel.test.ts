@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { forEachBackend } from '../support/backends.js';
-import { SUPERADMIN_KEY, createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { SUPERADMIN_KEY, createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { Client } from '../support/http.js';
 import { drained } from '../support/ingestion.js';
 
@@ -25,11 +25,10 @@ forEachBackend('ingestion: Mixpanel SDK compatibility', (backend) => {
   let host: string;
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Acme');
     host = new URL(t.url).host;
   });
-  after(async () => t?.close());
 
   const events = async (q: string) => {
     await drained(t);

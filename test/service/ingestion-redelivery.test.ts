@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { applyBatch } from '../../apps/server/src/ingestion/apply.js';
 import type { IngestionBatch } from '../../apps/server/src/ports/buffer/port.js';
 
@@ -15,10 +15,9 @@ forEachBackend('ingestion: redelivered batches', (backend) => {
   const FEB = Date.UTC(2024, 1, 1, 1, 0);
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'Acme');
   });
-  after(async () => t?.close());
 
   const record = (i: number, time: number) => ({
     t: 'e', id: 1000 + i, event: i % 2 ? 'page_view' : 'signup', distinct_id: `u${i % 7}`, time, insert_id: `ins-${i}`,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import type { Tenant, TestService } from '../support/service.js';
+import { sharedService, type Tenant, type TestService } from '../support/service.js';
 import { reportsWorld } from '../support/reports.js';
 
 forEachBackend('lexicon', (backend) => {
@@ -8,7 +8,7 @@ forEachBackend('lexicon', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   let pid: number;
-  reportsWorld(backend, 'lex', (w) => ({ t, tenant, other, pid } = w));
+  reportsWorld(backend, 'lex', (w) => ({ t, tenant, other, pid } = w), sharedService);
 
   it('observed event names merged with entries; PUT upserts and keeps members it is not given; hidden is flagged, not removed', async () => {
     const viewer = t.client(tenant.tokens.viewer);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import fs from 'node:fs';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { loadDataset, T0, DAY } from '../support/reference/harness.js';
 import type { RefEvent } from '../support/reference/index.js';
 import { PAGE_SMALLEST_MAX } from '../../apps/server/src/query/kinds/trend/sql.js';
@@ -56,14 +56,10 @@ forEachBackend('query IR: POST /api/query and drilldown', (backend) => {
 
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     tenant = await createTenant(t, 'ir');
     projectId = tenant.project.id;
     await loadDataset(t.svc.deps, projectId, { events: EVENTS, links: LINKS });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
   });
 
   it('trend: count and unique agree with /api/query/segmentation (breakdown, filters, units)', async () => {

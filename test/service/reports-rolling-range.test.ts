@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, type Tenant, type TestService } from '../support/service.js';
 import { DAY, loadDataset } from '../support/reference/harness.js';
 import type { RefEvent } from '../support/reference/index.js';
 import { runReport } from '../../apps/server/src/reports/run.js';
@@ -39,14 +39,10 @@ forEachBackend('retention and flows reports with a rolling range', (backend) => 
 
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     tenant = await createTenant(t, 'roll');
     pid = tenant.project.id;
     await loadDataset(t.svc.deps, pid, { events: EVENTS, links: [] });
-  });
-  after(async function () {
-    this.timeout(60_000);
-    await t?.close();
   });
 
   it('the v0 endpoints take dateRange instead of from/to and answer as for the days it covers', async () => {

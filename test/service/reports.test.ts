@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { forEachBackend } from '../support/backends.js';
-import type { Tenant, TestService } from '../support/service.js';
+import { sharedService, type Tenant, type TestService } from '../support/service.js';
 import { reportsWorld } from '../support/reports.js';
 
 const seg = { event: 'view', from: '2024-01-01', to: '2024-01-07', unit: 'day', type: 'total' };
@@ -13,7 +13,7 @@ forEachBackend('saved reports', (backend) => {
   let tenant: Tenant;
   let other: Tenant;
   let pid: number;
-  reportsWorld(backend, 'rep', (w) => ({ t, tenant, other, pid } = w));
+  reportsWorld(backend, 'rep', (w) => ({ t, tenant, other, pid } = w), sharedService);
 
   it('CRUD: query stored exactly as sent (minus projectId), created_by is the caller, null for the superadmin or a machine token', async () => {
     const member = t.client(tenant.tokens.member);

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, startTestService, type Tenant, type TestService } from '../support/service.js';
 import { Tally } from '../../apps/sdk/src/index.js';
 import { sqlInt } from '../../apps/server/src/ports/events/index.js';
 
@@ -28,12 +28,11 @@ forEachBackend('sdk ingestion', (backend) => {
   let acme: Tenant;
 
   before(async function () {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'SdkIngest');
     const probe = await t.anon.post('/track', [], { headers: { 'x-service-token': acme.project.token } });
     if (probe.status === 404) this.skip(); // the ingestion routes are not registered in this tree yet
   });
-  after(async () => t?.close());
 
   const count = async (table: 'events' | 'profiles', where = '') =>
     Number((await t.svc.deps.events.query<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE project_id = ${sqlInt(acme.project.id)}${where}`))[0].n);

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenFeature, ErrorCode, StandardResolutionReasons } from '@openfeature/server-sdk';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, sharedService, startTestService, type Tenant, type TestService } from '../support/service.js';
 import { Tally, bucket, evaluateFlag, pickVariant } from '../../apps/sdk/src/index.js';
 import { TallyProvider } from '../../apps/sdk/src/openfeature.js';
 import { DefinitionStore } from '../../apps/server/src/definitions/store.js';
@@ -70,7 +70,7 @@ forEachBackend('sdk', (backend) => {
   };
 
   before(async () => {
-    t = await startTestService(backend);
+    t = await sharedService(backend);
     acme = await createTenant(t, 'SdkAcme');
     secret = (await acme.owner.post(`/api/projects/${acme.project.id}/flag-secret`)).body.secret;
     const flags = [
@@ -89,7 +89,6 @@ forEachBackend('sdk', (backend) => {
   after(async () => {
     for (const c of clients) await c.shutdown();
     await OpenFeature.close();
-    await t?.close();
   });
 
   const remote = async (id: string) =>
