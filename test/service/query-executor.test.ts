@@ -130,6 +130,52 @@ describe("DuckDB's statement queue: the express lane", () => {
     assert.equal(await statement('alone (rank 1)', 1), 'main');
     await queue.drained();
   });
+
+  it('while a better read runs in the express lane, the main lane starts no worse read until it ends (or the worse one has waited maxPassMs); writes still start', async () => {
+    const queue = new RankedStatementQueue(300, true);
+    const order: string[] = [];
+    const gate = () => { let open!: () => void; const opened = new Promise<void>((r) => (open = r)); return { opened, open }; };
+    const statement = (name: string, rank?: number, wait?: Promise<void>) => queue.run(async (lane) => {
+      order.push(`${name} starts (${lane})`);
+      await wait;
+      order.push(`${name} ends`);
+    }, rank);
+    const floodGate = gate();
+    const quietGate = gate();
+    const flood = statement('flood', 4, floodGate.opened);
+    await sleep(10);
+    const quiet = statement('quiet', 1, quietGate.opened);
+    const next = statement('next of the flood', 4);
+    const write = statement('write');
+    await sleep(10);
+    floodGate.open();
+    await Promise.all([flood, write]);
+    await sleep(20);
+    assert.deepEqual(order, ['flood starts (main)', 'quiet starts (express)', 'flood ends', 'write starts (main)', 'write ends'],
+      "the flood's next read waits for the quiet one to end; a write does not");
+    assert.deepEqual(queue.ranks(), [4]);
+    quietGate.open();
+    await Promise.all([quiet, next]);
+    assert.deepEqual(order.slice(5), ['quiet ends', 'next of the flood starts (main)', 'next of the flood ends']);
+
+    // A quiet read longer than maxPassMs holds the flood back no longer than that.
+    order.length = 0;
+    const floodGate2 = gate();
+    const quietGate2 = gate();
+    const flood2 = statement('flood', 4, floodGate2.opened);
+    await sleep(10);
+    const quiet2 = statement('quiet', 1, quietGate2.opened);
+    const queued = Date.now();
+    const held = statement('held', 4);
+    floodGate2.open();
+    await Promise.all([flood2, held]);
+    const waited = Date.now() - queued;
+    assert.ok(waited >= 280 && waited < 2000, `the held read started after about maxPassMs (300 ms): ${waited} ms`);
+    assert.deepEqual(order, ['flood starts (main)', 'quiet starts (express)', 'flood ends', 'held starts (main)', 'held ends']);
+    quietGate2.open();
+    await quiet2;
+    await queue.drained();
+  });
 });
 
 forEachBackend('query executor: report and board runs share the query rate limit', (backend) => {
@@ -315,9 +361,10 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     this.timeout(60_000);
     const store = t.svc.deps.events;
     // Big enough on ClickHouse that three share the engine for a while (about a second each on an
-    // idle machine); DuckDB runs one statement at a time, so there the order is the queue's.
+    // idle machine, the rank-2 reads on their share of the threads); DuckDB runs one statement at a
+    // time, so there the order is the queue's.
     const heavy = store.dialect === 'clickhouse'
-      ? 'SELECT count() AS n FROM numbers(40000000) WHERE sipHash64(number) % 7 = 1'
+      ? 'SELECT count() AS n FROM numbers(20000000) WHERE sipHash64(number) % 7 = 1'
       : 'SELECT count(*) AS n FROM range(2000000) t(x) WHERE hash(x) % 7 = 1';
     const done: string[] = [];
     const read = (name: string, rank: number) => store.query<{ n: number }>(heavy, { rank }).then((rows) => { done.push(name); return Number(rows[0].n); });
@@ -328,6 +375,41 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     const answers = await Promise.all([first, second, better]);
     assert.equal(new Set(answers).size, 1, `the same count each time: ${answers}`);
     assert.ok(done.indexOf('better (rank 1)') < done.indexOf('second (rank 2)'), `the rank-1 read started last and finished before the second rank-2 read: ${done}`);
+  });
+
+  it("an organisation running several analyses reads with its share of the engine: ClickHouse's threads and blocks, DuckDB's main lane held while a better read runs", async function () {
+    this.timeout(60_000);
+    const store = t.svc.deps.events;
+    if (store.dialect === 'clickhouse') {
+      // system.settings shows the settings the reading query itself runs with.
+      const settings = async (rank?: number) => Object.fromEntries((await store.query<{ name: string; value: string }>(
+        `SELECT name, value FROM system.settings WHERE name IN ('priority', 'max_threads', 'max_block_size')`, rank ? { rank } : {})).map((r) => [r.name, r.value]));
+      const server = await settings();
+      const threads = Number(/\d+/.exec(server.max_threads)?.[0]);
+      assert.ok(threads > 0, `the server's max_threads: ${server.max_threads}`);
+      assert.deepEqual(await settings(1), { ...server, priority: '1' }, 'an organisation running one analysis: every thread, whole blocks');
+      for (const rank of [2, 4]) {
+        assert.deepEqual(await settings(rank), { priority: String(rank), max_threads: String(Math.max(1, Math.floor(threads / rank))), max_block_size: '8192' },
+          `running ${rank}: its share of the threads, smaller blocks`);
+      }
+      return;
+    }
+    // DuckDB: the flood's second read is queued while its first runs and a quiet read runs beside
+    // it in the express lane; the first ends long before the quiet one, and the second waits for the
+    // quiet read to end (or for the queue's maxPassMs, a second) instead of starting at once.
+    const scan = (rows: number) => `SELECT count(*) AS n FROM range(${rows}) t(x) WHERE hash(x) % 7 = 1`;
+    const at: Record<string, number> = {};
+    const read = (name: string, sql: string, rank: number) => store.query<{ n: number }>(sql, { rank }).then((r) => { at[name] = Date.now(); return Number(r[0].n); });
+    const first = read('first', scan(1_000_000), 4);
+    await sleep(5);
+    const quiet = read('quiet', scan(4_000_000), 1);
+    const queued = Date.now();
+    const second = read('second', 'SELECT 42 AS n', 4);
+    const [n1, n4, answer] = await Promise.all([first, quiet, second]);
+    assert.ok(n1 > 100_000 && n4 > 3 * n1 && answer === 42, `each read its own answer: ${[n1, n4, answer]}`);
+    assert.ok(at.first < at.quiet, `the flood's first read ended first (${at.first - queued} ms, the quiet one ${at.quiet - queued} ms)`);
+    assert.ok(at.second >= Math.min(at.quiet, queued + 1000) - 5,
+      `the flood's second read waited for the quiet read (ended ${at.quiet - queued} ms) or a second: it ended at ${at.second - queued} ms`);
   });
 
   it('a query that waits less than QUERY_QUEUE_MS gets the slot when it frees, in arrival order', async function () {

@@ -3,10 +3,11 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ErrorLogParams, type Logger, type WarnLogParams } from '@clickhouse/client';
 import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile, WriteEventsOptions } from './port.js';
-import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
+import { BOOKKEEPING_RANK, DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 import { JsonRowsEncoder } from './json-rows.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, eventIdsFeedDdl, PERSON_KEY_SQL, SHARDED_TABLES, clusterDdl, quoteIdent, type ClickHouseCluster, type MaterializedProperties } from './schema.js';
 import { checkClickHouseVersion, readClickHouseVersion } from './clickhouse-version.js';
+import { parseMaxThreads, rankedReadSettings } from './clickhouse-share.js';
 import { GuardQuietLogger, limitError } from './clickhouse-limits.js';
 import { FOLD_SQL_BYTES, deleteSql, foldChunks, mutationSql, storedTable, waitForMutations } from './clickhouse-mutations.js';
 import { eventParts, systemTables, unmergedPartitionsSql } from './clickhouse-parts.js';
@@ -24,6 +25,7 @@ export class ClickHouseEventStore implements EventStore {
   readonly dialect = 'clickhouse' as const;
   private client: ClickHouseClient;
   private rowsEncoder = new JsonRowsEncoder();
+  private threads?: Promise<number | undefined>;
   /** Reads for the helpers of other files (mutations, parts), under the same bounds as query(). */
   private read = <T>(sql: string): Promise<T[]> => this.query<T>(sql);
 
@@ -270,7 +272,7 @@ export class ClickHouseEventStore implements EventStore {
 
   /** Any version of an unfolded link counts (no FINAL): a stale one only costs the join. */
   async hasUnfoldedLinks(projectId: number): Promise<boolean> {
-    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`);
+    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`, { rank: BOOKKEEPING_RANK });
     return rows.length > 0;
   }
 
@@ -286,6 +288,7 @@ export class ClickHouseEventStore implements EventStore {
       `SELECT toUnixTimestamp(toDateTime(m)) * 1000 AS from_ms, toUnixTimestamp(toDateTime(addMonths(m, 1))) * 1000 AS to_ms
        FROM (SELECT DISTINCT toDate(concat(substring(partition, 1, 4), '-', substring(partition, 5, 2), '-01')) AS m FROM (${await unmergedPartitionsSql(this.opts, this.read)}))
        ORDER BY from_ms`,
+      { rank: BOOKKEEPING_RANK },
     );
     return rows.map((r) => [Number(r.from_ms), Number(r.to_ms)]);
   }
@@ -397,9 +400,11 @@ export class ClickHouseEventStore implements EventStore {
    * moment later, so no read outlives the timeout by much. A ranked read runs with `priority` set
    * to its rank (18.16 and current releases: while a read of a lower non-zero priority runs, the
    * others pause between blocks, each pause at most a second), so an organisation's second and
-   * later analyses yield to every organisation's first.
+   * later analyses yield to every organisation's first; ranked 2 or worse, also on its share of the
+   * server's threads and in smaller blocks (clickhouse-share.ts).
    */
   async query<T>(sql: string, opts: ReadOptions = {}): Promise<T[]> {
+    const threads = opts.rank && opts.rank > 1 ? await this.serverThreads() : undefined;
     const { timeoutMs, maxMemoryBytes } = this.limits;
     const queryId = randomUUID();
     const abort = new AbortController();
@@ -415,7 +420,7 @@ export class ClickHouseEventStore implements EventStore {
           max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
           timeout_overflow_mode: 'throw',
           max_memory_usage: String(maxMemoryBytes),
-          ...(opts.rank ? { priority: String(Math.max(1, Math.floor(opts.rank))) } : {}),
+          ...(opts.rank ? rankedReadSettings(opts.rank, threads) : {}),
         },
       });
       // Row by row as the answer streams in, letting other requests run between chunks: an answer
@@ -431,6 +436,17 @@ export class ClickHouseEventStore implements EventStore {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The server's max_threads (its default profile's), read once; undefined if it cannot be read. */
+  private serverThreads(): Promise<number | undefined> {
+    this.threads ??= this.client.query({ query: `SELECT value FROM system.settings WHERE name = 'max_threads'`, format: 'JSONEachRow' })
+      .then((r) => r.json<{ value: string }>())
+      .then((rows) => parseMaxThreads(String(rows[0]?.value ?? '')), () => {
+        this.threads = undefined; // asked again by the next read
+        return undefined;
+      });
+    return this.threads;
   }
 
   async command(sql: string, settings?: Record<string, string>): Promise<void> {

@@ -10,7 +10,10 @@ export type Lane = 'main' | 'express';
  * second, third and fourth of an organisation flooding the engine. A statement that has waited
  * `maxPassMs` is taken next whatever its rank, so no rank waits for ever (ClickHouse's priorities
  * likewise let a paused query on after a second). With `express`, a read better ranked than the
- * running one does not wait for it at all (below).
+ * running one does not wait for it at all (below), and while it runs in the express lane the main
+ * lane starts no read of a worse rank (DuckDB's pause point is between statements, as ClickHouse's
+ * is between blocks), so the better read shares the cores with the worse statement already running
+ * and with no new one; writes and reads as good still start, and the `maxPassMs` rule still holds.
  */
 export class RankedStatementQueue {
   private waiting: Array<{ rank: number; since: number; start: () => void }> = [];
@@ -18,6 +21,10 @@ export class RankedStatementQueue {
   /** The rank of the statement running in the main lane (0: unranked, a write or a job). */
   private runningRank = 0;
   private expressBusy = false;
+  /** The rank of the read in the express lane (while `expressBusy`). */
+  private expressRank = 0;
+  /** A wake-up for the main lane held back by the express lane, at the held statement's `maxPassMs`. */
+  private holdTimer?: NodeJS.Timeout;
   private idle: Array<() => void> = [];
 
   /**
@@ -34,8 +41,10 @@ export class RankedStatementQueue {
     rank = Math.max(0, rank);
     if (this.express && !this.expressBusy && rank > 0 && this.running && this.runningRank > rank) {
       this.expressBusy = true;
+      this.expressRank = rank;
       const done = () => {
         this.expressBusy = false;
+        this.expressRank = 0;
         if (!this.running) this.next();
       };
       const p = Promise.resolve().then(() => work('express'));
@@ -73,9 +82,18 @@ export class RankedStatementQueue {
     }
     let pick = 0;
     // The first of the lowest rank, unless the longest waiter has been passed over long enough.
-    if (Date.now() - this.waiting[0].since < this.maxPassMs) {
+    const waited = Date.now() - this.waiting[0].since;
+    if (waited < this.maxPassMs) {
       for (let i = 1; i < this.waiting.length; i++) if (this.waiting[i].rank < this.waiting[pick].rank) pick = i;
+      // A better read runs in the express lane: a worse one waits for it (the lane's end calls next).
+      if (this.expressBusy && this.waiting[pick].rank > this.expressRank) {
+        clearTimeout(this.holdTimer);
+        this.holdTimer = setTimeout(() => { if (!this.running) this.next(); }, this.maxPassMs - waited);
+        this.holdTimer.unref();
+        return;
+      }
     }
+    clearTimeout(this.holdTimer);
     const [chosen] = this.waiting.splice(pick, 1);
     this.running = true;
     this.runningRank = chosen.rank;

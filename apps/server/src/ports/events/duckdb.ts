@@ -6,7 +6,7 @@ import { duckDbSettings } from './duckdb-settings.js';
 import { RankedStatementQueue, type Lane } from './duckdb-queue.js';
 import { FILL_EVENT_IDS, joinList, materializedValue, rowObjects, sameKey, splitList, str } from './duckdb-values.js';
 import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
-import { DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
+import { BOOKKEEPING_RANK, DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 // Scripts and benches import these from here.
 export { duckDbSettings } from './duckdb-settings.js';
@@ -88,7 +88,7 @@ export class DuckDbEventStore implements EventStore {
   }
 
   async hasUnfoldedLinks(projectId: number): Promise<boolean> {
-    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`);
+    const rows = await this.query(`SELECT 1 AS x FROM identity_links WHERE project_id = ${sqlInt(projectId)} AND folded = 0 LIMIT 1`, { rank: BOOKKEEPING_RANK });
     return rows.length > 0;
   }
 

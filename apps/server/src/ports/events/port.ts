@@ -30,6 +30,15 @@ export interface ReadOptions {
   rank?: number;
 }
 
+/**
+ * The rank of the adapters' own bookkeeping reads that every analysis makes before its first
+ * statement, outside its organisation's slot (the query context: hasUnfoldedLinks, and on
+ * ClickHouse unmergedRanges): short reads ranked as a quiet organisation's, so a flood's statements
+ * yield to them as well. Unranked, a quiet organisation's analysis waited behind a flood's running
+ * statement on DuckDB before it reached its own ranked reads (bench:fairness).
+ */
+export const BOOKKEEPING_RANK = 1;
+
 /** A read the engine stopped at a bound of QueryLimits; the HTTP edge answers it 400 `query too large`. */
 export class QueryLimitExceeded extends Error {
   constructor(readonly bound: 'timeout' | 'memory', readonly limits: QueryLimits) {
