@@ -1,5 +1,5 @@
 /**
- * npm run bench:operator [-- --json] [--projects 50] [--flags 1000] [--changes 200]
+ * npm run bench:operator [-- --json] [--projects 50] [--flags 1000] [--changes 200] [--node-args '<node flags of the operator>']
  *
  * The operator as a platform team meets it, on the in-process fake Kubernetes API (the operator's
  * RBAC enforced) with the service and the operator each in its own process (embedded stores):
@@ -19,6 +19,7 @@ import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/c
 import { FakeKube, projectSecret } from '../test/support/kube/index.js';
 import { grantsFromPermissions, OPERATOR_USER, POD_NS } from '../test/support/operator.js';
 import { execFileSync } from 'node:child_process';
+import YAML from 'yaml';
 import { BENCH_KEY, ROOT, benchApi, startBenchService } from './bench-support.js';
 
 const args = process.argv.slice(2);
@@ -32,6 +33,15 @@ const TSX = args.includes('--tsx');
 const PROJECTS = opt('projects', 50);
 const FLAGS = opt('flags', 1000);
 const CHANGES = opt('changes', 200);
+/**
+ * The operator's node flags: the chart's `operator.nodeOptions` (as deployed), or --node-args
+ * '<flags>' ('' for Node's defaults).
+ */
+const NODE_ARGS = (() => {
+  const i = args.indexOf('--node-args');
+  const chart = (YAML.parse(readFileSync(path.join(ROOT, 'charts/tally/values.yaml'), 'utf8')) as { operator: { nodeOptions?: string } }).operator.nodeOptions ?? '';
+  return (i >= 0 ? args[i + 1] ?? '' : chart).split(' ').filter(Boolean);
+})();
 const NS = 'bench';
 const log = (...a: unknown[]) => { if (!JSON_OUT) console.log(...a); };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -88,6 +98,7 @@ async function main() {
     env: { KUBECONFIG: kubeconfig, OPERATOR_API_URL: api.url, SUPERADMIN_KEY: BENCH_KEY, POD_NAMESPACE: POD_NS, METRICS_PORT: '0', POD_NAME: 'bench-operator' },
     listening: /probes and \/metrics on (http:\/\/\S+)/,
     entry: TSX ? undefined : path.join(ROOT, 'dist/bin/tally.js'),
+    nodeArgs: NODE_ARGS,
   });
   const processUpS = (Date.now() - started) / 1000;
   const isReady = (o: any) => o.status?.observedGeneration === o.metadata.generation && o.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
@@ -142,6 +153,10 @@ async function main() {
   const rss = rssOf(operator!.child.pid!);
   const metrics = await (await fetch(`${operator!.url}/metrics`)).text();
   const apiRequests = metrics.split('\n').filter((l) => l.startsWith('tally_operator_api_requests_total{')).reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+  // Where the RSS is: V8's heap spaces (committed / used) from the operator's default metrics.
+  const spaceMiB = (name: string) => Object.fromEntries(metrics.split('\n').filter((l) => l.startsWith(`${name}{space="`))
+    .map((l) => [/space="([^"]+)"/.exec(l)![1], Math.round(Number(l.split(' ').pop()) / 2 ** 20)]).filter(([, v]) => v !== 0));
+  const heap = { committed: spaceMiB('nodejs_heap_space_size_total_bytes'), used: spaceMiB('nodejs_heap_space_size_used_bytes') };
 
   const result = {
     projects: PROJECTS, flags: FLAGS, changes: CHANGES, operator_runs: TSX ? 'tsx' : 'compiled',
@@ -150,12 +165,13 @@ async function main() {
     cold_start_tenant_config_s: Number(tenantConfigS.toFixed(2)),
     change_p50_ms: pct(viaOperator, 50), change_p99_ms: pct(viaOperator, 99), change_max_ms: viaOperator.at(-1),
     direct_api_p50_ms: pct(viaApi, 50), direct_api_p99_ms: pct(viaApi, 99),
-    operator_rss_mib: Math.round(rss.rss), operator_peak_rss_mib: Math.round(rss.peak),
+    operator_rss_mib: Math.round(rss.rss), operator_peak_rss_mib: Math.round(rss.peak), operator_node_args: NODE_ARGS.join(' '),
+    operator_heap_committed_mib: heap.committed, operator_heap_used_mib: heap.used,
     operator_api_requests: apiRequests,
     loadavg_start: load.join(' '), loadavg_end: os.loadavg().map((l) => l.toFixed(2)).join(' '),
   };
   log(`change → new answer on /flags/evaluate: p50 ${result.change_p50_ms} ms, p99 ${result.change_p99_ms} ms, max ${result.change_max_ms} ms (the same change through the API: p50 ${result.direct_api_p50_ms} ms, p99 ${result.direct_api_p99_ms} ms)`);
-  log(`operator RSS ${result.operator_rss_mib} MiB, peak ${result.operator_peak_rss_mib} MiB; ${apiRequests} API requests; load average ${result.loadavg_start} → ${result.loadavg_end}`);
+  log(`operator RSS ${result.operator_rss_mib} MiB, peak ${result.operator_peak_rss_mib} MiB (V8 heap spaces committed ${JSON.stringify(heap.committed)}, used ${JSON.stringify(heap.used)} MiB); ${apiRequests} API requests; load average ${result.loadavg_start} → ${result.loadavg_end}`);
   log(`aims: p99 < 2000 ms ${result.change_p99_ms < 2000 ? 'met' : 'NOT met'}; all Ready < 60 s ${coldStartS < 60 ? 'met' : 'NOT met'}; RSS < 200 MiB ${rss.peak < 200 ? 'met' : 'NOT met'}`);
   if (JSON_OUT) console.log(JSON.stringify(result));
 
