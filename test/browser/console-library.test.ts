@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'puppeteer-core';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { axeViolations, ensureConsoleBuilt, launchBrowser, seedConsole, signInWithToken, type Seeded } from '../support/browser.js';
+import type { Tenant, TestService } from '../support/service.js';
+import { axeViolations, signInWithToken, withConsolePage, type Seeded } from '../support/browser.js';
 
 /**
  * The reports library in a real browser against the real service: the Reports link, every saved
@@ -17,23 +17,13 @@ forEachBackend('web console: reports library', (backend) => {
   let page: Page;
   let libraryPath: string;
 
-  before(async function () {
-    this.timeout(180_000);
-    ensureConsoleBuilt();
-    t = await startTestService(backend);
-    tenant = await createTenant(t, 'Library');
-    seed = await seedConsole(t, tenant);
-    libraryPath = `/projects/${tenant.project.id}/reports`;
-    browser = await launchBrowser();
-    page = await browser.newPage();
-    page.on('pageerror', (e) => console.error('    page error:', (e as Error).message));
-    await page.goto(`${t.url}/projects/${tenant.project.id}/boards`);
-    await signInWithToken(page, seed.token);
-  });
-  after(async () => {
-    await browser?.close();
-    await t?.close();
-  });
+  withConsolePage(backend, {
+    tenant: 'Library',
+    path: ({ tenant }) => {
+      libraryPath = `/projects/${tenant.project.id}/reports`;
+      return `/projects/${tenant.project.id}/boards`;
+    },
+  }, (c) => ({ t, tenant, seed, browser, page } = c));
 
   const api = () => t.client(seed.token);
   const links = () => page.$$eval('table[aria-label="Saved reports"] tbody tr td:first-child a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
