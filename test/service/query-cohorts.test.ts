@@ -214,8 +214,9 @@ forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
       await bad({ breakdown: { cohorts: [buyers, foreign] } }, 'breakdown.cohorts.1');
       await bad({ filters: [{ cohort: foreign, op: 'not_in' }] }, 'filters.0.cohort');
       await bad({ breakdown: { cohorts: Array.from({ length: 11 }, (_, i) => i + 1) } }, 'breakdown');
-      await bad({ breakdown: { cohorts: [buyers], thenBy: ['plan'] } }, 'breakdown');
-      await bad({ filters: [{ cohort: buyers, op: 'eq' }] }, 'filters.0');
+      await bad({ breakdown: { cohorts: [buyers], thenBy: ['plan'] } }, 'breakdown.thenBy');
+      await bad({ breakdown: { cohorts: [buyers], property: 'plan' } }, 'breakdown.property');
+      await bad({ filters: [{ cohort: buyers, op: 'eq' }] }, 'filters.0.op');
       const member = t.client(tenant.tokens.member);
       const before = (await member.get(`/api/reports?projectId=${projectId}`)).body;
       for (const [extra, path] of [

@@ -120,11 +120,31 @@ export function zodIssues(error: z.ZodError, prefix: Array<string | number> = []
     const path = [...prefix, ...i.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     if (i.code === 'unrecognized_keys') {
       for (const k of i.keys) out.push({ path: [...path, k].join('.'), message: 'unknown member' });
+    } else if (fittingOption(i)) {
+      out.push(...zodIssues({ issues: fittingOption(i)! } as z.ZodError, path));
     } else {
       out.push({ path: path.join('.'), message: i.message });
     }
   }
   return out;
+}
+
+type Issue = z.ZodError['issues'][number];
+
+/**
+ * The issues of the option of a failed union the value was meant for: an
+ * option refusing the value's type, or missing one of its own members, is not it (a breakdown with
+ * `cohorts` and no `property` is a cohort breakdown), so that option's own problems are reported
+ * instead of "Invalid input". Paths are relative to the union's value.
+ */
+function fittingOption(i: Issue): Issue[] | undefined {
+  const options = (i as { errors?: Issue[][] }).errors;
+  if (i.code !== 'invalid_union' || !options) return undefined;
+  const fits = options.filter((issues) => !issues.some((x) => x.code === 'invalid_type' && (x.path.length === 0 || (x.path.length === 1 && /received undefined$/.test(x.message)))));
+  if (fits.length === 0) return undefined;
+  // Several could be meant (`{property, cohorts}`): the fewest problems, all of those options' (each names the other's member).
+  const fewest = Math.min(...fits.map((f) => f.length));
+  return fits.filter((f) => f.length === fewest).flat();
 }
 
 /** Checks a schema-valid v2 document's references: what zod alone cannot see (the kind's own checks in its declaration). */
