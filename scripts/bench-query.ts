@@ -41,7 +41,7 @@ import { materializedProperties } from '../apps/server/src/ports/events/schema.j
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
 import { EventMatcher } from '../apps/server/src/query/engine/filters.js';
 import type { QueryContext } from '../apps/server/src/query/engine/context.js';
-import { runSegmentation } from '../apps/server/src/query/kinds/segmentation/compile.js';
+import { runSegmentation, segmentationSql } from '../apps/server/src/query/kinds/segmentation/compile.js';
 import { runFunnel } from '../apps/server/src/query/kinds/funnel/compile.js';
 import { runRetention } from '../apps/server/src/query/kinds/retention/compile.js';
 import { runFlows } from '../apps/server/src/query/kinds/flows/compile.js';
@@ -208,6 +208,9 @@ async function bench(store: EventStore) {
   const cases: Array<[string, () => Promise<unknown>]> = [
     ['segmentation total/day', () => runSegmentation(store, q, { event: 'e1', unit: 'day', type: 'total' }, range)],
     ['segmentation unique/week by p1', () => runSegmentation(store, q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)],
+    // The buckets' statement alone: what the answer cost before it carried each series' exact total.
+    ['segmentation unique/week by p1, buckets only', async () => (await store.query<{ b: number; bh: number; bv: string; v: number }>(segmentationSql(q, { event: '$all_events', unit: 'week', type: 'unique', breakdown: 'p1' }, range)))
+      .map((r) => [Number(r.b), Number(r.bh), String(r.bv), Number(r.v)].join(' ')).sort()],
     ['funnel 3 steps, 7 days', () => runFunnel(store, q, { steps: ['e0', 'e1', 'e2'], windowDays: 7 }, range)],
     ['retention weekly, 8 buckets', () => runRetention(store, q, { bornEvent: 'e3', returnEvent: 'e0', unit: 'week', buckets: 8 }, range)],
     ['flows after, 3 steps', () => runFlows(store, q, { event: 'e5', direction: 'after', steps: 3, limit: 20 }, range)],
