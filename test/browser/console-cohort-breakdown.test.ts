@@ -95,6 +95,40 @@ forEachBackend('web console: insights by cohort', (backend) => {
     assert.deepEqual((await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical'), []);
   });
 
+  it('a funnel broken down by cohorts: one set of bars per cohort, its table rows the API\'s, a cohort\'s bar drills into its people', async function () {
+    this.timeout(90_000);
+    await page.goto(`${t.url}/projects/${pid}/insights`);
+    await page.waitForSelector('#metric-0');
+    await page.locator('.tabs button::-p-text(Funnel)').click();
+    await page.locator('#metric-0').fill('Signed up');
+    await page.locator('#metric-1').fill('Purchased');
+    await checkbox('Buyers').click();
+    await checkbox('Viewers').click();
+    await run();
+    const q = {
+      v: 2, dateRange: { kind: 'preset', preset: '30d' },
+      metrics: [{ id: 'A', kind: 'event', event: 'Signed up', aggregation: { op: 'count' } }, { id: 'B', kind: 'event', event: 'Purchased', aggregation: { op: 'count' } }],
+      breakdown: { cohorts: [ids.Buyers, ids.Viewers], notInAny: false },
+      analysis: { kind: 'funnel', steps: ['A', 'B'], window: { value: 30, unit: 'day' }, order: 'ordered', chart: 'steps' },
+    };
+    const r = await t.client(seed.token).post('/api/query', { projectId: pid, query: q });
+    assert.equal(r.status, 200, r.text);
+    const steps = r.body.steps as Array<{ name: string; event: string; segments: Array<{ segment: string; count: number }> }>;
+    assert.deepEqual(steps.map((s) => s.segments.map((g) => g.count)), [[seed.users.purchased, seed.users.viewed], [seed.users.purchased, seed.users.purchased]]);
+    assert.deepEqual(await legend(), ['Buyers', 'Viewers']);
+    const tb = await table();
+    assert.deepEqual(tb.rows.map((row) => row.slice(0, 3)), steps.flatMap((s, i) => s.segments.map((g) => [`${i + 1}. ${s.name || s.event}`, g.segment, String(g.count)])));
+    // Viewers' second bar: the people who viewed a product and bought, as the API's drill-down lists them.
+    await page.click('.funnel svg g.step[data-group="1"]:nth-of-type(4)');
+    await page.waitForSelector('section[aria-label="People"] li');
+    assert.equal(await page.$('.result [role="alert"]'), null, 'no error from the drill-down');
+    const d = await t.client(seed.token).post('/api/query/drilldown', { projectId: pid, query: q, selection: { kind: 'funnel', step: 1, mode: 'reached', segment: 'Viewers' }, page: { limit: 100, offset: 0 } });
+    assert.equal(d.status, 200, d.text);
+    const shown = await page.$$eval('section[aria-label="People"] li', (lis) => lis.map((l) => l.textContent!.trim()).sort());
+    assert.deepEqual(shown, d.body.users.map((u: { distinctId: string }) => u.distinctId).sort());
+    assert.equal(shown.length, seed.users.purchased);
+  });
+
   it('a "not in cohort" filter narrows the trend as the API does', async function () {
     this.timeout(90_000);
     await newTrend();
