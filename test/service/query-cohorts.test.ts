@@ -203,6 +203,26 @@ forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
       assert.equal(unknown.body.errors[0].path, 'selection.segment');
     });
 
+    it('a saved report by cohort is served from the results cache until the cohort is edited', async () => {
+      const member = t.client(tenant.tokens.member);
+      const c = await member.post('/api/cohorts', { projectId, name: 'Plan', definition: { op: 'and', criteria: [{ kind: 'property', filter: { key: 'plan', op: 'eq', value: 'pro' } }] } });
+      assert.equal(c.status, 201, c.text);
+      const saved = await member.post(`/api/reports?projectId=${projectId}`, { name: 'by plan cohort', type: 'segmentation', query: trend({ breakdown: { cohorts: [c.body.id] } }) });
+      assert.equal(saved.status, 201, saved.text);
+      const run = () => member.post(`/api/reports/${saved.body.id}/run`, {});
+      const first = await run();
+      assert.equal(first.status, 200, first.text);
+      assert.deepEqual(first.body.result.series.map((s: any) => [s.segment, s.data]), [['Plan', [3, 0]]]);
+      const again = await run();
+      assert.equal(typeof again.body.cached_at, 'number', `served from the cache: ${again.text.slice(0, 200)}`);
+      const edited = await member.put(`/api/cohorts/${c.body.id}`, { definition: { op: 'and', criteria: [{ kind: 'property', filter: { key: 'plan', op: 'not_set' } }] } });
+      assert.equal(edited.status, 200, edited.text);
+      const after = await run();
+      assert.equal(after.body.cached_at, undefined, 'the edit invalidates the cached answer');
+      // b (1 view on day 1) and d (1 on day 2) have no plan.
+      assert.deepEqual(after.body.result.series.map((s: any) => [s.segment, s.data]), [['Plan', [1, 1]]]);
+    });
+
     it('refuses an unknown cohort, another project\'s, too many and a cohort breakdown with properties, naming the field; a report of one is not stored', async () => {
       const bad = async (extra: Record<string, unknown>, path: string) => {
         const r = await post('/api/query', { query: trend(extra) });
