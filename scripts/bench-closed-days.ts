@@ -3,7 +3,7 @@
  * closed days' parts kept (RESULTS_CACHE_PARTIALS=1, the default) and without (0). Seeds
  * `--events N` generated events (default 2M; scripts/bench-dataset.ts) over the 30 days ending
  * now into the chosen engine, then for each setting starts the service on those stores (one API +
- * worker, warming off, RESULTS_CACHE_FRESH_MS=0 so a run after today's events is a miss at once,
+ * worker, warming off, statements up to 300 s (a loaded machine), RESULTS_CACHE_FRESH_MS=0 so a run after today's events is a miss at once,
  * as it is after the default 60 s), saves the 12 reports of bench:console on a board of the last
  * 30 days, runs it once (nothing cached or kept: `firstMs`), then `--runs` times: sends 20 events of today
  * through /track, waits until they are counted, and times one POST /api/boards/{id}/run
@@ -92,7 +92,7 @@ async function measure(eventsDir: string, env: Record<string, string>, partials:
   }
   const svc = await startBenchService({
     name: 'bench-closed-days', dataDir,
-    env: { ...env, BOARD_WARM_INTERVAL_MS: '0', RESULTS_CACHE_FRESH_MS: '0', RESULTS_CACHE_PARTIALS: partials ? '1' : '0', QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000' },
+    env: { ...env, BOARD_WARM_INTERVAL_MS: '0', RESULTS_CACHE_FRESH_MS: '0', RESULTS_CACHE_PARTIALS: partials ? '1' : '0', QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000', QUERY_TIMEOUT_MS: '300000' },
   });
   try {
     const org = await benchApi(svc.url, 'POST', '/admin/orgs', { name: `Bench ${partials}` });
