@@ -147,8 +147,8 @@ describe('Helm chart charts/tally', function () {
       for (const k of ['OPERATOR_API_URL', 'OPERATOR_KEY', 'WATCH_NAMESPACE', 'POD_NAMESPACE', 'LEADER_ELECT', 'TENANT_CONFIG_SECRET']) assert.ok(opEnv.has(k), `${name}: operator lacks ${k}`);
       assert.equal(opEnv.get('POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
       assert.equal(opEnv.get('LEADER_ELECT')?.value, 'true');
-      // A young generation kept small (operator.nodeOptions; docs/operator.md's RSS figures).
-      assert.equal(opEnv.get('NODE_OPTIONS')?.value, '--max-semi-space-size=4', `${name}: operator NODE_OPTIONS`);
+      // V8's young generation and old space kept small (operator.nodeOptions; docs/operator.md's RSS figures).
+      assert.equal(opEnv.get('NODE_OPTIONS')?.value, '--max-semi-space-size=4 --max-old-space-size=128', `${name}: operator NODE_OPTIONS`);
       const service = find(o, 'Service', 'tally-api');
       assert.equal(opEnv.get('OPERATOR_API_URL')?.value, `http://${service.metadata.name}:${service.spec.ports[0].port}`);
       // The operator's own key, the same on the API; never the superadmin key.
