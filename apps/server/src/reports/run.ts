@@ -14,6 +14,7 @@ import { isIrDocument } from './query.js';
 import { resolveDateRange } from './date-range.js';
 import type { DateRangeSpec } from '../query/ir/schema.js';
 import type { SavedReport } from './store.js';
+import { partialPlan } from './partials.js';
 
 /** What a board lays over each report it runs: its date range instead of the report's, its filters added. */
 export interface RunOverride {
@@ -71,7 +72,10 @@ export async function runReport(
     return { result: await runner.executor.analysis(project, def, prepared.body, prepared.range, 'report'), warnings: prepared.warnings };
   };
   const gate = opts.gate;
-  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), gate ? () => gate(compute) : compute, { refresh: opts.refresh, onComputed: opts.onComputed, freshMs: opts.freshMs });
+  // Trends cut per calendar bucket: a miss computes only the buckets not closed and stored (partials.ts).
+  const plan = prepared && partialPlan(runner, project, report.type, prepared, now);
+  const partial = plan && gate ? { ...plan, compute: (r: DateRange) => gate(() => plan.compute(r)) } : plan;
+  return runner.executor.cached(project, now, parts, prepared && spanOf(runner, report, prepared, now), gate ? () => gate(compute) : compute, { refresh: opts.refresh, onComputed: opts.onComputed, freshMs: opts.freshMs, partial });
 }
 
 /** The event times the prepared query reads, by its kind's declaration (undefined when its range does not resolve: the run answers that). */
