@@ -200,27 +200,33 @@ export function importCycles(dir: string): string[][] {
 /**
  * Folders whose files form layers, lowest first: a file may import (values or types) files of its
  * own layer and of the layers below, never of one above. An entry ending in `/` is a folder, else a
- * file; the longest entry naming a file places it; files no entry names are not checked.
- * apps/server/src/query: the shared pieces (engine, dialects, the v0 schemas, the IR's parts), then
+ * file (`*` standing for one folder name); the longest entry naming a file places it; files no
+ * entry names are not checked.
+ * apps/server/src/query: the shared pieces (engine, dialects, the v0 schemas, each kind's among them,
+ * the IR's parts), then
  * the analysis kinds, then the registry that lists them, then what reads the registry (the IR
  * document, upgrade, run, drilldown and routes, the executor, the v0 routes). CONTRIBUTING.md,
  * "Where things live".
  */
 export const LAYERS: Record<string, ReadonlyArray<readonly string[]>> = {
   'apps/server/src/query': [
-    ['engine/', 'dialects/', 'schema.ts', 'date-range-spec.ts', 'breakdowns.ts', 'analyses.ts', 'ir/schema.ts', 'ir/versions.ts', 'ir/results.ts', 'ir/range.ts'],
+    ['engine/', 'dialects/', 'schema.ts', 'body-parts.ts', 'kinds/*/schema.ts', 'date-range-spec.ts', 'breakdowns.ts', 'analyses.ts', 'ir/schema.ts', 'ir/versions.ts', 'ir/results.ts', 'ir/range.ts'],
     ['kinds/'],
     ['registry.ts'],
     ['ir/', 'executor.ts', 'routes.ts'],
   ],
 };
 
+/** Whether a relative path matches an entry with `*` (one path segment, as in kinds/<kind>/schema.ts). */
+const globMatch = (pattern: string, rel: string) =>
+  new RegExp('^' + pattern.split('*').map((part) => part.replace(/[.+?^$(){}|[\]\\]/g, '\\$&')).join('[^/]+') + '$').test(rel);
+
 /** The layer of `rel` (a path inside the layered folder), or undefined when no entry names it. */
 function layerOf(layers: ReadonlyArray<readonly string[]>, rel: string): number | undefined {
   let best: { layer: number; length: number } | undefined;
   layers.forEach((entries, layer) => {
     for (const e of entries) {
-      const hit = e.endsWith('/') ? rel.startsWith(e) : rel === e;
+      const hit = e.endsWith('/') ? rel.startsWith(e) : e.includes('*') ? globMatch(e, rel) : rel === e;
       if (hit && (!best || e.length > best.length)) best = { layer, length: e.length };
     }
   });
