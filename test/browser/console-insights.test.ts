@@ -157,6 +157,8 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
     assert.deepEqual((await legend()).map((l) => l.name), names);
     // Hover the last bucket: the tooltip holds every series' name and exact value there.
     const last = answer.buckets.length - 1;
+    // The chart may start below the fold (the builder grows with the project's cohorts): in view first, as a person scrolls to it.
+    await page.$eval('[role="figure"] .u-over', (e) => e.scrollIntoView({ block: 'center' }));
     const box = (await (await page.$('[role="figure"] .u-over'))!.boundingBox())!;
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
     await page.waitForSelector('[role="tooltip"]');
