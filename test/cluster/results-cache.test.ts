@@ -53,7 +53,9 @@ forEachBackend('results cache', (backend) => {
 
   before(async function () {
     this.timeout(60_000);
-    t = await startTestService(backend, { RESULTS_CACHE_FRESH_MS: String(FRESH_MS) });
+    // Warming off: a board's live cards are then served for the cache's own fresh bound (with warming,
+    // until the next pass: test/service/boards-fresh.test.ts).
+    t = await startTestService(backend, { RESULTS_CACHE_FRESH_MS: String(FRESH_MS), BOARD_WARM_INTERVAL_MS: '0' });
     tenant = await createTenant(t, 'rc');
     other = await createTenant(t, 'rc-other');
     pid = tenant.project.id;
