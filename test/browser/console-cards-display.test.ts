@@ -189,6 +189,8 @@ forEachBackend('web console: number and table cards', (backend) => {
     assert.equal((await cardsOf())[3].display, 'chart');
     // Retention has no single number: its menu offers the table only.
     assert.deepEqual(await menu('Daily retention'), ['Show as table', 'Resize', 'Remove from board']);
+    // The menu takes the focus on its next frame (board-menu.tsx); Escape is the menu's key from then on.
+    await page.waitForFunction(() => !!document.activeElement?.closest('[role="menu"]'));
     await page.keyboard.press('Escape');
     await page.waitForFunction(() => !document.querySelector('[role="menu"]'));
   });
