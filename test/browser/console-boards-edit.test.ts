@@ -86,6 +86,8 @@ forEachBackend('web console: boards edited in place', (backend) => {
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Resize');
     await page.keyboard.press('Enter');
     await page.waitForSelector('[role="figure"][aria-label="Hourly signups"] select[name="width"]');
+    // The size controls take the focus once drawn (fails if it never comes to the width).
+    await page.waitForFunction(() => (document.activeElement as HTMLSelectElement | null)?.name === 'width', { timeout: 5000 }).catch(() => undefined);
     assert.equal(await page.evaluate(() => (document.activeElement as HTMLSelectElement).name), 'width', 'focus on the width');
     await page.select('[role="figure"][aria-label="Hourly signups"] select[name="width"]', '12');
     await saved();
