@@ -128,8 +128,13 @@ forEachBackend('web console: insights show what the API returns', (backend) => {
     await page.locator('#metric-0').fill('Purchased');
     await run('[role="figure"] canvas');
     // The keyboard reaches the points: focus the chart, move to the last bucket, Enter drills down.
-    await page.focus('[role="figure"] .chart-canvas');
-    await page.keyboard.press('End');
+    // A key pressed before the chart has drawn its answer moves nothing: press End until a point
+    // shows its tooltip (the wait below still fails if none ever does).
+    for (let i = 0; i < 20 && !(await page.$('[role="tooltip"]')); i++) {
+      await page.focus('[role="figure"] .chart-canvas');
+      await page.keyboard.press('End');
+      await new Promise((r) => setTimeout(r, 250));
+    }
     await page.waitForSelector('[role="tooltip"]');
     await page.keyboard.press('Enter');
     await page.waitForSelector('section[aria-label="People"] li a');
