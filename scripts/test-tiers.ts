@@ -56,7 +56,7 @@ const jobs: Job[] = tiers.flatMap((tier) => {
 const ORDER: Tier[] = ['cluster', 'browser', 'service', 'packaging', 'unit'];
 jobs.sort((a, b) => ORDER.indexOf(a.tier) - ORDER.indexOf(b.tier));
 
-interface Done { name: string; code: number; ms: number; summary: string }
+interface Done { name: string; code: number; ms: number; summary: string; failures: string[] }
 const results: Done[] = [];
 
 function run(job: Job): Promise<void> {
@@ -73,10 +73,30 @@ function run(job: Job): Promise<void> {
       const ms = Date.now() - started;
       const summary = [...text.matchAll(/^ {2}(\d+ (?:passing|failing|pending))/gm)].map((m) => m[1]).join(', ') || 'no summary';
       process.stdout.write(`\n===== ${job.name} (${job.files.length} files) =====\n${text}`);
-      results.push({ name: job.name, code: code ?? (signal ? 1 : 0), ms, summary });
+      results.push({ name: job.name, code: code ?? (signal ? 1 : 0), ms, summary, failures: failuresOf(text) });
       resolve();
     });
   });
+}
+
+/**
+ * Mocha's failure list, one line each (the test's title and the first line of its error), repeated
+ * under the summary: a CI log is often read from its end, where the tiers' own reports are far above.
+ */
+function failuresOf(text: string): string[] {
+  const at = text.search(/^ {2}\d+ failing/m);
+  if (at < 0) return [];
+  const lines = text.slice(at).split('\n');
+  const found: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^ {2}\d+\) /.test(lines[i])) continue;
+    const title: string[] = [lines[i].trim()];
+    let j = i + 1;
+    for (; j < lines.length && lines[j].trim() && !/(Error|error)\b.*:/.test(lines[j]); j++) title.push(lines[j].trim());
+    const error = lines.slice(j).find((l) => l.trim())?.trim() ?? '';
+    found.push(`${title.join(' ')} ${error}`.slice(0, 300));
+  }
+  return found;
 }
 
 // The browser tier runs after the others, alone: its checks of focus and pointer follow the page's
@@ -94,4 +114,5 @@ for (const phase of [jobs.filter((j) => !SOLO.includes(j.tier)), jobs.filter((j)
 const minutes = (ms: number) => `${Math.floor(ms / 60_000)}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, '0')}s`;
 console.log(`\n===== tiers, ${lanes} lane${lanes > 1 ? 's' : ''}, ${minutes(Date.now() - started)} in all =====`);
 for (const r of results) console.log(`${r.code === 0 ? 'ok  ' : 'FAIL'} ${r.name.padEnd(14)} ${minutes(r.ms).padStart(7)}  ${r.summary}`);
+for (const r of results) for (const f of r.failures) console.log(`  ${r.name}: ${f}`);
 process.exit(results.some((r) => r.code !== 0) ? 1 : 0);

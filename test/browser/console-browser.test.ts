@@ -125,6 +125,7 @@ forEachBackend('web console in a browser', (backend) => {
     const b = (await api().get(`/api/boards/${seed.boardId}`)).body;
     const order = [...b.cards].sort((x: any, y: any) => x.position - y.position).map((c: any) => c.report?.name ?? 'Notes');
     assert.deepEqual(order.slice(0, 2), ['Notes', 'Daily signups']);
+    await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Move Daily signups', { timeout: 5000 }).catch(() => undefined);
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Move Daily signups', 'focus stays on the moved card');
   });
 

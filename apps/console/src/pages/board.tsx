@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, joinError, runBoardStream, type BoardRunBody, type BoardStreamLine } from '../api.js';
 import { session } from '../session.js';
 import { useShell } from '../context.js';
@@ -177,7 +177,8 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     boardRef.current = b;
     setBoardState(b);
   };
-  useEffect(() => {
+  // A layout effect: the focus moves in the same frame the cards are drawn again, so it never falls to the page in between.
+  useLayoutEffect(() => {
     if (resizing) document.querySelector<HTMLElement>(`.grid .cell:nth-child(${resizing.index + 1}) .resize select[name="${resizing.focus}"]`)?.focus();
     if (focusAfterMove.current === null) return;
     const handles = document.querySelectorAll<HTMLElement>('.grid .handle');
