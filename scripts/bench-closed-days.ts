@@ -20,13 +20,9 @@ import { tmpdir } from 'node:os';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
-import { benchApi, startBenchService } from './bench-support.js';
+import { arg, benchApi, startBenchService } from './bench-support.js';
 import { seedDataset } from './bench-dataset.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-};
 const N = Number(arg('events', '2000000'));
 const RUNS = Number(arg('runs', '5'));
 const ENGINE = arg('engine', 'duckdb') as 'duckdb' | 'clickhouse';

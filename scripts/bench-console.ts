@@ -56,17 +56,13 @@ import puppeteer, { type Page } from 'puppeteer-core';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
 import type { EventStore } from '../apps/server/src/ports/events/index.js';
-import { BENCH_KEY, benchApi, cpuMs, startBenchService } from './bench-support.js';
+import { BENCH_KEY, arg, benchApi, cpuMs, startBenchService } from './bench-support.js';
 import { metric } from '../test/support/pipeline.js';
 import { openMetadataStore } from '../apps/server/src/ports/metadata/knex.js';
 import { BoardViews } from '../apps/server/src/boards/views.js';
 import { seedDataset } from './bench-dataset.js';
 import { materializedProperties } from '../apps/server/src/ports/events/schema.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-};
 const N = Number(arg('events', '10000000'));
 const RUNS = Number(arg('runs', '3'));
 const ENGINE = arg('engine', 'duckdb') as 'duckdb' | 'clickhouse';

@@ -31,19 +31,14 @@ import {
   ClickHouseServer, NatsServer, freePort, sendEvents, sleep, startRole, tempDir, waitFor, type Child,
 } from '../test/support/processes.js';
 import { ClickHouseCluster, CLUSTER_NAME } from '../test/support/clickhouse-cluster.js';
-import { ownCpuMs, peakRssMb, serviceClock, serviceLoad } from './bench-support.js';
+import { numberArg, ownCpuMs, peakRssMb, serviceClock, serviceLoad } from './bench-support.js';
 import { makeDataset, sendAll, uniqueUsers, type Dataset } from './bench-traffic.js';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-const EVENTS = arg('events', 300_000);
-const RATE = arg('rate', 0);
-const BATCH = arg('batch', 100);
-const CONCURRENCY = arg('concurrency', 16);
-const WORKERS = arg('workers', 1);
+const EVENTS = numberArg('events', 300_000);
+const RATE = numberArg('rate', 0);
+const BATCH = numberArg('batch', 100);
+const CONCURRENCY = numberArg('concurrency', 16);
+const WORKERS = numberArg('workers', 1);
 /**
  * The workers run with the NODE_OPTIONS the chart gives them (`worker.nodeOptions`), so the
  * figures are the default deployment's; BENCH_WORKER_NODE_OPTIONS overrides them ('' for Node's).

@@ -9,6 +9,17 @@ import { metric } from '../test/support/pipeline.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const BENCH_KEY = 'bench-superadmin-key';
 
+/** The value after `--<name>` on the command line, or `fallback` when the flag or its value is absent. */
+export function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
+/** `arg` read as a number. */
+export function numberArg(name: string, fallback: number): number {
+  return Number(arg(name, String(fallback)));
+}
+
 /**
  * Starts `bin/tally.ts` (the image's entry; role `role`, or all roles) on a free loopback port with a fresh
  * DATA_DIR and rate limits out of the way; `prefix` wraps the node command (e.g. `taskset -c 0`).

@@ -22,11 +22,8 @@ import { BoardWarmer } from '../apps/server/src/boards/warming.js';
 import { configuredBackends } from '../test/support/backends.js';
 import { Client } from '../test/support/http.js';
 import { seedDataset } from './bench-dataset.js';
+import { arg } from './bench-support.js';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-};
 const N = Number(arg('events', '200000'));
 const RUNS = Number(arg('runs', '3'));
 const ENGINE = arg('engine', 'embedded');
