@@ -13,6 +13,7 @@ import {
   CreateExperimentBody, ExperimentAnalysisSchema, ExperimentListQuery, ExperimentResultsSchema, ExperimentSchema, ResultsQuery, UpdateExperimentBody,
 } from './schema.js';
 import { analysisOf, experimentResults, type ResultsOverrides } from './results.js';
+import { SumPropertyMaterializer } from './materialize.js';
 
 /**
  * Experiments: every role reads and reads results, member and above write (as for flags);
@@ -20,6 +21,12 @@ import { analysisOf, experimentResults, type ResultsOverrides } from './results.
  */
 export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor' | 'experiments' | 'analyses'>): RouteSpec[] {
   const { experiments, executor } = services;
+  const sums = new SumPropertyMaterializer(deps.events, deps.log);
+  /** The saved experiment's sum properties materialised in the background (materialize.ts): the answer does not wait. */
+  const saved = (e: Experiment): Experiment => {
+    void sums.request(e.metrics);
+    return e;
+  };
   const inScope = rowInScope(deps.projects, 'experiment', async (id) => {
     const e = await experiments.get(id);
     return e && { ...e, project_id: e.projectId };
@@ -47,7 +54,7 @@ export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor'
         const auth = requireRole(ctx, 'member');
         const { projectId, ...rest } = body;
         const project = await resolveProject(deps.projects, auth, projectId);
-        return experiments.create(actorOf(ctx), project.id, rest);
+        return saved(await experiments.create(actorOf(ctx), project.id, rest));
       },
     }),
     route({
@@ -61,7 +68,7 @@ export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor'
       handler: async ({ ctx, params, body }) => {
         const e = await load(ctx, params.id);
         requireRole(ctx, 'member');
-        return experiments.update(actorOf(ctx), e, body);
+        return saved(await experiments.update(actorOf(ctx), e, body));
       },
     }),
     route({

@@ -5,7 +5,7 @@ import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, 
 import { duckDbSettings } from './duckdb-settings.js';
 import { RankedStatementQueue, type Lane } from './duckdb-queue.js';
 import { FILL_EVENT_IDS, joinList, materializedValue, rowObjects, sameKey, splitList, str } from './duckdb-values.js';
-import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, NO_MATERIALIZED, PERSON_KEY_SQL, personKey, type MaterializedProperties } from './schema.js';
+import { ADDED_COLUMNS, EVENT_IDS_FILLED, EVENT_STORE_DDL, MAX_RUNTIME_MATERIALIZED, NO_MATERIALIZED, PERSON_KEY_SQL, materializedProperties, personKey, type MaterializedProperties } from './schema.js';
 import { BOOKKEEPING_RANK, DEFAULT_QUERY_LIMITS, QueryLimitExceeded, DATA_TABLES, EVENT_PAGE_ORDER, afterKeyCondition, identitiesCondition, latestPerKey, sqlInt, sqlString, storedPersonId, toProfileVersion } from './port.js';
 
 // Scripts and benches import these from here.
@@ -27,7 +27,20 @@ export class DuckDbEventStore implements EventStore {
   /** The express lane's connection (duckdb-queue.ts): a quiet organisation's read beside a flood's. */
   private expressConn?: DuckDBConnection;
 
-  constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, readonly materialized: MaterializedProperties = NO_MATERIALIZED) {}
+  /**
+   * The materialised properties writes fill and compiled reads use: the configured ones, those
+   * materialised at runtime (`materialize`) and kept in `materialized_properties`. Replaced, never
+   * changed in place, once a new column is filled, so a map already handed out stays true.
+   */
+  private live: MaterializedProperties;
+
+  constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, materialized: MaterializedProperties = NO_MATERIALIZED) {
+    this.live = materialized;
+  }
+
+  get materialized(): MaterializedProperties {
+    return this.live;
+  }
 
   private async connection(): Promise<DuckDBConnection> {
     if (!this.conn) {
@@ -70,21 +83,53 @@ export class DuckDbEventStore implements EventStore {
     // A DuckDB default cannot name another column: rows from before person_id take their distinct_id.
     await conn.run(`UPDATE events SET person_id = distinct_id WHERE person_id = '' OR person_id IS NULL`);
     await conn.run(`UPDATE events SET person_key = ${PERSON_KEY_SQL.duckdb('person_id')} WHERE person_key IS NULL`);
-    // A materialised property new to this store: the column and its values for the stored events
-    // in one transaction (a column left half filled would answer wrongly for good).
-    for (const [key, column] of this.materialized) {
-      const known = await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${str(column)}`);
-      if (known.getRows().length > 0) continue;
-      await conn.run('BEGIN TRANSACTION');
-      try {
-        await conn.run(`ALTER TABLE events ADD COLUMN ${column} VARCHAR`);
-        await conn.run(`UPDATE events SET ${column} = ${materializedValue(key)} WHERE list_contains(prop_keys, ${str(key)})`);
-        await conn.run('COMMIT');
-      } catch (err) {
-        await conn.run('ROLLBACK');
-        throw err;
-      }
+    // Keys materialised at runtime by an earlier start join the configured ones.
+    const kept = (await conn.runAndReadAll('SELECT key FROM materialized_properties ORDER BY created_at, key')).getRowObjects().map((r) => String(r.key));
+    this.live = new Map([...this.live, ...materializedProperties(kept.filter((k) => !this.live.has(k)))]);
+    for (const [key, column] of this.live) await this.addMaterializedColumn(conn, key, column);
+  }
+
+  /**
+   * A materialised property new to this store: the column and its values for the stored events
+   * in one transaction, with `alongside` (a column left half filled would answer wrongly for
+   * good). A column already there is left alone, unless `refill` (a column of a key once
+   * configured, then dropped from the configuration: the events written since lack its values).
+   */
+  private async addMaterializedColumn(conn: DuckDBConnection, key: string, column: string, opts: { refill?: boolean; alongside?: string[] } = {}): Promise<void> {
+    const known = (await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${str(column)}`)).getRows().length > 0;
+    if (known && !opts.refill) return;
+    await conn.run('BEGIN TRANSACTION');
+    try {
+      if (!known) await conn.run(`ALTER TABLE events ADD COLUMN ${column} VARCHAR`);
+      await conn.run(`UPDATE events SET ${column} = ${materializedValue(key)} WHERE list_contains(prop_keys, ${str(key)})`);
+      for (const sql of opts.alongside ?? []) await conn.run(sql);
+      await conn.run('COMMIT');
+    } catch (err) {
+      await conn.run('ROLLBACK');
+      throw err;
     }
+  }
+
+  /**
+   * Materialises `key` while the store runs (an experiment's sum metric, experiments/materialize.ts):
+   * the column filled for the stored events and the key kept in `materialized_properties`, in one
+   * transaction on the write chain, so no write runs between the fill and the key joining the
+   * live map (writes build their statement when their turn comes). True once the key is a column
+   * (at once when it already is); false when MAX_RUNTIME_MATERIALIZED keys were materialised so.
+   */
+  async materialize(key: string): Promise<boolean> {
+    return this.serialise(async () => {
+      if (this.live.has(key)) return true;
+      const conn = await this.connection();
+      const n = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM materialized_properties')).getRowObjects()[0].n);
+      if (n >= MAX_RUNTIME_MATERIALIZED) return false;
+      const column = materializedProperties([key]).get(key)!;
+      await this.addMaterializedColumn(conn, key, column, {
+        refill: true, alongside: [`INSERT OR IGNORE INTO materialized_properties VALUES (${str(key)}, ${sqlInt(Date.now())})`],
+      });
+      this.live = new Map([...this.live, [key, column]]);
+      return true;
+    });
   }
 
   async hasUnfoldedLinks(projectId: number): Promise<boolean> {
@@ -217,7 +262,7 @@ export class DuckDbEventStore implements EventStore {
    * memory (bench:ingest: ~300 MB of IN_MEMORY_TABLE for 300,000 events); CREATE and DROP cost
    * less than the DELETEs did.
    */
-  private async viaStaging(table: string, columns: string, append: (a: DuckDBAppender) => void, ...inserts: string[]): Promise<void> {
+  private async viaStaging(table: string, columns: string, append: (a: DuckDBAppender) => void, ...inserts: Array<string | (() => string)>): Promise<void> {
     await this.serialise(async () => {
       const conn = await this.connection();
       await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} (${columns})`);
@@ -228,7 +273,8 @@ export class DuckDbEventStore implements EventStore {
         } finally {
           a.closeSync(); // flushes the rows into the staging table
         }
-        for (const insert of inserts) await conn.run(insert);
+        // A statement given as a function is built in its turn (the materialised columns as they are then).
+        for (const insert of inserts) await conn.run(typeof insert === 'string' ? insert : insert());
       } finally {
         await conn.run(`DROP TABLE IF EXISTS temp.${table}`);
       }
@@ -321,7 +367,9 @@ export class DuckDbEventStore implements EventStore {
   }
 
   async insertEvents(rows: StoredEvent[]): Promise<void> {
-    await this.insertRows('events', rows.map((r) => {
+    if (rows.length === 0) return;
+    // The rows are made in their turn on the write chain: a key materialised while they waited is filled too.
+    await this.insertValues('events', () => rows.map((r) => {
       const person = storedPersonId(r);
       return { ...r, person_id: person, person_key: personKey(person).toString(), ...this.materializedOf(r) };
     }));
@@ -342,7 +390,11 @@ export class DuckDbEventStore implements EventStore {
   /** Inserts through a VALUES list built from JSON (one statement per call). */
   async insertRows(table: string, rows: Record<string, unknown>[]): Promise<void> {
     if (rows.length === 0) return;
-    const columns = Object.keys(rows[0]);
+    await this.insertValues(table, () => rows);
+  }
+
+  /** insertRows with the rows made when the statement's turn comes. */
+  private async insertValues(table: string, made: () => Record<string, unknown>[]): Promise<void> {
     const literal = (v: unknown): string => {
       if (v === null || v === undefined) return 'NULL';
       if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'NULL';
@@ -350,9 +402,12 @@ export class DuckDbEventStore implements EventStore {
       if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]::VARCHAR[]`;
       return sqlString('duckdb', String(v));
     };
-    const values = rows.map((r) => `(${columns.map((c) => literal(r[c])).join(', ')})`).join(',\n');
-    const sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values}`;
-    await this.serialise(async () => (await this.connection()).run(sql));
+    await this.serialise(async () => {
+      const rows = made();
+      const columns = Object.keys(rows[0]);
+      const values = rows.map((r) => `(${columns.map((c) => literal(r[c])).join(', ')})`).join(',\n');
+      await (await this.connection()).run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${values}`);
+    });
   }
 
   /**
@@ -372,7 +427,6 @@ export class DuckDbEventStore implements EventStore {
       if (r.time < min) min = r.time;
       if (r.time > max) max = r.time;
     }
-    const mat = [...this.materialized];
     // id, time and received_at are integers below 2^53 (exact in a double): appended as DOUBLE
     // and cast back in the INSERT, which spares three BigInts per row.
     await this.viaStaging('ingest_staging', `project_id INTEGER, id DOUBLE, event VARCHAR, distinct_id VARCHAR, time DOUBLE, insert_id VARCHAR,
@@ -393,14 +447,17 @@ export class DuckDbEventStore implements EventStore {
           a.endRow();
         }
       },
-      `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, prop_keys, prop_values, prop_types, received_at, person_id, person_key${mat.map(([, c]) => `, ${c}`).join('')})
+      () => {
+        const mat = [...this.live];
+        return `INSERT INTO events (project_id, id, event, distinct_id, time, insert_id, prop_keys, prop_values, prop_types, received_at, person_id, person_key${mat.map(([, c]) => `, ${c}`).join('')})
           SELECT n.project_id, n.id, n.event, n.distinct_id, n.time, n.insert_id, n.prop_keys, n.prop_values, n.prop_types, n.received_at, n.person_id,
             ${PERSON_KEY_SQL.duckdb('n.person_id')}${mat.map(([k]) => `, ${materializedValue(k, 'n.')}`).join('')}
           FROM (SELECT project_id, id::BIGINT AS id, event, distinct_id, time::BIGINT AS time, insert_id, ${splitList('prop_keys')} AS prop_keys,
                        ${splitList('prop_values')} AS prop_values, prop_types, received_at::BIGINT AS received_at, person_id FROM ingest_staging) n
           ANTI JOIN (SELECT event, distinct_id, time, insert_id FROM events
                      WHERE project_id = ${sqlInt(projectId)} AND time BETWEEN ${sqlInt(min)} AND ${sqlInt(max)}) e
-            USING (event, distinct_id, time, insert_id)`,
+            USING (event, distinct_id, time, insert_id)`;
+      },
       'INSERT OR IGNORE INTO event_ids SELECT DISTINCT project_id, distinct_id FROM ingest_staging');
   }
 

@@ -125,6 +125,13 @@ export interface EventStore {
   readonly dialect: EventDialect;
   /** Event property keys stored in columns of their own (schema.ts materializedProperties): reads use the column. */
   readonly materialized: MaterializedProperties;
+  /**
+   * Materialises one more key while the store runs, its column filled for the stored events
+   * (DuckDB only: on ClickHouse an added column is computed at every read of older parts, so
+   * MATERIALIZED_PROPERTIES stays the way there). True once `materialized` has the key; false
+   * when the store's limit of runtime keys is reached. Kept across restarts.
+   */
+  materialize?(key: string): Promise<boolean>;
   /** Creates or updates tables idempotently (run at every start). */
   migrate(): Promise<void>;
   ping(): Promise<void>;

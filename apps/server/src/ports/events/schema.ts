@@ -125,6 +125,11 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       distinct_id VARCHAR NOT NULL,
       PRIMARY KEY (project_id, distinct_id)
     )`,
+    // The keys materialised at runtime (EventStore.materialize), materialised again at every open.
+    `CREATE TABLE IF NOT EXISTS materialized_properties (
+      key VARCHAR NOT NULL PRIMARY KEY,
+      created_at BIGINT NOT NULL
+    )`,
   ],
 };
 
@@ -231,6 +236,12 @@ export function quoteIdent(name: string): string {
 export type MaterializedProperties = ReadonlyMap<string, string>;
 
 export const NO_MATERIALIZED: MaterializedProperties = new Map();
+
+/**
+ * At most this many keys materialised at runtime per store (EventStore.materialize), beside the
+ * configured ones: each column is one more the writes fill and the stored events carry.
+ */
+export const MAX_RUNTIME_MATERIALIZED = 20;
 
 /** Column of each key: `mp_` + the key's letters and digits + a hash of the key (distinct keys, distinct columns). */
 export function materializedProperties(keys: readonly string[]): MaterializedProperties {

@@ -42,6 +42,8 @@ export class QueryContexts {
   async forProject(projectId: number): Promise<QueryContext> {
     const [rows, overrides, unmerged] = await Promise.all([this.derivedEvents.list(projectId), this.store.hasUnfoldedLinks(projectId), this.store.unmergedRanges()]);
     const derived = new Map<string, DerivedEventDef>(rows.map((r) => [r.name, { name: r.name, sources: r.definition.sources }]));
+    // A key materialised since (EventStore.materialize) gives the store a new map: reads use its column from now on.
+    if (this.d.materialized !== this.store.materialized && this.store.materialized.size > 0) this.d = dialectFor(this.store.dialect, this.store.materialized);
     return { d: this.d, projectId, events: new EventMatcher(this.d, derived), overrides, unmerged };
   }
 }
