@@ -173,16 +173,21 @@ export class QueryExecutor implements ProjectReads {
 
   /**
    * Holds a slot of the project's organisation while `work` reads the engine through the run's view
-   * of the store. Each statement's rank is the number of analyses its organisation runs at that
-   * moment, so the engine favours organisations running fewer (ports/events ReadOptions): a
-   * flooding organisation's statements all yield to a quiet one's, its oldest included (ranked by
-   * slot order, the flood's first slot kept rank 1 and shared the engine evenly with the quiet
-   * organisation: B's p95 2.4-2.5x idle instead of the 2x aimed at, docs/performance.md).
+   * of the store. Each statement's rank is the number of analyses its organisation runs or waits
+   * to run at that moment, so the engine favours organisations asking for fewer (ports/events
+   * ReadOptions): a flooding organisation's statements all yield to a quiet one's, its oldest
+   * included (ranked by slot order, the flood's first slot kept rank 1 and shared the engine evenly
+   * with the quiet organisation: B's p95 2.4-2.5x idle instead of the 2x aimed at,
+   * docs/performance.md), and so do they while the slots' share holds the flood to one running
+   * analysis (counting only the running ones, it would rank 1 like the quiet organisation's).
    */
   private engine<T>(project: ProjectScope, capped: boolean, work: (events: EventStore) => Promise<T>): Promise<T> {
     const org = project.org_id ?? 0;
     return this.slots.hold(org, () => {
-      const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, () => ({ rank: this.slots.load(org).running }));
+      const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, () => {
+        const { running, waiting } = this.slots.load(org);
+        return { rank: running + waiting };
+      });
       return work(capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged);
     });
   }

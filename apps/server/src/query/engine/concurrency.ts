@@ -24,17 +24,41 @@ interface Waiter {
  * Fairness between organisations: at most `perOrg` analyses of one organisation hold the engine at
  * once in this process; more wait in arrival order up to `queueMs` for a slot, then are refused
  * (429), so one team's flood queues behind itself and never in front of another team's queries.
- * Inside the engine, the executor ranks each statement by `load(org).running` (ports/events
- * ReadOptions), so a flooding organisation's statements yield to a quiet one's. Counted per API
- * process (replicas each allow `perOrg`):
- * the engines' own per-query bounds cap what each running query may take.
+ * While other organisations are active too (holding or waiting for a slot, or having released one
+ * within `activeMs`), each gets an equal part of `perOrg` (at least one): a flooding organisation
+ * starts no new analysis past its part, so another's read shares the engine with fewer of the
+ * flood's statements (a priority pauses them only between blocks they read; what they compute
+ * after reading takes the cores all the same: docs/performance.md). Inside the engine, the
+ * executor ranks each statement by `load(org)` (ports/events ReadOptions), so a flooding
+ * organisation's statements yield to a quiet one's. Counted per API process (replicas each allow
+ * `perOrg`): the engines' own per-query bounds cap what each running query may take.
  */
 export class OrgSlots {
   /** The slots each organisation holds now. */
   private held = new Map<number, number>();
   private waiting = new Map<number, Waiter[]>();
+  /** When each organisation last released a slot (it counts as active for `activeMs` after). */
+  private lastRelease = new Map<number, number>();
 
-  constructor(readonly perOrg: number, readonly queueMs: number) {}
+  /**
+   * `activeMs`: how long an organisation counts as active after its last slot ends; longer than
+   * the gap between one client's queries sent back to back (its answer, its next request's checks).
+   */
+  constructor(readonly perOrg: number, readonly queueMs: number, readonly activeMs = 1000) {}
+
+  /** How many analyses `orgId` may run at once now: `perOrg`, or its equal part while others are active. */
+  limit(orgId: number): number {
+    const now = Date.now();
+    const others = new Set<number>();
+    for (const [org] of this.held) others.add(org);
+    for (const [org] of this.waiting) others.add(org);
+    for (const [org, at] of this.lastRelease) {
+      if (now - at < this.activeMs) others.add(org);
+      else this.lastRelease.delete(org);
+    }
+    others.delete(orgId);
+    return Math.max(1, Math.floor(this.perOrg / (others.size + 1)));
+  }
 
   /** Analyses of `orgId` holding a slot now, and waiting for one. */
   load(orgId: number): { running: number; waiting: number } {
@@ -50,11 +74,7 @@ export class OrgSlots {
   take(orgId: number): Promise<Slot> {
     const org = String(orgId);
     const held = this.held.get(orgId) ?? 0;
-    if (held < this.perOrg) {
-      this.held.set(orgId, held + 1);
-      queryMetrics.running.inc({ org });
-      return Promise.resolve(this.slot(orgId));
-    }
+    if (held < this.limit(orgId) && !this.waiting.has(orgId)) return Promise.resolve(this.grant(orgId));
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId) ?? [];
       this.waiting.set(orgId, queue);
@@ -88,21 +108,36 @@ export class OrgSlots {
     }
   }
 
-  private slot(orgId: number): Slot {
+  private grant(orgId: number): Slot {
+    this.held.set(orgId, (this.held.get(orgId) ?? 0) + 1);
+    queryMetrics.running.inc({ org: String(orgId) });
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
-      const queue = this.waiting.get(orgId);
-      const next = queue?.shift();
-      if (queue && queue.length === 0) this.waiting.delete(orgId);
-      // The slot passes to the longest waiter as it is: the count stays.
-      if (next) return next.grant(this.slot(orgId));
       const held = (this.held.get(orgId) ?? 1) - 1;
       if (held > 0) this.held.set(orgId, held);
       else this.held.delete(orgId);
       queryMetrics.running.dec({ org: String(orgId) });
+      this.lastRelease.set(orgId, Date.now());
+      this.pump(orgId);
+      // Others' parts grow as this organisation stops being active: their waiters may start then.
+      if (this.waiting.size > 0 && !this.held.has(orgId) && !this.waiting.has(orgId)) setTimeout(() => this.pumpAll(), this.activeMs + 1).unref();
     };
     return { release };
+  }
+
+  /** Starts the longest waiters of `orgId` while it is under its limit. */
+  private pump(orgId: number): void {
+    const queue = this.waiting.get(orgId);
+    while (queue && queue.length > 0 && (this.held.get(orgId) ?? 0) < this.limit(orgId)) {
+      const next = queue.shift()!;
+      if (queue.length === 0) this.waiting.delete(orgId);
+      next.grant(this.grant(orgId));
+    }
+  }
+
+  private pumpAll(): void {
+    for (const orgId of [...this.waiting.keys()]) this.pump(orgId);
   }
 }
