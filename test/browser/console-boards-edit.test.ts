@@ -61,6 +61,37 @@ forEachBackend('web console: boards edited in place', (backend) => {
     assert.equal(await page.$('textarea#text-card'), null, 'the form closes once saved');
   });
 
+  it("closes a card's menu on an Escape pressed at once, before the menu has the focus, focus back on its button", async function () {
+    this.timeout(30_000);
+    const label = 'Card actions for Daily signups';
+    const menuButton = `::-p-aria([name="${label}"][role="button"])`;
+    const closedOnButton = async (how: string) => {
+      await page.waitForFunction(() => !document.querySelector('[role="menu"]'), { timeout: 5000 });
+      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), label, `focus on the button (${how})`);
+      assert.equal(await page.$eval(menuButton, (b) => b.getAttribute('aria-expanded')), 'false', how);
+    };
+    // Opened and Escaped in one task: only microtasks (the render) run in between, no frame, so the
+    // menu is open and the focus still on the button when Escape comes.
+    const focusAtEscape = await page.evaluate(async (name) => {
+      const b = document.querySelector<HTMLButtonElement>(`button[aria-label="${name}"]`)!;
+      b.focus();
+      b.click();
+      for (let i = 0; i < 20 && !document.querySelector('[role="menu"]'); i++) await Promise.resolve();
+      if (!document.querySelector('[role="menu"]')) return 'no menu';
+      const at = document.activeElement?.getAttribute('role') ?? document.activeElement?.tagName ?? '';
+      document.activeElement!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true, cancelable: true }));
+      return at;
+    }, label);
+    assert.equal(focusAtEscape, 'BUTTON', 'Escape pressed while the menu is open and its button still has the focus');
+    await closedOnButton('Escape in the same task as the click');
+    // A real key press right after the menu shows, without waiting for the focus to move into it.
+    await page.focus(menuButton);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[role="menu"]');
+    await page.keyboard.press('Escape');
+    await closedOnButton('Escape right after Enter');
+  });
+
   it("opens a card's menu from the keyboard, resizes the card and removes another", async function () {
     this.timeout(30_000);
     const menuButton = '::-p-aria([name="Card actions for Hourly signups"][role="button"])';
