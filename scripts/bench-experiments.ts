@@ -18,12 +18,18 @@
  * BENCH_MATERIALIZED names event properties read from columns of their own, as
  * MATERIALIZED_PROPERTIES does (e.g. `p3`, the sum metric's property): the lists are then read
  * for the exposures only.
+ *
+ * On DuckDB, unless the sum's property is in BENCH_MATERIALIZED or BENCH_RUNTIME_MATERIALIZE=0,
+ * the run then does what creating the experiment does in the service (experiments/materialize.ts):
+ * materialises the property at runtime (EventStore.materialize, timed: `materializeMs`), checks
+ * the totals are the same, and times the results again (`materializedResultsMs`). The column and
+ * its key are dropped afterwards, so the kept file stays unmaterialised for the next run.
  */
 import path from 'node:path';
 import fs from 'node:fs';
 import { ClickHouseEventStore } from '../apps/server/src/ports/events/clickhouse.js';
 import { DuckDbEventStore } from '../apps/server/src/ports/events/duckdb.js';
-import type { EventStore } from '../apps/server/src/ports/events/index.js';
+import { sqlString, type EventStore } from '../apps/server/src/ports/events/index.js';
 import { materializedProperties, PERSON_KEY_SQL } from '../apps/server/src/ports/events/schema.js';
 import { DEFAULT_QUERY_LIMITS } from '../apps/server/src/ports/events/port.js';
 import { dialectFor } from '../apps/server/src/query/dialects/index.js';
@@ -112,16 +118,33 @@ interface EngineResult {
   aimMet: boolean;
   loadAverage: number;
   materialized: string[];
+  /** DuckDB: ms to materialise the sum's property at runtime on the loaded store (EventStore.materialize). */
+  materializeMs?: number;
+  /** The results once it is materialised, and the load average then. */
+  materializedResultsMs?: number;
+  materializedLoadAverage?: number;
+}
+
+const RUNTIME = process.env.BENCH_RUNTIME_MATERIALIZE !== '0';
+const loadAverage = async () => Math.round((await import('node:os')).loadavg()[0] * 10) / 10;
+
+/** Drops the keys materialised at runtime (their columns and their rows): the kept file back to what the loader made. */
+async function unmaterialize(store: EventStore, keys: string[]): Promise<void> {
+  for (const key of keys) {
+    await store.command(`DELETE FROM materialized_properties WHERE key = ${sqlString('duckdb', key)}`);
+    await store.command(`ALTER TABLE events DROP COLUMN IF EXISTS ${store.materialized.get(key)}`);
+  }
 }
 
 async function bench(store: EventStore): Promise<EngineResult> {
   await store.migrate();
   await load(store);
   const d = dialectFor(store.dialect, store.materialized);
-  const q: QueryContext = {
-    d, projectId: SHAPE.project, events: new EventMatcher(d, new Map()),
+  const contextOf = async (dialect: typeof d): Promise<QueryContext> => ({
+    d: dialect, projectId: SHAPE.project, events: new EventMatcher(dialect, new Map()),
     overrides: await store.hasUnfoldedLinks(SHAPE.project), unmerged: await store.unmergedRanges(),
-  };
+  });
+  let q = await contextOf(d);
   let last: Awaited<ReturnType<typeof experimentTotals>> | undefined;
   const run = async () => {
     last = await experimentTotals(store, q, SPEC);
@@ -138,9 +161,28 @@ async function bench(store: EventStore): Promise<EngineResult> {
   const out: EngineResult = {
     events: N, exposedUnits: exposed, excludedMultipleVariants: last!.excludedMultipleVariants, metrics: SPEC.metrics.length,
     resultsMs: Math.round(resultsMs), bareScanMs: Math.round(bareScanMs), propertyScanMs: Math.round(propertyScanMs), ratio: Math.round((resultsMs / bareScanMs) * 100) / 100,
-    aimMs: 2000, aimMet: resultsMs <= 2000, loadAverage: Math.round((await import('node:os')).loadavg()[0] * 10) / 10, materialized: [...MATERIALIZED.keys()],
+    aimMs: 2000, aimMet: resultsMs <= 2000, loadAverage: await loadAverage(), materialized: [...MATERIALIZED.keys()],
   };
   console.log(`| ${store.dialect} | ${out.resultsMs} | ${out.bareScanMs} | ${out.propertyScanMs} | ${out.ratio} | ${exposed} | ${out.excludedMultipleVariants} |`);
+  const keys = summed.map((m) => m.property!).filter((k) => !store.materialized.has(k));
+  if (RUNTIME && store.materialize && keys.length > 0) {
+    const before = JSON.stringify(last);
+    try {
+      const s = performance.now();
+      for (const k of keys) if (!(await store.materialize(k))) throw new Error(`the store refused to materialise ${k}`);
+      out.materializeMs = Math.round(performance.now() - s);
+      q = await contextOf(dialectFor(store.dialect, store.materialized));
+      out.materializedResultsMs = Math.round(await median(run));
+      out.materializedLoadAverage = await loadAverage();
+      if (JSON.stringify(last) !== before) {
+        console.log('totals DIFFER once materialised');
+        process.exitCode = 1;
+      }
+      console.log(`${store.dialect}: ${keys.join(', ')} materialised at runtime in ${out.materializeMs} ms; results then ${out.materializedResultsMs} ms (load average ${out.materializedLoadAverage})`);
+    } finally {
+      await unmaterialize(store, keys);
+    }
+  }
   return out;
 }
 
@@ -151,7 +193,16 @@ console.log('| engine | results ms | bare scan ms | sum property read ms | ratio
 const engines = (process.env.BENCH_ENGINES ?? 'duckdb,clickhouse').split(',');
 const results: Record<string, EngineResult> = {};
 if (engines.includes('duckdb')) {
-  const duck = new DuckDbEventStore(path.join(dir, `events-${N}-${UNITS}.duckdb`), LIMITS, MATERIALIZED);
+  const open = () => new DuckDbEventStore(path.join(dir, `events-${N}-${UNITS}.duckdb`), LIMITS, MATERIALIZED);
+  let duck = open();
+  // Keys a run cut short left materialised: dropped, so this run starts from the lists again.
+  await duck.migrate();
+  const leftover = [...duck.materialized.keys()].filter((k) => !MATERIALIZED.has(k));
+  if (leftover.length > 0) {
+    await unmaterialize(duck, leftover);
+    await duck.close();
+    duck = open();
+  }
   results.duckdb = await bench(duck);
   await duck.close();
 }
