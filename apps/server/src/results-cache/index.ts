@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DateRange } from '../query/engine/range.js';
 import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
-import { dayStart, runWithPartials, type PartialPlan } from './partials.js';
+import { dayStart, keptParts, runWithPartials, type PartialPlan } from './partials.js';
 import { SharedEntries } from './shared-store.js';
 import { readsIdentities } from './identities.js';
 import type { Db } from '../ports/metadata/knex.js';
@@ -18,7 +18,7 @@ export interface ResultsCacheConfig {
   freshMs: number;
   /** Budget of the cached answers in this process (RESULTS_CACHE_MAX_MB); 0 turns the cache off. */
   maxBytes: number;
-  /** RESULTS_CACHE: `shared` keeps answers in the metadata store for every process too (shared-store.ts); `process` (default): memory only. */
+  /** RESULTS_CACHE: `shared` keeps answers and closed days' parts in the metadata store for every process too (shared-store.ts); `process` (default): memory only. */
   mode?: 'shared' | 'process';
   /** Budget of the shared table's answers (RESULTS_CACHE_SHARED_MAX_MB). */
   sharedMaxBytes?: number;
@@ -180,8 +180,9 @@ export class ResultsCache implements ResultsCachePort {
   /**
    * A miss with a partial plan: closed buckets (ended before today, by the run's clock and this
    * process's, whichever is earlier) from their stored parts while their days' data versions and
-   * the metadata hash are unchanged; the others computed. Parts live in this process's memory,
-   * under the same budget as the answers.
+   * the metadata hash are unchanged; the others computed. Parts are kept where the answers are:
+   * this process's memory, under the same budget, and with `shared` the shared table too, under
+   * its bound and evicted with the answers, so another process reuses them (partials.ts keptParts).
    */
   private async withPartials<V extends object>(key: CacheKey, plan: PartialPlan<V>, meta: string, refresh: boolean, started: number): Promise<V> {
     const todayMs = Math.min(dayStart(key.at), dayStart(started));
@@ -190,7 +191,8 @@ export class ResultsCache implements ResultsCachePort {
     const persons = readsIdentities(key.parts);
     const versions = async () => (await this.versions.rows(key.projectId, dayOf(plan.range.fromMs), dayOf(Math.min(plan.range.toEndMs, todayMs) - 1)))
       .filter((r) => persons || r.last_day >= 0);
-    const out = await runWithPartials(this.lru, idOf, plan, todayMs, versions, meta, refresh, started);
+    const kept = keptParts(this.lru, this.shared, key.projectId, this.onSharedError);
+    const out = await runWithPartials(kept, idOf, plan, todayMs, versions, meta, refresh, started);
     this.partialsReused += out.reused;
     this.partialsComputed += out.computed.length;
     return out.value;

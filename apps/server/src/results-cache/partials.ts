@@ -1,6 +1,7 @@
 import { bucketStart, nextBucket, type DateRange } from '../query/engine/range.js';
 import { DAY_MS } from '../query/dialects/index.js';
 import type { Entry, SizedLru } from './lru.js';
+import type { SharedEntries } from './shared-store.js';
 import { dayOf } from './versions.js';
 
 /** One row of `results_versions` (versions.ts): a span of days of a project, or its identity changes (days before 0), and its change number. */
@@ -77,6 +78,43 @@ export function runsOf(slices: readonly Slice[], missing: readonly boolean[]): D
   return out;
 }
 
+/** Where the parts of closed buckets are kept: read and written a run's worth at a time. */
+export interface KeptParts {
+  /** Each id's part if it is kept under that signature (else undefined), in order. */
+  read(wanted: ReadonlyArray<{ id: string; signature: string }>): Promise<unknown[]>;
+  write(entries: ReadonlyArray<readonly [string, Entry<object>]>): Promise<void>;
+}
+
+/**
+ * A project's parts in this process's memory (under the answers' budget) and, with the shared
+ * table (RESULTS_CACHE=shared, shared-store.ts), there too, so a day one API process or the worker
+ * warming boards computed is not computed again by another: a read takes what memory holds under
+ * the asked signature and the rest from the table in one statement; a write goes to both before
+ * the answer is given. A failure of the table costs only its parts.
+ */
+export function keptParts(lru: SizedLru<object>, shared: SharedEntries | undefined, projectId: number, onError: (err: unknown) => void): KeptParts {
+  const partOf = (e: Entry<object> | undefined, signature: string) => (e && e.signature === signature ? (e.value as { p: unknown }).p : undefined);
+  return {
+    async read(wanted) {
+      const out = wanted.map((w) => partOf(lru.get(w.id), w.signature));
+      const rest = wanted.filter((_, i) => out[i] === undefined).map((w) => w.id);
+      if (!shared || !rest.length) return out;
+      const stored = await shared.getMany(rest, projectId).catch((err) => { onError(err); return new Map<string, Entry<object>>(); });
+      return wanted.map((w, i) => {
+        if (out[i] !== undefined) return out[i];
+        const e = stored.get(w.id);
+        const part = partOf(e, w.signature);
+        if (part !== undefined) lru.set(w.id, e!);
+        return part;
+      });
+    },
+    async write(entries) {
+      for (const [id, e] of entries) lru.set(id, e);
+      await shared?.setMany(entries, projectId).catch(onError);
+    },
+  };
+}
+
 export interface PartialsRun<V> {
   value: V;
   /** The ranges computed (one per contiguous run of open or missing buckets). */
@@ -91,7 +129,7 @@ export interface PartialsRun<V> {
  * computed (with the signature read before computing), and joins. `refresh` reads no part.
  */
 export async function runWithPartials<V>(
-  lru: SizedLru<object>, idOf: (slice: DateRange) => string, plan: PartialPlan<V>, todayMs: number,
+  kept: KeptParts, idOf: (slice: DateRange) => string, plan: PartialPlan<V>, todayMs: number,
   versions: () => Promise<VersionRow[]>, meta: string, refresh: boolean, now: number,
 ): Promise<PartialsRun<V>> {
   plan.check?.();
@@ -100,11 +138,11 @@ export async function runWithPartials<V>(
   const rows = closed.length ? await versions() : [];
   const sigs = slices.map((s) => (s.closed ? `${sliceSignature(rows, s)}:${meta}` : ''));
   const ids = slices.map((s) => (s.closed ? idOf(s) : ''));
-  const parts: unknown[] = slices.map((s, i) => {
-    if (!s.closed || refresh) return undefined;
-    const e = lru.get(ids[i]);
-    return e && e.signature === sigs[i] ? (e.value as { p: unknown }).p : undefined;
-  });
+  const wanted = refresh ? [] : slices.map((s, i) => ({ id: ids[i], signature: sigs[i] })).filter((_, i) => slices[i].closed);
+  const found = wanted.length ? await kept.read(wanted) : [];
+  const byId = new Map(wanted.map((w, k) => [w.id, found[k]]));
+  const parts: unknown[] = slices.map((s, i) => (s.closed ? byId.get(ids[i]) : undefined));
+  const fresh: Array<[string, Entry<object>]> = [];
   const missing = parts.map((p) => p === undefined);
   const computed = runsOf(slices, missing);
   for (const r of computed) {
@@ -117,10 +155,11 @@ export async function runWithPartials<V>(
       parts[i] = cut[k];
       if (!slices[i].closed) return;
       const value = { p: cut[k] };
-      const entry: Entry<object> = { value, signature: sigs[i], at: now, live: false, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + ids[i].length };
-      lru.set(ids[i], entry);
+      fresh.push([ids[i], { value, signature: sigs[i], at: now, live: false, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + ids[i].length }]);
     });
   }
+  // Kept before answering, so the next run on any process finds them.
+  if (fresh.length) await kept.write(fresh);
   const value = await plan.join(parts, plan.range);
   return { value, computed, reused: missing.filter((m) => !m).length };
 }

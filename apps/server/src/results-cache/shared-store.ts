@@ -5,11 +5,13 @@ import type { Entry } from './lru.js';
 const EVICT_BATCH = 500;
 /** A read refreshes an entry's `last_read` only when older than this: a hit is one read, not one read and one write. */
 const READ_MARK_MS = 60_000;
+/** Ids one read, and rows (8 values each) one write, names at most: SQLite (3.32 on) binds at most 32,766 values a statement, PostgreSQL 65,535. A year of daily parts is one statement. */
+const ROWS_PER_STATEMENT = 1_000;
 
 /**
- * The second level of the results cache (index.ts) when RESULTS_CACHE=shared: finished answers in
- * the metadata store's `results_cache` table, so an answer one API process computed is served by
- * every other. An entry carries its project (checked on read as well as hashed into its id), the
+ * The second level of the results cache (index.ts) when RESULTS_CACHE=shared: finished answers,
+ * and the parts of closed buckets of trends (partials.ts), in the metadata store's `results_cache`
+ * table, so what one API process (or the worker warming boards) computed is served by every other. An entry carries its project (checked on read as well as hashed into its id), the
  * signature it was computed under and when; whether it may be served is decided by the caller
  * exactly as for its own memory. The table is bounded by the bytes of its answers
  * (RESULTS_CACHE_SHARED_MAX_MB): after an insert, the least recently read entries beyond the bound
@@ -27,22 +29,45 @@ export class SharedEntries {
   constructor(private db: Db, readonly maxBytes: number, private onError: (err: unknown) => void = () => {}) {}
 
   async get(id: string, projectId: number, now = Date.now()): Promise<Entry<object> | undefined> {
-    const row = await this.db('results_cache').where({ id, project_id: projectId }).first();
-    if (!row) return undefined;
-    if (Number(row.last_read) < now - READ_MARK_MS) {
-      await this.db('results_cache').where({ id }).andWhere('last_read', '<', now - READ_MARK_MS).update({ last_read: now });
+    return (await this.getMany([id], projectId, now)).get(id);
+  }
+
+  /**
+   * The stored entries of these ids of the project (the closed buckets' parts of one run,
+   * partials.ts), read by one statement per ROWS_PER_STATEMENT ids, not one per id.
+   */
+  async getMany(ids: readonly string[], projectId: number, now = Date.now()): Promise<Map<string, Entry<object>>> {
+    const out = new Map<string, Entry<object>>();
+    for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
+      const rows = await this.db('results_cache').whereIn('id', ids.slice(i, i + ROWS_PER_STATEMENT)).andWhere({ project_id: projectId });
+      const stale = rows.filter((r: Record<string, unknown>) => Number(r.last_read) < now - READ_MARK_MS).map((r: Record<string, unknown>) => r.id as string);
+      if (stale.length) {
+        await this.db('results_cache').whereIn('id', stale).andWhere('last_read', '<', now - READ_MARK_MS).update({ last_read: now });
+      }
+      // Memory holds it at two bytes a character (lru.ts).
+      for (const row of rows) {
+        out.set(row.id, { value: JSON.parse(row.value), signature: row.signature, at: Number(row.computed_at), live: Boolean(row.live), bytes: 2 * Number(row.bytes) });
+      }
     }
-    // Memory holds it at two bytes a character (lru.ts).
-    return { value: JSON.parse(row.value), signature: row.signature, at: Number(row.computed_at), live: Boolean(row.live), bytes: 2 * Number(row.bytes) };
+    return out;
   }
 
   /** Stores (or replaces) an entry, then trims the table to its bound. An answer over a quarter of the bound is not kept. */
   async set(id: string, projectId: number, entry: Entry<object>, now = Date.now()): Promise<void> {
-    const value = JSON.stringify(entry.value);
-    const bytes = value.length + entry.signature.length + id.length;
-    if (bytes > this.maxBytes / 4) return;
-    const row = { id, project_id: projectId, signature: entry.signature, value, computed_at: entry.at, live: entry.live, bytes, last_read: now };
-    await this.db('results_cache').insert(row).onConflict('id').merge();
+    return this.setMany([[id, entry]], projectId, now);
+  }
+
+  /** Stores (or replaces) entries of one project, one statement per ROWS_PER_STATEMENT, then trims the table once. */
+  async setMany(entries: ReadonlyArray<readonly [string, Entry<object>]>, projectId: number, now = Date.now()): Promise<void> {
+    const rows = entries.map(([id, entry]) => {
+      const value = JSON.stringify(entry.value);
+      const bytes = value.length + entry.signature.length + id.length;
+      return { id, project_id: projectId, signature: entry.signature, value, computed_at: entry.at, live: entry.live, bytes, last_read: now };
+    }).filter((row) => row.bytes <= this.maxBytes / 4);
+    if (!rows.length) return;
+    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+      await this.db('results_cache').insert(rows.slice(i, i + ROWS_PER_STATEMENT)).onConflict('id').merge();
+    }
     this.scheduleEvict();
   }
 
