@@ -24,11 +24,13 @@ interface Waiter {
  * Fairness between organisations: at most `perOrg` analyses of one organisation hold the engine at
  * once in this process; more wait in arrival order up to `queueMs` for a slot, then are refused
  * (429), so one team's flood queues behind itself and never in front of another team's queries.
- * While other organisations are active too (holding or waiting for a slot, or having released one
- * within `activeMs`), each gets an equal part of `perOrg` (at least one): a flooding organisation
- * starts no new analysis past its part, so another's read shares the engine with fewer of the
- * flood's statements (a priority pauses them only between blocks they read; what they compute
- * after reading takes the cores all the same: docs/performance.md). Inside the engine, the
+ * While another organisation is active too (holding or waiting for a slot, or having released one
+ * within `activeMs`), each runs one analysis at a time: a flooding organisation starts no second
+ * one, so another's read shares the engine with one of the flood's statements, not `perOrg` (a
+ * priority pauses them only between the blocks they read; what they compute after reading takes
+ * the cores all the same). One statement already takes all of ClickHouse's threads, and DuckDB
+ * runs one at a time, so the flood loses little: on 2 cores it got as many answers either way
+ * (docs/performance.md, "Fairness between organisations"). Inside the engine, the
  * executor ranks each statement by `load(org)` (ports/events ReadOptions), so a flooding
  * organisation's statements yield to a quiet one's. Counted per API process (replicas each allow
  * `perOrg`): the engines' own per-query bounds cap what each running query may take.
@@ -46,7 +48,7 @@ export class OrgSlots {
    */
   constructor(readonly perOrg: number, readonly queueMs: number, readonly activeMs = 1000) {}
 
-  /** How many analyses `orgId` may run at once now: `perOrg`, or its equal part while others are active. */
+  /** How many analyses `orgId` may start running at once now: `perOrg`, or one while others are active. */
   limit(orgId: number): number {
     const now = Date.now();
     const others = new Set<number>();
@@ -57,7 +59,7 @@ export class OrgSlots {
       else this.lastRelease.delete(org);
     }
     others.delete(orgId);
-    return Math.max(1, Math.floor(this.perOrg / (others.size + 1)));
+    return others.size === 0 ? this.perOrg : 1;
   }
 
   /** Analyses of `orgId` holding a slot now, and waiting for one. */
@@ -127,7 +129,7 @@ export class OrgSlots {
     return { release };
   }
 
-  /** Starts the longest waiters of `orgId` while it is under its limit. */
+  /** Starts the longest waiters of `orgId` while it is under its limit (a slot passes on in arrival order). */
   private pump(orgId: number): void {
     const queue = this.waiting.get(orgId);
     while (queue && queue.length > 0 && (this.held.get(orgId) ?? 0) < this.limit(orgId)) {
