@@ -114,6 +114,8 @@ forEachBackend('web console: audit log', (backend) => {
     assert.ok(log.every((e, i) => i === 0 || e.id < log[i - 1].id), 'newest first');
     assert.equal(new URL(page.url()).pathname, auditPath());
     await settled();
+    // The members' emails come in their own request, maybe after the rows: wait for the owner's (asserted below).
+    await page.waitForFunction((email) => [...document.querySelectorAll('.audit-table td[data-label="Who"]')].some((td) => td.textContent!.trim() === email), { timeout: 20_000 }, ownerEmail).catch(() => undefined);
     const shown = await rows();
     assert.deepEqual(shown.map((r) => r.slice(1)), log.map((e) => [
       whoOf(e), e.action, `${e.target.kind.replace(/_/g, ' ')}${e.target.id === null ? '' : ` #${e.target.id}`}${nameOf(e)}`,
@@ -174,6 +176,40 @@ forEachBackend('web console: audit log', (backend) => {
     const all = await apiLog();
     await rowsShow(all.map((e) => e.action));
     assert.equal((await rows()).length, all.length);
+  });
+
+  it('keeps the status line, the rows and the filters in step through a filter change', async function () {
+    this.timeout(60_000);
+    await page.goto(t.url + auditPath());
+    await settled();
+    // Every change to the page is sampled as it lands: the address's actor kind, the status line, the rows' "Who".
+    await page.evaluate(() => {
+      const w = window as unknown as { auditSamples: Array<{ actorKind: string | null; status: string; who: string[] }> };
+      w.auditSamples = [];
+      new MutationObserver(() => w.auditSamples.push({
+        actorKind: new URLSearchParams(location.search).get('actorKind'),
+        status: document.querySelector('.audit-page [role="status"]')?.textContent ?? '',
+        who: [...document.querySelectorAll('.audit-table > table > tbody > tr:not(.audit-detail)')].map((tr) => tr.children[1]?.textContent!.trim()),
+      })).observe(document.querySelector('.audit-page')!, { childList: true, subtree: true, characterData: true, attributes: true });
+    });
+    await page.select('#audit-actor', 'token');
+    const byToken = await apiLog({ actorKind: 'token' });
+    await rowsShow(byToken.map((e) => e.action));
+    // Read together, in one evaluate: the status line counts the rows the table shows.
+    const now = await page.evaluate(() => ({
+      status: document.querySelector('.audit-page [role="status"]')?.textContent ?? '',
+      rows: document.querySelectorAll('.audit-table > table > tbody > tr:not(.audit-detail)').length,
+    }));
+    assert.equal(now.rows, byToken.length);
+    assert.equal(now.status, `${byToken.length} ${byToken.length === 1 ? 'entry' : 'entries'}.`);
+    // And at every change in between: a status line only beside the rows it counts, both for the filter in the address.
+    const samples: Array<{ actorKind: string | null; status: string; who: string[] }> = await page.evaluate(() => (window as any).auditSamples);
+    assert.ok(samples.some((s) => s.actorKind === 'token'), 'the change was sampled');
+    for (const s of samples) {
+      if (!s.status) continue;
+      assert.equal(Number(/^(\d+)/.exec(s.status)?.[1]), s.who.length, `status "${s.status}" beside ${s.who.length} rows`);
+      if (s.actorKind === 'token') assert.ok(s.who.every((w) => w.startsWith('token #')), `rows for actorKind=token: ${s.who.join(', ')}`);
+    }
   });
 
   it('filters by a date range (UTC days) and by project', async function () {

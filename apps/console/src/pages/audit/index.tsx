@@ -49,6 +49,14 @@ const COLUMNS = ['When', 'Who', 'Action', 'Target', 'Project', 'Changes'];
 const ACTOR_LABELS: Record<string, string> = { user: 'A person', token: 'A machine-access token', superadmin: 'The superadmin key', operator: 'The operator' };
 
 /** A snapshot's own name for what it is, when it has one. */
+/**
+ * The rows on screen, the next page's cursor and the status line's words about those rows, set in
+ * one update, for the filters they answer (`search`, the address's query): a status line is never
+ * about other rows than the table's, and neither is shown for filters they do not answer.
+ */
+interface Listing { search: string; entries: AuditEntry[]; cursor: string | null; notice: string }
+const entriesWord = (n: number) => `${n} ${n === 1 ? 'entry' : 'entries'}`;
+
 const nameIn = (snapshot: unknown): string | undefined => {
   if (typeof snapshot !== 'object' || snapshot === null) return undefined;
   const s = snapshot as Record<string, unknown>;
@@ -89,13 +97,17 @@ function AuditLog(props: { projectId: string }) {
   const orgProjects = account.superadmin ? projects.filter((p) => p.org_id === current?.org_id) : projects;
 
   const [draft, setDraft] = useState<UrlFilters>(url);
-  const [entries, setEntries] = useState<AuditEntry[] | null>(null);
-  const [cursor, setCursor] = useState<string | null>(null);
+  const [listing, setListing] = useState<Listing | null>(null);
   const [loadingOlder, setLoadingOlder] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [failure, setFailure] = useState<{ search: string; message: string } | null>(null);
   const [open, setOpen] = useState<Set<number>>(new Set());
   const [people, setPeople] = useState<Map<number, string>>(new Map());
-  const [notice, setNotice] = useState('');
+  // Until the new filters' page comes (the address changes a frame before the fetch starts), the
+  // previous filters' rows and words are not shown: the page says it is loading.
+  const shown = listing?.search === search ? listing : null;
+  const entries = shown?.entries ?? null;
+  const cursor = shown?.cursor ?? null;
+  const error = failure?.search === search ? failure.message : null;
   const firstNew = useRef<number | null>(null);
   const table = useRef<HTMLTableElement>(null);
 
@@ -108,20 +120,15 @@ function AuditLog(props: { projectId: string }) {
   }, [superadminOrgId]);
   useEffect(() => {
     let live = true;
-    setEntries(null);
-    setCursor(null);
-    setError(null);
+    setFailure(null);
     setOpen(new Set());
-    setNotice('');
     (async () => {
       try {
         const page = await auditApi.page(apiFilters(url), undefined, superadminOrgId);
         if (!live) return;
-        setEntries(page.entries);
-        setCursor(page.nextCursor);
-        setNotice(`${page.entries.length} ${page.entries.length === 1 ? 'entry' : 'entries'}${page.nextCursor ? ', older ones follow' : ''}.`);
+        setListing({ search, entries: page.entries, cursor: page.nextCursor, notice: `${entriesWord(page.entries.length)}${page.nextCursor ? ', older ones follow' : ''}.` });
       } catch (e) {
-        if (live) setError((e as Error).message);
+        if (live) setFailure({ search, message: (e as Error).message });
       }
     })();
     return () => void (live = false);
@@ -144,16 +151,14 @@ function AuditLog(props: { projectId: string }) {
   const loadOlder = async () => {
     if (!cursor || !entries) return;
     setLoadingOlder(true);
-    setError(null);
+    setFailure(null);
     try {
       const page = await auditApi.page(apiFilters(url), cursor, superadminOrgId);
       firstNew.current = page.entries[0]?.id ?? null;
       const all = [...entries, ...page.entries];
-      setEntries(all);
-      setCursor(page.nextCursor);
-      setNotice(`${page.entries.length} older ${page.entries.length === 1 ? 'entry' : 'entries'} added; ${all.length} shown${page.nextCursor ? ', older ones follow' : ', the oldest reached'}.`);
+      setListing({ search, entries: all, cursor: page.nextCursor, notice: `${page.entries.length} older ${page.entries.length === 1 ? 'entry' : 'entries'} added; ${all.length} shown${page.nextCursor ? ', older ones follow' : ', the oldest reached'}.` });
     } catch (e) {
-      setError((e as Error).message);
+      setFailure({ search, message: (e as Error).message });
     } finally {
       setLoadingOlder(false);
     }
@@ -228,7 +233,7 @@ function AuditLog(props: { projectId: string }) {
       </form>
 
       {error && <p class="error" role="alert">{error}</p>}
-      <p role="status" class="muted small">{notice}</p>
+      <p role="status" class="muted small">{shown?.notice ?? ''}</p>
 
       {!entries ? (!error && <p class="loading">Loading the audit log…</p>) : entries.length === 0 ? (
         <p class="muted">{filtered ? 'No change matches these filters.' : 'No change recorded yet.'}</p>
