@@ -172,12 +172,19 @@ describe('events: runtime materialisation of odd keys and its limit [embedded]',
       assert.deepEqual(row.map((r) => columns.map((c) => r[c])), [ODD.map(valueOf), ODD.map(() => null)]);
       assert.equal(Number((await store.query<{ n: number }>('SELECT count(*) AS n FROM events'))[0].n), 2);
 
+      // Writes queued behind the materialisation fill the new column (their statement is built in their turn).
+      const late = 'late key';
+      const queued = [store.materialize!(late), store.writeEvents(1, [event({ [late]: 'w' })]), store.insertEvents([event({ [late]: 'i' })])];
+      await Promise.all(queued);
+      const lateValues = await store.query<{ v: string | null }>(`SELECT ${store.materialized.get(late)} AS v FROM events ORDER BY id`);
+      assert.deepEqual(lateValues.map((r) => r.v), [null, null, 'w', 'i']);
+
       // A key that already has a column (configured) is not materialised again.
       assert.equal(await store.materialize!('configured'), true);
       const kept = async () => (await store.query<{ key: string }>('SELECT key FROM materialized_properties')).map((r) => r.key).sort();
-      assert.deepEqual(await kept(), [...ODD].sort());
+      assert.deepEqual(await kept(), [...ODD, late].sort());
 
-      for (let i = ODD.length; i < MAX_RUNTIME_MATERIALIZED; i++) assert.equal(await store.materialize!(`k${i}`), true);
+      for (let i = ODD.length + 1; i < MAX_RUNTIME_MATERIALIZED; i++) assert.equal(await store.materialize!(`k${i}`), true);
       assert.equal(await store.materialize!('one too many'), false);
       assert.equal(store.materialized.has('one too many'), false);
       assert.equal((await kept()).length, MAX_RUNTIME_MATERIALIZED);
