@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
-import { upgradeQuery } from '../../apps/server/src/query/ir/upgrade.js';
-import type { QueryV2 } from '../../apps/server/src/query/ir/document.js';
+import { createTenant, type Tenant, type TestService } from '../support/service.js';
+import { datasetService } from '../support/dataset-service.js';
 import type { IrFunnelResult, TrendResult } from '../../apps/server/src/query/ir/results.js';
 import type { CohortDefinition } from '../../apps/server/src/cohorts/schema.js';
 import { DefinitionStore } from '../../apps/server/src/definitions/store.js';
 import * as ref from '../support/reference/index.js';
-import { DAY, T0, datasetArb, eventNameArb, freshProject, loadDataset } from '../support/reference/harness.js';
+import { DAY, T0, datasetArb, eventNameArb, loadDataset } from '../support/reference/harness.js';
 
 /**
  * Cohorts in analyses: a cohort filter (`{cohort, op: 'in' | 'not_in'}` among the global filters)
@@ -33,22 +32,10 @@ const definitionArb = fc.record({ op: fc.constantFrom('and' as const, 'or' as co
 forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
   let t: TestService;
   let tenant: Tenant;
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend);
+  const { deps, projectWith, scope, doc } = datasetService(backend, {}, (s) => { t = s; });
+  before(async () => {
     tenant = await createTenant(t, 'cohorts in analyses');
   });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
-  });
-  const deps = () => t.svc.deps;
-  const scope = (id: number) => ({ id, org_id: null });
-  const doc = (q: unknown): QueryV2 => {
-    const r = upgradeQuery(q);
-    assert.ok(r.ok, JSON.stringify(r));
-    return r.query;
-  };
   const cohort = async (projectId: number, name: string, definition: ref.RefCriterion[] | { op: 'and' | 'or'; criteria: ref.RefCriterion[] }) =>
     (await new DefinitionStore<CohortDefinition>(deps().db, 'cohorts').create({ projectId, createdBy: null, name, description: null, definition: (Array.isArray(definition) ? { op: 'and', criteria: definition } : definition) as CohortDefinition })).id;
 
@@ -61,8 +48,7 @@ forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
       range: fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 12 })).map(([a, len]) => ({ from: day(T0 + a * DAY), to: day(T0 + (a + len) * DAY) })),
     });
     await fc.assert(fc.asyncProperty(datasetArb, qArb, async (data, q) => {
-      const projectId = await freshProject(deps());
-      await loadDataset(deps(), projectId, data);
+      const projectId = await projectWith(data);
       const ids = [];
       for (const [i, def] of q.defs.entries()) ids.push(await cohort(projectId, `c${i}`, def));
       const members = q.defs.map((def) => ref.cohortMembers(data, def, Date.now()));
@@ -102,8 +88,7 @@ forEachBackend('query: cohort filters and breakdowns by cohort', (backend) => {
       range: fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 12 })).map(([a, len]) => ({ from: day(T0 + a * DAY), to: day(T0 + (a + len) * DAY) })),
     });
     await fc.assert(fc.asyncProperty(datasetArb, qArb, async (data, q) => {
-      const projectId = await freshProject(deps());
-      await loadDataset(deps(), projectId, data);
+      const projectId = await projectWith(data);
       const ids = [];
       for (const [i, def] of q.defs.entries()) ids.push(await cohort(projectId, `c${i}`, def));
       const members = q.defs.map((def) => ref.cohortMembers(data, def, Date.now()));

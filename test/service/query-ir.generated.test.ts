@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { forEachBackend } from '../support/backends.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { upgradeQuery } from '../../apps/server/src/query/ir/upgrade.js';
-import type { QueryV2 } from '../../apps/server/src/query/ir/document.js';
+import type { TestService } from '../support/service.js';
+import { datasetService } from '../support/dataset-service.js';
 import type { IrFunnelResult, TrendResult } from '../../apps/server/src/query/ir/results.js';
 import * as ref from '../support/reference/index.js';
-import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from '../support/reference/harness.js';
+import { DAY, T0, datasetArb, eventNameArb, filterArb } from '../support/reference/harness.js';
 
 /**
  * Generated datasets (ties, duplicates, links with and without from_time, derived events): the IR
@@ -42,29 +41,10 @@ const ids = (page: { users: Array<{ distinctId: string }> }) => page.users.map((
 
 forEachBackend('query IR: generated datasets agree with the reference', (backend) => {
   let t: TestService;
-  before(async function () {
-    this.timeout(60_000);
-    // `p` is materialised (its own column), `q` read from the lists, `r` materialised and never set.
-    t = await startTestService(backend, { MATERIALIZED_PROPERTIES: 'p,r' });
-  });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
-  });
-  const deps = () => t.svc.deps;
-  /** Runs go through the service's query executor, as the routes run them (the project's organisation does not matter here). */
-  const scope = (id: number) => ({ id, org_id: null });
-  const doc = (q: unknown): QueryV2 => {
-    const r = upgradeQuery(q);
-    assert.ok(r.ok, JSON.stringify(r));
-    return r.query;
-  };
+  // `p` is materialised (its own column), `q` read from the lists, `r` materialised and never set.
+  const { projectWith, scope, doc } = datasetService(backend, { MATERIALIZED_PROPERTIES: 'p,r' }, (s) => { t = s; });
   const check = <Q>(queryArb: fc.Arbitrary<Q>, body: (projectId: number, data: ref.RefData, q: Q) => Promise<void>, dataArb = datasetArb) =>
-    fc.assert(fc.asyncProperty(dataArb, queryArb, async (data, q) => {
-      const projectId = await freshProject(deps());
-      await loadDataset(deps(), projectId, data);
-      await body(projectId, data, q);
-    }), { numRuns: RUNS });
+    fc.assert(fc.asyncProperty(dataArb, queryArb, async (data, q) => body(await projectWith(data), data, q)), { numRuns: RUNS });
 
   it('trend: count/unique with per-metric and global filters and breakdown; drilldowns equal the figures', async function () {
     this.timeout(300_000);

@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { forEachBackend } from '../support/backends.js';
-import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
+import { createTenant, type Tenant, type TestService } from '../support/service.js';
+import { datasetService } from '../support/dataset-service.js';
 import { buildAnalyses } from '../../apps/server/src/query/analyses.js';
 import { runSegmentation } from '../../apps/server/src/query/kinds/segmentation/compile.js';
-import { upgradeQuery } from '../../apps/server/src/query/ir/upgrade.js';
-import type { QueryV2 } from '../../apps/server/src/query/ir/document.js';
 import type { TrendResult } from '../../apps/server/src/query/ir/results.js';
 import * as ref from '../support/reference/index.js';
-import { DAY, T0, datasetArb, eventNameArb, filterArb, freshProject, loadDataset } from '../support/reference/harness.js';
+import { DAY, T0, datasetArb, eventNameArb, filterArb, loadDataset } from '../support/reference/harness.js';
 
 /**
  * A breakdown on two or three properties: each combination of values is one segment named
@@ -24,22 +23,10 @@ const propsArb = fc.constantFrom(['p', 'q'], ['q', 'p'], ['p', 'q', 'r'], ['r', 
 forEachBackend('query: breakdown by several properties', (backend) => {
   let t: TestService;
   let tenant: Tenant;
-  before(async function () {
-    this.timeout(60_000);
-    t = await startTestService(backend, { MATERIALIZED_PROPERTIES: 'p,r' });
+  const { deps, projectWith, scope, doc } = datasetService(backend, { MATERIALIZED_PROPERTIES: 'p,r' }, (s) => { t = s; });
+  before(async () => {
     tenant = await createTenant(t, 'multi breakdown');
   });
-  after(async function () {
-    this.timeout(120_000);
-    await t?.close();
-  });
-  const deps = () => t.svc.deps;
-  const scope = (id: number) => ({ id, org_id: null });
-  const doc = (q: unknown): QueryV2 => {
-    const r = upgradeQuery(q);
-    assert.ok(r.ok, JSON.stringify(r));
-    return r.query;
-  };
 
   it('v0 segmentation agrees with the reference on generated datasets', async function () {
     this.timeout(300_000);
@@ -50,8 +37,7 @@ forEachBackend('query: breakdown by several properties', (backend) => {
       range: fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 12 })).map(([a, len]) => ({ fromMs: T0 + a * DAY, toEndMs: T0 + (a + len + 1) * DAY })),
     });
     await fc.assert(fc.asyncProperty(datasetArb, qArb, async (data, q) => {
-      const projectId = await freshProject(deps());
-      await loadDataset(deps(), projectId, data);
+      const projectId = await projectWith(data);
       const qc = await buildAnalyses(deps().db, deps().events).contexts.forProject(projectId);
       const engine = await runSegmentation(deps().events, qc, q, q.range);
       assert.deepStrictEqual(engine, ref.segmentation(data, q, q.range));
@@ -67,8 +53,7 @@ forEachBackend('query: breakdown by several properties', (backend) => {
       bucket: fc.nat(),
     });
     await fc.assert(fc.asyncProperty(datasetArb, qArb, async (data, q) => {
-      const projectId = await freshProject(deps());
-      await loadDataset(deps(), projectId, data);
+      const projectId = await projectWith(data);
       const query = doc({
         v: 2, dateRange: { kind: 'absolute', ...q.range }, filters: q.filters, metrics: [{ id: 'A', kind: 'event', event: q.event, aggregation: { op: q.op } }],
         breakdown: { property: q.breakdown[0], thenBy: q.breakdown.slice(1), limit: 100 }, analysis: { kind: 'trend', unit: q.unit },
