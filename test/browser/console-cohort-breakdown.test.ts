@@ -7,7 +7,9 @@ import { axeViolations, withConsolePage, type Seeded } from '../support/browser.
 /**
  * Insights offers the project's cohorts (People → Cohorts) in the breakdown and as "in cohort" /
  * "not in cohort" filters: a trend broken down by two cohorts draws one series per cohort, named
- * by it, with the API's numbers; a cohort filter narrows the trend as the API does.
+ * by it, with the API's numbers; a cohort filter narrows the trend as the API does. The project
+ * has 30 cohorts: the breakdown's cohorts are picked from a search box (chips), which keeps the
+ * query's controls and the chart on the screen.
  */
 forEachBackend('web console: insights by cohort', (backend) => {
   let t: TestService;
@@ -26,6 +28,11 @@ forEachBackend('web console: insights by cohort', (backend) => {
         const r = await tenant.owner.post('/api/cohorts', { projectId: tenant.project.id, name, definition: { op: 'and', criteria: [{ kind: 'behavior', event, op: 'gte', count: 1, windowDays: 0 }] } });
         assert.equal(r.status, 201, r.text);
         ids[name] = r.body.id;
+      }
+      // 28 more, so that a list of every cohort would not fit beside the chart.
+      for (let i = 1; i <= 28; i++) {
+        const r = await tenant.owner.post('/api/cohorts', { projectId: tenant.project.id, name: `Segment ${String(i).padStart(2, '0')}`, definition: { op: 'and', criteria: [{ kind: 'behavior', event: 'Signed up', op: 'gte', count: 1, windowDays: i }] } });
+        assert.equal(r.status, 201, r.text);
       }
     },
   }, (c) => {
@@ -67,13 +74,28 @@ forEachBackend('web console: insights by cohort', (backend) => {
     await page.select('#agg-0', 'unique');
   };
   const checkbox = (name: string) => page.locator(`::-p-aria([name="${name}"][role="checkbox"])`);
+  const search = '#insight-cohort-breakdown-search';
+  /** The breakdown's chips, as shown. */
+  const chips = () => page.$$eval('ul[aria-label="Cohorts in the breakdown"] li span', (ss) => ss.map((s) => s.textContent!.trim()));
+  /** Picks a cohort into the breakdown by keyboard: its name typed in the search box, Enter on the first match. */
+  const pickCohort = async (name: string) => {
+    await page.waitForSelector(search);
+    await page.focus(search);
+    await page.keyboard.type(name);
+    await page.waitForFunction((id, n) => {
+      const box = document.querySelector(id)!;
+      return box.getAttribute('aria-expanded') === 'true' && document.getElementById(box.getAttribute('aria-activedescendant') ?? '')?.textContent === n;
+    }, { timeout: 5000 }, search, name);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((n) => [...document.querySelectorAll('ul[aria-label="Cohorts in the breakdown"] li span')].some((s) => s.textContent === n), { timeout: 5000 }, name);
+  };
 
   it('a trend broken down by two cohorts: one series per cohort, named by it, with the API\'s numbers', async function () {
     this.timeout(90_000);
     await newTrend();
-    await page.waitForSelector('::-p-aria([name="Buyers"][role="checkbox"])');
-    await checkbox('Buyers').click();
-    await checkbox('Viewers').click();
+    await pickCohort('Buyers');
+    await pickCohort('Viewers');
+    assert.deepEqual(await chips(), ['Buyers', 'Viewers']);
     assert.equal(await page.$('#breakdown'), null, 'a cohort breakdown replaces the property breakdown');
     await run();
     const answer = await query(trend({ breakdown: { cohorts: [ids.Buyers, ids.Viewers], notInAny: false } }));
@@ -102,8 +124,8 @@ forEachBackend('web console: insights by cohort', (backend) => {
     await page.locator('.tabs button::-p-text(Funnel)').click();
     await page.locator('#metric-0').fill('Signed up');
     await page.locator('#metric-1').fill('Purchased');
-    await checkbox('Buyers').click();
-    await checkbox('Viewers').click();
+    await pickCohort('Buyers');
+    await pickCohort('Viewers');
     await run();
     const q = {
       v: 2, dateRange: { kind: 'preset', preset: '30d' },
@@ -143,5 +165,67 @@ forEachBackend('web console: insights by cohort', (backend) => {
     const tb = await table();
     assert.deepEqual(tb.foot.slice(1).map((c) => Number(c.replace(/[^\d.-]/g, ''))), [answer.series[0].total]);
     assert.deepEqual(tb.rows.map((r) => Number(r[1].replace(/[^\d.-]/g, ''))), answer.series[0].data);
+  });
+
+  it("with 30 cohorts the breakdown stays small and the chart's top on a 1280x800 screen; cohorts are picked and removed by keyboard, the chart is the API's", async function () {
+    this.timeout(90_000);
+    const viewport = page.viewport();
+    await page.setViewport({ width: 1280, height: 800 });
+    try {
+      await newTrend();
+      await page.waitForSelector(search);
+      await page.focus(search);
+      // ArrowDown opens the list of every cohort, over what follows the box.
+      await page.keyboard.press('ArrowDown');
+      await page.waitForSelector('#insight-cohort-breakdown-options:not([hidden]) [role="option"]');
+      assert.equal(await page.$$eval('#insight-cohort-breakdown-options [role="option"]', (os) => os.length), 30);
+      assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation with the list open');
+      // Words narrow it ("er": Buyers, Viewers); ArrowDown to the second, Enter picks it.
+      await page.keyboard.type('er');
+      await page.waitForFunction(() => document.querySelectorAll('#insight-cohort-breakdown-options [role="option"]').length === 2);
+      await page.keyboard.press('ArrowDown');
+      const active = () => page.$eval(search, (b) => document.getElementById(b.getAttribute('aria-activedescendant') ?? '')?.textContent ?? null);
+      assert.equal(await active(), 'Viewers');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Cohorts in the breakdown"] li').length === 1);
+      assert.equal(await page.$eval(search, (b) => (b as HTMLInputElement).value), '', 'the words are cleared once a cohort is picked');
+      await pickCohort('Buyers');
+      assert.deepEqual(await chips(), ['Viewers', 'Buyers']);
+      // Escape closes the list; the box keeps the focus.
+      await page.keyboard.type('seg');
+      await page.waitForFunction((id) => document.querySelector(id)!.getAttribute('aria-expanded') === 'true', {}, search);
+      await page.keyboard.press('Escape');
+      await page.waitForFunction((id) => document.querySelector(id)!.getAttribute('aria-expanded') === 'false', {}, search);
+      await page.keyboard.press('Escape');
+      assert.equal(await page.$eval(search, (b) => (b as HTMLInputElement).value), '', 'a second Escape clears the words');
+      // Shift+Tab from the box reaches the last chip's remove button; Enter removes it, the focus back in the box.
+      await page.keyboard.down('Shift');
+      await page.keyboard.press('Tab');
+      await page.keyboard.up('Shift');
+      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Remove Buyers');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Cohorts in the breakdown"] li').length === 1);
+      assert.deepEqual(await chips(), ['Viewers']);
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'insight-cohort-breakdown-search');
+      await run();
+      const answer = await query(trend({ breakdown: { cohorts: [ids.Viewers], notInAny: false } }));
+      assert.deepEqual(answer.series.map((s) => s.total), [seed.users.viewed]);
+      // On the screen without scrolling: the chart's top.
+      const at = await page.evaluate(() => {
+        window.scrollTo(0, 0);
+        const breakdown = document.querySelector('fieldset.cohort-breakdown')!.getBoundingClientRect();
+        return { chartTop: document.querySelector('[role="figure"]')!.getBoundingClientRect().top, breakdown: breakdown.height, height: innerHeight };
+      });
+      assert.equal(at.height, 800);
+      assert.ok(at.chartTop >= 0 && at.chartTop < at.height, `chart top at ${at.chartTop}px`);
+      // The breakdown takes a box and its chips, not a line per cohort (31 lines of checkboxes before).
+      assert.ok(at.breakdown < at.height / 3, `the cohort breakdown is ${at.breakdown}px tall`);
+      const tb = await table();
+      assert.deepEqual(tb.head, ['Bucket', 'Signed up · Viewers']);
+      assert.deepEqual(tb.rows.map((r) => Number(r[1].replace(/[^\d.-]/g, ''))), answer.series[0].data);
+      assert.deepEqual(await axeViolations(page), [], 'no serious or critical accessibility violation with a chip');
+    } finally {
+      if (viewport) await page.setViewport(viewport);
+    }
   });
 });

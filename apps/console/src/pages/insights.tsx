@@ -377,7 +377,7 @@ export function InsightsPage(props: { projectId: string; reportId?: string }) {
                 <button type="button" disabled={!d.breakdown.trim()} onClick={() => patch({ thenBy: [...d.thenBy, ''] })}>Add breakdown</button>
               )}
               {/* A breakdown by cohorts replaces the property breakdown (the API does not combine them). */}
-              <CohortBreakdown cohorts={cohorts} value={d.cohorts} notInAny={d.notInAny} full={cohortsNamed >= MAX_QUERY_COHORTS}
+              <CohortBreakdown id="insight-cohort-breakdown" cohorts={cohorts} value={d.cohorts} notInAny={d.notInAny} full={cohortsNamed >= MAX_QUERY_COHORTS}
                 onChange={(ids, notInAny) => patch({ cohorts: ids, notInAny: ids.length ? notInAny : false, ...(ids.length ? { breakdown: '', thenBy: [] } : {}) })} />
               <label class="row"><input type="checkbox" checked={d.compare} onChange={(e) => patch({ compare: (e.target as HTMLInputElement).checked })} /> Compare to previous period</label>
             </>
