@@ -315,7 +315,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual([...new Set(ranks)], [1], 'and their rank: the analyses their organisation runs at once (one at most here)');
   });
 
-  it('ranks each statement by the analyses its organisation runs at that moment', async function () {
+  it('ranks each statement by the analyses its organisation runs or waits to run at that moment', async function () {
     this.timeout(30_000);
     // An executor of this service's parts allowing three at once: A runs three, B one.
     const { deps, services } = t.svc;
@@ -333,8 +333,19 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual(ranks.slice(from), [3, 3, 3], 'while A runs three, each of its statements ranks 3');
     await wide.compiled(scope(b), (events) => events.query('SELECT 1 AS n'));
     assert.equal(rankOf(b), 1, 'B, running one, ranks 1: the engine takes it before the flood');
+    // Two more of A's wait (B is active: A starts one at a time); a statement of A's read while
+    // another waits counts it, so a flood held to one running analysis still ranks behind B.
+    const more = [1, 2].map(() => wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n')));
+    assert.deepEqual(wide.slots.load(a.org.id), { running: 3, waiting: 2 });
+    const afterB = tags.length;
     gate.release();
-    await Promise.all(flood);
+    await Promise.all([...flood, ...more]);
+    const aTag = `/* org=${a.org.id} project=${a.project.id} */`;
+    const laterRanks = ranks.slice(afterB).filter((_, i) => tags[afterB + i] === aTag);
+    // The second ranks 1 if it started after the first ended, 2 if B stopped counting as active
+    // meanwhile and both started at once.
+    assert.equal(laterRanks.length, 2, `both read: ${laterRanks}`);
+    assert.equal(laterRanks[0], 2, `the first of the two ranks 2, running one with one waiting: ${laterRanks}`);
     await wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n'));
     assert.equal(rankOf(a), 1, 'A alone again: rank 1');
   });
