@@ -153,6 +153,7 @@ async function main() {
             avgIf(query_duration_ms, query LIKE '%system.parts%' AND query NOT LIKE '%project%')
           FROM (SELECT query, query_duration_ms, query LIKE '/* org=% project=${B} */%' AS tagged FROM system.query_log
             WHERE type = 2 AND toUnixTimestamp(query_start_time) BETWEEN ${fromS} AND ${toS}) FORMAT TSV`)).trim().split('\t').map(Number);
+        if (n === 0) console.warn('no statement of B in system.query_log: the service ran without log_queries (its preload did not load?), so no engine time below');
         return {
           statementsPerRequest: +(n / requests).toFixed(1), engineMs: +(total / requests).toFixed(1), statementP50Ms: Math.round(p50), statementP95Ms: Math.round(p95),
           contextMs: { links: +(links || 0).toFixed(1), parts: +(parts || 0).toFixed(1) },
