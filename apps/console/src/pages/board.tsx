@@ -282,11 +282,21 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
     setBoardState(null);
     boardRef.current = null;
     void load();
-    // The lexicon's list (the properties data has, with their lexicon entries): the filter box
-    // leaves out the hidden ones, as the Insights pickers do.
-    api.lexiconProperties(props.projectId).then(setProperties, () => {});
+    propertiesAsked.current = false;
     return () => feedRef.current?.abort.abort();
   }, [props.boardId]);
+  /**
+   * The lexicon's list (the properties data has, with their lexicon entries) for the filter box,
+   * which leaves out the hidden ones as the Insights pickers do. Asked when the filters first take
+   * the focus, not as the board opens: listing the properties scans the project's events, and on
+   * DuckDB (one statement at a time) it ran before or between the cards' own queries (2.1 s at 2M events).
+   */
+  const propertiesAsked = useRef(false);
+  const askProperties = () => {
+    if (propertiesAsked.current) return;
+    propertiesAsked.current = true;
+    api.lexiconProperties(props.projectId).then(setProperties, () => (propertiesAsked.current = false));
+  };
   useEffect(() => {
     const tick = setInterval(() => setNow(Date.now()), 30_000);
     return () => clearInterval(tick);
@@ -445,8 +455,10 @@ export function BoardPage(props: { projectId: string; boardId: string }) {
           {conflict && <button type="button" onClick={() => void load()}>Reload board</button>}
         </div>
       )}
-      <FiltersEditor id="board-filters" legend="Board filters" value={shown.filters} keys={keys} values={values}
-        onChange={(f) => changeLook({ ...shown, filters: f })} />
+      <div onFocusIn={askProperties}>
+        <FiltersEditor id="board-filters" legend="Board filters" value={shown.filters} keys={keys} values={values}
+          onChange={(f) => changeLook({ ...shown, filters: f })} />
+      </div>
       {(look || canWrite) && (
         <div class={`look ${look ? 'dirty' : ''}`}>
           <p class="muted small" role="status">
