@@ -33,9 +33,12 @@ export class DuckDbEventStore implements EventStore {
    * changed in place, once a new column is filled, so a map already handed out stays true.
    */
   private live: MaterializedProperties;
+  /** The keys of MATERIALIZED_PROPERTIES this store was opened with. */
+  private readonly configured: string[];
 
   constructor(private file: string, private limits: QueryLimits = DEFAULT_QUERY_LIMITS, materialized: MaterializedProperties = NO_MATERIALIZED) {
     this.live = materialized;
+    this.configured = [...materialized.keys()];
   }
 
   get materialized(): MaterializedProperties {
@@ -86,14 +89,26 @@ export class DuckDbEventStore implements EventStore {
     // Keys materialised at runtime by an earlier start join the configured ones.
     const kept = (await conn.runAndReadAll('SELECT key FROM materialized_properties ORDER BY created_at, key')).getRowObjects().map((r) => String(r.key));
     this.live = new Map([...this.live, ...materializedProperties(kept.filter((k) => !this.live.has(k)))]);
-    for (const [key, column] of this.live) await this.addMaterializedColumn(conn, key, column);
+    // A column whose key the previous run neither had configured nor kept lacks the values of that
+    // run's events (a key configured, dropped, then configured again): it is filled again, and the
+    // key recorded as configured in the same transaction. Runtime keys are live at every start, so
+    // their columns are always current.
+    await conn.run('CREATE TABLE IF NOT EXISTS materialized_configured (key VARCHAR NOT NULL PRIMARY KEY)');
+    const configured = new Set(this.configured);
+    await conn.run(`DELETE FROM materialized_configured${configured.size > 0 ? ` WHERE key NOT IN (${[...configured].map(str).join(', ')})` : ''}`);
+    const recorded = new Set((await conn.runAndReadAll('SELECT key FROM materialized_configured')).getRowObjects().map((r) => String(r.key)));
+    for (const [key, column] of this.live) {
+      const record = configured.has(key) && !recorded.has(key) ? [`INSERT OR IGNORE INTO materialized_configured VALUES (${str(key)})`] : [];
+      await this.addMaterializedColumn(conn, key, column, { refill: !recorded.has(key) && !kept.includes(key), alongside: record });
+    }
   }
 
   /**
    * A materialised property new to this store: the column and its values for the stored events
    * in one transaction, with `alongside` (a column left half filled would answer wrongly for
    * good). A column already there is left alone, unless `refill` (a column of a key once
-   * configured, then dropped from the configuration: the events written since lack its values).
+   * configured, then dropped from the configuration: the events written since lack its values;
+   * `migrate` refills those the previous run did not fill, `materialize` every time).
    */
   private async addMaterializedColumn(conn: DuckDBConnection, key: string, column: string, opts: { refill?: boolean; alongside?: string[] } = {}): Promise<void> {
     const known = (await conn.runAndReadAll(`SELECT 1 FROM information_schema.columns WHERE table_name = 'events' AND column_name = ${str(column)}`)).getRows().length > 0;
