@@ -99,6 +99,8 @@ async function main() {
     await shot('audit-log', admin);
     if (!only.length || only.includes('experiments')) await experimentsShot(t, tenant, seed.token, browser, shot);
     if (!only.length || only.includes('cohort-builder')) await cohortBuilderShot(t, tenant, seed.token, browser, shot);
+    // After the cohort builder (whose page lists the cohorts) and before the annotations (drawn on the chart).
+    if (!only.length || only.includes('insights-cohorts')) await insightsCohortsShot(t, tenant, seed.token, browser, shot);
     if (!only.length || only.includes('lexicon') || only.includes('annotations')) await lexiconShots(t, tenant, seed.token, browser, shot);
   } finally {
     await browser.close();
@@ -151,6 +153,46 @@ async function cohortBuilderShot(t: TestService, tenant: Tenant, token: string, 
   await page.waitForFunction(() => document.querySelector('.cohort-preview')?.getAttribute('aria-busy') === 'false' && !!document.querySelector('.cohort-preview strong'), { timeout: 15_000 });
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
   await shot('cohort-builder', page);
+  await context.close();
+}
+
+/**
+ * Insights' breakdown by cohort: eight behaviour cohorts, a trend of unique sign-ups broken down by
+ * two of them picked through the search box (chips), then a search open on "buy" over the chart
+ * (a member, light, 1280x800).
+ */
+async function insightsCohortsShot(t: TestService, tenant: Tenant, token: string, browser: Browser, shot: (name: string, on: Page) => Promise<void>) {
+  const pid = tenant.project.id;
+  const cohorts: Array<[string, string, number, number]> = [
+    ['Buyers', 'Purchased', 1, 0], ['Viewers', 'Viewed product', 1, 0], ['Repeat buyers', 'Purchased', 2, 0],
+    ['Signed up this week', 'Signed up', 1, 7], ['Recent viewers', 'Viewed product', 1, 7], ['Buyers this week', 'Purchased', 1, 7],
+    ['Browsers, 3+ views', 'Viewed product', 3, 0], ['Signed up, last 3 days', 'Signed up', 1, 3],
+  ];
+  for (const [name, event, count, windowDays] of cohorts) {
+    const r = await tenant.owner.post('/api/cohorts', { projectId: pid, name, definition: { op: 'and', criteria: [{ kind: 'behavior', event, op: 'gte', count, windowDays }] } });
+    if (r.status !== 201) throw new Error(`cohort ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(`${t.url}/projects/${pid}/insights`);
+  await signInWithToken(page, token);
+  await page.waitForSelector('#metric-0');
+  await page.locator('#metric-0').fill('Signed up');
+  await page.select('#agg-0', 'unique');
+  const box = '#insight-cohort-breakdown-search';
+  for (const name of ['Buyers', 'Viewers']) {
+    await page.focus(box);
+    await page.keyboard.type(name);
+    await page.waitForFunction((id, n) => document.getElementById(document.querySelector(id)!.getAttribute('aria-activedescendant') ?? '')?.textContent === n, {}, box, name);
+    await page.keyboard.press('Enter');
+  }
+  await page.locator('button.primary::-p-text(Run)').click();
+  await page.waitForSelector('[role="figure"] canvas, [role="figure"] svg');
+  await page.focus(box);
+  await page.keyboard.type('buy');
+  await page.waitForSelector('#insight-cohort-breakdown-options:not([hidden]) [role="option"]');
+  await shot('insights-cohorts', page);
   await context.close();
 }
 
