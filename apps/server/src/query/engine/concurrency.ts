@@ -50,6 +50,11 @@ export class OrgSlots {
 
   /** How many analyses `orgId` may start running at once now: `perOrg`, or one while others are active. */
   limit(orgId: number): number {
+    return this.othersActive(orgId) ? 1 : this.perOrg;
+  }
+
+  /** Whether an organisation other than `orgId` holds or waits for a slot, or released one within `activeMs`. */
+  othersActive(orgId: number): boolean {
     const now = Date.now();
     const others = new Set<number>();
     for (const [org] of this.held) others.add(org);
@@ -59,7 +64,7 @@ export class OrgSlots {
       else this.lastRelease.delete(org);
     }
     others.delete(orgId);
-    return others.size === 0 ? this.perOrg : 1;
+    return others.size > 0;
   }
 
   /** Analyses of `orgId` holding a slot now, and waiting for one. */
