@@ -252,6 +252,8 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
   let gate: { entered: number; release: () => void; opened: Promise<void> };
   const tags: string[] = [];
   const ranks: Array<number | undefined> = [];
+  /** Whether another organisation was active at each statement (ReadOptions.contended). */
+  const contended: Array<boolean | undefined> = [];
   const resetGate = () => {
     let release!: () => void;
     const opened = new Promise<void>((r) => (release = r));
@@ -273,6 +275,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     store.query = (async (sql: string, opts?: ReadOptions) => {
       tags.push(sql.slice(0, sql.indexOf('*/') + 2));
       ranks.push(opts?.rank);
+      contended.push(opts?.contended);
       if (sql.startsWith(held)) {
         gate.entered++;
         await gate.opened;
@@ -315,7 +318,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     assert.deepEqual([...new Set(ranks)], [1], 'and their rank: the analyses their organisation runs at once (one at most here)');
   });
 
-  it('ranks each statement by the analyses its organisation runs or waits to run at that moment, while another organisation is active', async function () {
+  it('ranks each statement by the analyses its organisation runs or waits to run at that moment, and whether another organisation is active', async function () {
     this.timeout(30_000);
     // An executor of this service's parts allowing three at once: A runs three, B one.
     const { deps, services } = t.svc;
@@ -329,11 +332,13 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     const from = tags.length;
     const flood = [1, 2, 3].map(() => wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n')));
     await waitEntered(3);
-    // Alone, an organisation's reads share the engine with no one else's: rank 1 each (whole
-    // threads and blocks on ClickHouse; its board's cards were 25 % slower at ranks 2-4).
-    assert.deepEqual(ranks.slice(from), [1, 1, 1], 'while A runs three alone, each of its statements ranks 1');
+    // Ranked by slot order they were 1, 2, 3: the flood's first shared the engine evenly with B.
+    assert.deepEqual(ranks.slice(from), [3, 3, 3], 'while A runs three, each of its statements ranks 3');
+    // Alone, though: not contended, so ClickHouse gives them whole threads and blocks (a board's cards).
+    assert.deepEqual(contended.slice(from), [false, false, false], 'A alone: its reads are not contended');
     await wide.compiled(scope(b), (events) => events.query('SELECT 1 AS n'));
     assert.equal(rankOf(b), 1, 'B, running one, ranks 1: the engine takes it before the flood');
+    assert.equal(contended[tags.lastIndexOf(`/* org=${b.org.id} project=${b.project.id} */`)], true, "B reads beside A's flood: contended");
     // Two more of A's wait (B is active: A starts one at a time); a statement of A's read while
     // another waits counts it, so a flood held to one running analysis still ranks behind B.
     const more = [1, 2].map(() => wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n')));
@@ -347,6 +352,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     // meanwhile and both started at once.
     assert.equal(laterRanks.length, 2, `both read: ${laterRanks}`);
     assert.equal(laterRanks[0], 2, `the first of the two ranks 2, running one with one waiting: ${laterRanks}`);
+    assert.equal(contended.slice(afterB).find((_, i) => tags[afterB + i] === aTag), true, 'with B active, A shares: contended');
     await wide.compiled(scope(a), (events) => events.query('SELECT 1 AS n'));
     assert.equal(rankOf(a), 1, 'A alone again: rank 1');
   });
@@ -418,8 +424,8 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
     const store = t.svc.deps.events;
     if (store.dialect === 'clickhouse') {
       // system.settings shows the settings the reading query itself runs with.
-      const settings = async (rank?: number) => Object.fromEntries((await store.query<{ name: string; value: string }>(
-        `SELECT name, value FROM system.settings WHERE name IN ('priority', 'max_threads', 'max_block_size')`, rank ? { rank } : {})).map((r) => [r.name, r.value]));
+      const settings = async (rank?: number, contended?: boolean) => Object.fromEntries((await store.query<{ name: string; value: string }>(
+        `SELECT name, value FROM system.settings WHERE name IN ('priority', 'max_threads', 'max_block_size')`, rank ? { rank, contended } : {})).map((r) => [r.name, r.value]));
       const server = await settings();
       const threads = Number(/\d+/.exec(server.max_threads)?.[0]);
       assert.ok(threads > 0, `the server's max_threads: ${server.max_threads}`);
@@ -427,6 +433,7 @@ forEachBackend('query executor: fairness between organisations', (backend) => {
       for (const rank of [2, 4]) {
         assert.deepEqual(await settings(rank), { priority: String(rank), max_threads: String(Math.max(1, Math.floor(threads / rank))), max_block_size: '8192' },
           `running ${rank}: its share of the threads, smaller blocks`);
+        assert.deepEqual(await settings(rank, false), { ...server, priority: String(rank) }, `running ${rank} with no other organisation active: every thread, whole blocks`);
       }
       return;
     }

@@ -173,8 +173,8 @@ export class QueryExecutor implements ProjectReads {
 
   /**
    * Holds a slot of the project's organisation while `work` reads the engine through the run's view
-   * of the store. While another organisation is active, each statement's rank is the number of
-   * analyses its organisation runs or waits to run at that moment (alone, rank 1), so the engine favours organisations asking for fewer (ports/events
+   * of the store. Each statement's rank is the number of analyses its organisation runs or waits
+   * to run at that moment (and whether another organisation is active: ReadOptions.contended), so the engine favours organisations asking for fewer (ports/events
    * ReadOptions): a flooding organisation's statements all yield to a quiet one's, its oldest
    * included (ranked by slot order, the flood's first slot kept rank 1 and shared the engine evenly
    * with the quiet organisation: B's p95 2.4-2.5x idle instead of the 2x aimed at,
@@ -185,11 +185,8 @@ export class QueryExecutor implements ProjectReads {
     const org = project.org_id ?? 0;
     return this.slots.hold(org, () => {
       const tagged = taggedEvents(this.deps.events, `org=${org} project=${project.id}`, () => {
-        // Alone, an organisation's analyses share nothing with another's: all rank 1 (whole threads
-        // and blocks on ClickHouse, no express lane on DuckDB between its own board cards).
-        if (!this.slots.othersActive(org)) return { rank: 1 };
         const { running, waiting } = this.slots.load(org);
-        return { rank: running + waiting };
+        return { rank: running + waiting, contended: this.slots.othersActive(org) };
       });
       return work(capped ? boundedEvents(tagged, this.deps.config.queryGuard) : tagged);
     });

@@ -420,7 +420,7 @@ export class ClickHouseEventStore implements EventStore {
           max_execution_time: Math.max(1, Math.ceil(timeoutMs / 1000)),
           timeout_overflow_mode: 'throw',
           max_memory_usage: String(maxMemoryBytes),
-          ...(opts.rank ? rankedReadSettings(opts.rank, threads) : {}),
+          ...(opts.rank ? rankedReadSettings(opts.rank, threads, opts.contended ?? true) : {}),
         },
       });
       // Row by row as the answer streams in, letting other requests run between chunks: an answer

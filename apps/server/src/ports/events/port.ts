@@ -28,6 +28,12 @@ export interface ReadOptions {
    * at a time, takes waiting statements by rank. Absent: the read takes no part (ingestion, jobs).
    */
   rank?: number;
+  /**
+   * Another organisation is active beside the read's (false: it has the engine to itself). Only
+   * then does a rank past 1 cost the read its share of ClickHouse's threads and block size: alone,
+   * an organisation's own analyses (a board's cards) read with the whole engine.
+   */
+  contended?: boolean;
 }
 
 /**
