@@ -20,7 +20,7 @@
  * for the exposures only.
  *
  * On DuckDB, unless the sum's property is in BENCH_MATERIALIZED or BENCH_RUNTIME_MATERIALIZE=0,
- * the run then does what creating the experiment does in the service (experiments/materialize.ts):
+ * the run then does what creating the experiment does in the service (query/property-materializer.ts):
  * materialises the property at runtime (EventStore.materialize, timed: `materializeMs`), checks
  * the totals are the same, and times the results again (`materializedResultsMs`). The column and
  * its key are dropped afterwards, so the kept file stays unmaterialised for the next run.
@@ -169,7 +169,7 @@ async function bench(store: EventStore): Promise<EngineResult> {
     const before = JSON.stringify(last);
     try {
       const s = performance.now();
-      for (const k of keys) if (!(await store.materialize(k))) throw new Error(`the store refused to materialise ${k}`);
+      for (const k of keys) if ((await store.materialize(k)) !== 'materialized') throw new Error(`the store refused to materialise ${k}`);
       out.materializeMs = Math.round(performance.now() - s);
       q = await contextOf(dialectFor(store.dialect, store.materialized));
       out.materializedResultsMs = Math.round(await median(run));

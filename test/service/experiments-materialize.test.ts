@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Backend } from '../support/backends.js';
+import { embeddedIn } from '../support/backends.js';
 import { createTenant, startTestService, type Tenant, type TestService } from '../support/service.js';
 import { useEventStore } from '../support/event-store.js';
 import { drained, ev, ingest } from '../support/ingestion.js';
+import { waitFor } from '../support/processes.js';
 import { openEventStore, sqlString, type EventStore, type StoredEvent } from '../../apps/server/src/ports/events/index.js';
 import { MAX_RUNTIME_MATERIALIZED } from '../../apps/server/src/ports/events/schema.js';
 import { eventPropLists } from '../../apps/server/src/ingestion/records.js';
@@ -14,7 +15,7 @@ import { experimentSql } from '../../apps/server/src/experiments/sql.js';
 /**
  * An experiment's `sum` metric reads its property for every event of the metric: on the embedded
  * store (DuckDB) the property is materialised in the background when such an experiment is
- * created or changed (experiments/materialize.ts, EventStore.materialize). The results are the
+ * created or changed (query/property-materializer.ts, EventStore.materialize). The results are the
  * same numbers before and after, events written afterwards fill the column, the key is kept
  * across a restart, and odd keys are safe. ClickHouse is not altered (MATERIALIZED_PROPERTIES
  * stays the way there), so this suite runs on the embedded store only.
@@ -23,21 +24,6 @@ import { experimentSql } from '../../apps/server/src/experiments/sql.js';
 const H = 3_600_000;
 const T0 = Date.UTC(2024, 2, 4);
 const KEY = 'order value';
-
-/** Polls `check` until it holds (20 s at most). */
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  const end = Date.now() + 20_000;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** An embedded backend whose DuckDB file is in `dir`, so a test can open it again after the service. */
-const embeddedIn = (dir: string): Backend => ({
-  name: 'embedded',
-  provision: async () => ({ env: {}, overrides: { sqliteFile: ':memory:', duckdbFile: path.join(dir, 'events.duckdb') }, drop: async () => {} }),
-});
 
 describe('experiments: a sum metric\'s property materialised at runtime [embedded]', () => {
   let dir: string;
@@ -79,8 +65,8 @@ describe('experiments: a sum metric\'s property materialised at runtime [embedde
     // The materialisation waits for this gate, so the results below are read from the lists for sure.
     let open!: () => void;
     const gate = new Promise<void>((r) => { open = r; });
-    const materialize = store.materialize!;
-    store.materialize = (key: string) => gate.then(() => materialize(key));
+    const materialize = store.materialize!.bind(store);
+    store.materialize = (key, share) => gate.then(() => materialize(key, share));
 
     const spec = { projectId: pid, key: 'checkout-exp', flagKey: 'checkout', startAt: T0, endAt: T0 + 48 * H, metrics: [
       { id: 'revenue', kind: 'sum', event: 'purchase', property: KEY }, { id: 'purchases', kind: 'count', event: 'purchase' },
@@ -101,7 +87,7 @@ describe('experiments: a sum metric\'s property materialised at runtime [embedde
     assert.deepEqual(sums(before), { control: handSum('control'), treatment: handSum('treatment') });
 
     open();
-    await until('the property to be materialised', () => store.materialized.has(KEY));
+    await waitFor('the property to be materialised', async () => store.materialized.has(KEY), 20_000, 25);
     delete (store as { materialize?: unknown }).materialize; // the wrapper answers the store's own method again
     const column = store.materialized.get(KEY)!;
     // The stored events carry it, and the experiment's statement reads the column, not the lists.
@@ -164,7 +150,7 @@ describe('events: runtime materialisation of odd keys and its limit [embedded]',
     try {
       await store.migrate();
       await store.writeEvents(1, [event(Object.fromEntries(ODD.map((k, i) => [k, valueOf(k, i)]))), event({ configured: 'c', other: 'o' })]);
-      for (const k of ODD) assert.equal(await store.materialize!(k), true, k);
+      for (const k of ODD) assert.equal(await store.materialize!(k), 'materialized', k);
       const columns = ODD.map((k) => store.materialized.get(k)!);
       assert.equal(new Set(columns).size, ODD.length, 'distinct keys, distinct columns');
       for (const c of columns) assert.match(c, /^mp_[a-z0-9_]+_[0-9a-f]{8}$/);
@@ -180,12 +166,12 @@ describe('events: runtime materialisation of odd keys and its limit [embedded]',
       assert.deepEqual(lateValues.map((r) => r.v), [null, null, 'w', 'i']);
 
       // A key that already has a column (configured) is not materialised again.
-      assert.equal(await store.materialize!('configured'), true);
+      assert.equal(await store.materialize!('configured'), 'materialized');
       const kept = async () => (await store.query<{ key: string }>('SELECT key FROM materialized_properties')).map((r) => r.key).sort();
       assert.deepEqual(await kept(), [...ODD, late].sort());
 
-      for (let i = ODD.length + 1; i < MAX_RUNTIME_MATERIALIZED; i++) assert.equal(await store.materialize!(`k${i}`), true);
-      assert.equal(await store.materialize!('one too many'), false);
+      for (let i = ODD.length + 1; i < MAX_RUNTIME_MATERIALIZED; i++) assert.equal(await store.materialize!(`k${i}`), 'materialized');
+      assert.equal(await store.materialize!('one too many'), 'store-full');
       assert.equal(store.materialized.has('one too many'), false);
       assert.equal((await kept()).length, MAX_RUNTIME_MATERIALIZED);
     } finally {

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createClient } from '@clickhouse/client';
@@ -25,6 +26,12 @@ const embedded: Backend = {
     return { env: {}, overrides: { sqliteFile: ':memory:', duckdbFile: ':memory:' }, drop: async () => {} };
   },
 };
+
+/** An embedded backend whose DuckDB file is `events.duckdb` in `dir`, so a test can open it again after the service. */
+export const embeddedIn = (dir: string): Backend => ({
+  name: 'embedded',
+  provision: async () => ({ env: {}, overrides: { sqliteFile: ':memory:', duckdbFile: path.join(dir, 'events.duckdb') }, drop: async () => {} }),
+});
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('../../apps/server/src/ports/metadata/migrations/', import.meta.url));
 /** Key of the PostgreSQL advisory lock held while a template is made (any constant of the suite's own). */

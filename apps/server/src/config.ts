@@ -37,6 +37,11 @@ export interface Config {
   };
   /** Event property keys stored in columns of their own (MATERIALIZED_PROPERTIES; docs/analyses.md). */
   materializedProperties: string[];
+  /**
+   * Most event property keys one organisation's experiments and boards may have materialised at
+   * runtime on DuckDB, of the store's 20 (MATERIALIZED_PROPERTIES_PER_ORG; docs/analyses.md).
+   */
+  materializedPerOrganization: number;
   /** Longest date range a query may span, in days. */
   maxQueryRangeDays: number;
   /** The query cost guard (docs/hardening.md "Query cost guard"). */
@@ -142,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
       flagsLocal: { perSecond: int(env, 'FLAGS_LOCAL_RATE_PER_SECOND', LIMITS.flagsLocalRate.perSecond), burst: int(env, 'FLAGS_LOCAL_RATE_BURST', LIMITS.flagsLocalRate.burst) },
     },
     materializedProperties: [...new Set((env.MATERIALIZED_PROPERTIES ?? '').split(',').map((s) => s.trim()).filter(Boolean))],
+    materializedPerOrganization: int(env, 'MATERIALIZED_PROPERTIES_PER_ORG', 5),
     maxQueryRangeDays: int(env, 'MAX_QUERY_RANGE_DAYS', 3660),
     resultsCache: {
       freshMs: int(env, 'RESULTS_CACHE_FRESH_MS', 60_000),

@@ -25,6 +25,7 @@ import { ProjectService } from './projects/service.js';
 import { FlagSecretService } from './projects/flag-secret.js';
 import { ExperimentService } from './experiments/service.js';
 import { ExperimentStore } from './experiments/store.js';
+import { PropertyMaterializer } from './query/property-materializer.js';
 
 /**
  * The composition root of the domains' services: each is built once here from the ports and the
@@ -38,6 +39,8 @@ export interface Services {
   analyses: Analyses;
   /** Every analysis run passes it: rate limit, cost guard, results cache, per-organisation slots (query/executor.ts). */
   executor: QueryExecutor;
+  /** Materialises (DuckDB) the event properties experiments' sums and viewed boards read, each organisation within its share. */
+  properties: PropertyMaterializer;
   /** Flags' rules and writes, the flag secrets, the live flags and remote evaluation. */
   flags: FlagsDomain;
   reports: ReportService;
@@ -76,6 +79,7 @@ export function createServices(deps: Deps): Services {
     audit: deps.audit,
     analyses,
     executor: new QueryExecutor({ config: deps.config, events: deps.events, analyses, rateLimits: deps.rateLimits, projects: deps.projects, cache }),
+    properties: new PropertyMaterializer(deps.events, deps.log, deps.config.materializedPerOrganization),
     flags,
     reports: new ReportService(db, new ReportStore(db), audit, checkReport),
     experiments: new ExperimentService(db, new ExperimentStore(db), audit, flagByKey(flags), tenancy.boundary),

@@ -10,6 +10,7 @@ import { analysisMetadata } from '../query/analyses.js';
 import { DataVersions, sha, stable } from '../results-cache/index.js';
 import { dayOf, LAST_DAY } from '../results-cache/versions.js';
 import { runReport } from '../reports/run.js';
+import { reportPropertyKeys } from '../reports/property-keys.js';
 import { cardViews, type CardView } from './cards.js';
 import type { ViewedBoard } from './views.js';
 
@@ -84,7 +85,7 @@ export class BoardWarmer {
   private versions: DataVersions;
   private metadataOf: (projectId: number) => Promise<unknown>;
 
-  constructor(private deps: Pick<Deps, 'db' | 'log' | 'config'>, private services: Pick<Services, 'executor' | 'boards' | 'boardViews' | 'analyses'>) {
+  constructor(private deps: Pick<Deps, 'db' | 'log' | 'config'>, private services: Pick<Services, 'executor' | 'boards' | 'boardViews' | 'analyses' | 'properties'>) {
     this.versions = new DataVersions(deps.db);
     this.metadataOf = analysisMetadata(services.analyses);
   }
@@ -164,6 +165,10 @@ export class BoardWarmer {
     let complete = true;
     for (const board of boards) {
       const cards = (await cardViews(this.deps.db, await this.services.boards.cards([board.id]))).filter((c): c is ReportCard => c.card_type === 'report');
+      // The event properties the board's cards filter on and break down by, materialised (DuckDB)
+      // before they run, so this pass and the views after it read columns, not the key/value lists.
+      const override = { dateRange: board.date_range, filters: board.filters };
+      if (!stopping()) await this.services.properties.request(scope.org_id, cards.flatMap((c) => reportPropertyKeys(runner, c.report, override, now)), 'board');
       for (const card of cards) {
         if (computed >= max || stopping()) {
           complete = false;
@@ -172,7 +177,7 @@ export class BoardWarmer {
         const t0 = performance.now();
         try {
           // As the board's run route runs it (board range and filters over the report's), so a view finds this entry.
-          const r = await runReport(runner, scope, card.report, { dateRange: board.date_range, filters: board.filters }, now);
+          const r = await runReport(runner, scope, card.report, override, now);
           if (r.cached_at !== undefined) {
             out.cached++;
             boardWarmMetrics.cards.inc({ outcome: 'cached' });

@@ -13,18 +13,28 @@ import {
   CreateExperimentBody, ExperimentAnalysisSchema, ExperimentListQuery, ExperimentResultsSchema, ExperimentSchema, ResultsQuery, UpdateExperimentBody,
 } from './schema.js';
 import { analysisOf, experimentResults, type ResultsOverrides } from './results.js';
-import { SumPropertyMaterializer } from './materialize.js';
 
 /**
  * Experiments: every role reads and reads results, member and above write (as for flags);
  * another organisation's id is 404, its projectId 403.
  */
-export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor' | 'experiments' | 'analyses'>): RouteSpec[] {
+export function experimentRoutes(deps: Deps, services: Pick<Services, 'executor' | 'experiments' | 'analyses' | 'properties'>): RouteSpec[] {
   const { experiments, executor } = services;
-  const sums = new SumPropertyMaterializer(deps.events, deps.log);
-  /** The saved experiment's sum properties materialised in the background (materialize.ts): the answer does not wait. */
+  /**
+   * The property a `sum` metric adds up is read for every event of the metric, spread over the
+   * whole table: from the key/value lists that read is most of an experiment's results on DuckDB
+   * (docs/performance.md#experiments). So the saved experiment's sum properties are materialised
+   * in the background (query/property-materializer.ts), charged to its project's organisation:
+   * the answer does not wait, and results computed before a column is filled read the lists.
+   */
   const saved = (e: Experiment): Experiment => {
-    void sums.request(e.metrics);
+    const keys = e.metrics.flatMap((m) => (m.kind === 'sum' && m.property !== undefined ? [m.property] : []));
+    if (keys.length > 0) {
+      void deps.projects.get(e.projectId).then(
+        (p) => services.properties.request(p?.org_id ?? null, keys, 'experiment'),
+        (err) => deps.log.error('experiments: materialising sum properties failed', { err: String(err) }),
+      );
+    }
     return e;
   };
   const inScope = rowInScope(deps.projects, 'experiment', async (id) => {

@@ -43,7 +43,7 @@ export interface ReportRunner {
  * analysis, or an upgraded IR document (the board's range as `dateRange`, its filters added to
  * the global `filters`), and the warnings of getting there. Throws the 400 the run answers.
  */
-type Prepared =
+export type Prepared =
   | { kind: 'v0'; body: unknown; range: DateRange; warnings: string[] }
   | { kind: 'ir'; query: QueryV2; warnings: string[] };
 
@@ -89,7 +89,8 @@ function spanOf(runner: ReportRunner, report: SavedReport, p: Prepared, now: num
   }
 }
 
-function prepare(runner: ReportRunner, report: SavedReport, override: RunOverride, now: number): Prepared {
+/** The query a report runs with `override` (runReport's): throws the 400 its run answers. */
+export function prepare(runner: ReportRunner, report: SavedReport, override: RunOverride, now: number): Prepared {
   return isIrDocument(report.query) ? prepareIr(report, override) : prepareV0(runner, report, override, now);
 }
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
-import type { EventPageKey, EventStore, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile } from './port.js';
+import type { EventPageKey, EventStore, MaterializeOutcome, MaterializeShare, ProfileVersion, QueryLimits, ReadEvent, ReadOptions, StoredEvent, StoredLink, StoredProfile } from './port.js';
 import { duckDbSettings } from './duckdb-settings.js';
 import { RankedStatementQueue, type Lane } from './duckdb-queue.js';
 import { FILL_EVENT_IDS, joinList, materializedValue, rowObjects, sameKey, splitList, str } from './duckdb-values.js';
@@ -126,24 +126,28 @@ export class DuckDbEventStore implements EventStore {
   }
 
   /**
-   * Materialises `key` while the store runs (an experiment's sum metric, experiments/materialize.ts):
-   * the column filled for the stored events and the key kept in `materialized_properties`, in one
-   * transaction on the write chain, so no write runs between the fill and the key joining the
-   * live map (writes build their statement when their turn comes). True once the key is a column
-   * (at once when it already is); false when MAX_RUNTIME_MATERIALIZED keys were materialised so.
+   * Materialises `key` while the store runs (a sum metric of an experiment, a board's filter or
+   * breakdown: query/property-materializer.ts): the column filled for the stored events and the
+   * key kept in `materialized_properties` with the organisation of `share`, in one transaction on
+   * the write chain, so no write runs between the fill and the key joining the live map (writes
+   * build their statement when their turn comes), and two requests never both pass a limit.
+   * `store-full` past MAX_RUNTIME_MATERIALIZED keys, `share-full` past `share.maxKeys` of that
+   * organisation's; a key that already is a column answers `materialized` and costs nothing.
    */
-  async materialize(key: string): Promise<boolean> {
+  async materialize(key: string, share?: MaterializeShare): Promise<MaterializeOutcome> {
     return this.serialise(async () => {
-      if (this.live.has(key)) return true;
+      if (this.live.has(key)) return 'materialized';
       const conn = await this.connection();
-      const n = Number((await conn.runAndReadAll('SELECT count(*) AS n FROM materialized_properties')).getRowObjects()[0].n);
-      if (n >= MAX_RUNTIME_MATERIALIZED) return false;
+      const count = async (where: string) => Number((await conn.runAndReadAll(`SELECT count(*) AS n FROM materialized_properties${where}`)).getRowObjects()[0].n);
+      if (await count('') >= MAX_RUNTIME_MATERIALIZED) return 'store-full';
+      if (share && await count(` WHERE organization_id = ${sqlInt(share.organizationId)}`) >= share.maxKeys) return 'share-full';
       const column = materializedProperties([key]).get(key)!;
+      const by = share ? sqlInt(share.organizationId) : 'NULL';
       await this.addMaterializedColumn(conn, key, column, {
-        refill: true, alongside: [`INSERT OR IGNORE INTO materialized_properties VALUES (${str(key)}, ${sqlInt(Date.now())})`],
+        refill: true, alongside: [`INSERT OR IGNORE INTO materialized_properties (key, created_at, organization_id) VALUES (${str(key)}, ${sqlInt(Date.now())}, ${by})`],
       });
       this.live = new Map([...this.live, [key, column]]);
-      return true;
+      return 'materialized';
     });
   }
 

@@ -6,7 +6,7 @@ import { DuckDbEventStore } from './duckdb.js';
 import type { QueryLimits } from './port.js';
 import { materializedProperties, type ClickHouseCluster } from './schema.js';
 
-export type { EventStore, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits, ReadOptions } from './port.js';
+export type { EventStore, MaterializeOutcome, MaterializeShare, StoredEvent, EventDialect, StoredProfile, ProfileVersion, StoredLink, QueryLimits, ReadOptions } from './port.js';
 export type { ClickHouseCluster, MaterializedProperties } from './schema.js';
 export { sqlString, sqlInt, eventProperties, jsonObject, QueryLimitExceeded, DEFAULT_QUERY_LIMITS } from './port.js';
 

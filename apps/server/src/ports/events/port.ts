@@ -127,6 +127,15 @@ export interface StoredLink {
  * Deleting data goes through one private helper per adapter (a condition over the data tables),
  * so further scopes (one person's ids) are one more method of the same shape.
  */
+/** What `EventStore.materialize` did. */
+export type MaterializeOutcome = 'materialized' | 'store-full' | 'share-full';
+
+/** The organisation a runtime materialisation is charged to, and how many keys one may have. */
+export interface MaterializeShare {
+  organizationId: number;
+  maxKeys: number;
+}
+
 export interface EventStore {
   readonly dialect: EventDialect;
   /** Event property keys stored in columns of their own (schema.ts materializedProperties): reads use the column. */
@@ -134,10 +143,12 @@ export interface EventStore {
   /**
    * Materialises one more key while the store runs, its column filled for the stored events
    * (DuckDB only: on ClickHouse an added column is computed at every read of older parts, so
-   * MATERIALIZED_PROPERTIES stays the way there). True once `materialized` has the key; false
-   * when the store's limit of runtime keys is reached. Kept across restarts.
+   * MATERIALIZED_PROPERTIES stays the way there). `materialized` once `materialized` has the key
+   * (at once, and charged to nobody, when it already had it); `store-full` when the store's limit
+   * of runtime keys is reached; `share-full` when `share` names an organisation that has had its
+   * share of them materialised already. Kept across restarts.
    */
-  materialize?(key: string): Promise<boolean>;
+  materialize?(key: string, share?: MaterializeShare): Promise<MaterializeOutcome>;
   /** Creates or updates tables idempotently (run at every start). */
   migrate(): Promise<void>;
   ping(): Promise<void>;

@@ -130,6 +130,8 @@ export const EVENT_STORE_DDL: Record<EventDialect, string[]> = {
       key VARCHAR NOT NULL PRIMARY KEY,
       created_at BIGINT NOT NULL
     )`,
+    // The organisation whose request materialised the key (its share, MaterializeShare); NULL before shares.
+    `ALTER TABLE materialized_properties ADD COLUMN IF NOT EXISTS organization_id INTEGER`,
   ],
 };
 
