@@ -21,6 +21,23 @@ export function numberArg(name: string, fallback: number): number {
 }
 
 /**
+ * The services this bench started and not yet exited: stopped when the bench ends in any way it
+ * can see (its end, an error, Ctrl-C, a SIGTERM from `timeout` or a test runner), so a bench
+ * stopped half-way leaves no service behind holding a port, its data directory and the cores.
+ */
+const children = new Set<ChildProcess>();
+const stopChildren = () => {
+  for (const c of children) c.kill('SIGTERM');
+};
+process.once('exit', stopChildren);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    stopChildren();
+    process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1));
+  });
+}
+
+/**
  * Starts `bin/tally.ts` (the image's entry; role `role`, or all roles) on a free loopback port with a fresh
  * DATA_DIR and rate limits out of the way; `prefix` wraps the node command (e.g. `taskset -c 0`).
  * Resolves with the URL it printed.
@@ -50,6 +67,8 @@ export async function startBenchService(opts: {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
