@@ -121,12 +121,6 @@ export interface StoredLink {
   created_at: number;
 }
 
-/**
- * What domain code asks of the event store. Every engine difference (deduplication, upserts,
- * asynchronous deletes) lives in the adapters; callers never ask which engine runs.
- * Deleting data goes through one private helper per adapter (a condition over the data tables),
- * so further scopes (one person's ids) are one more method of the same shape.
- */
 /** What `EventStore.materialize` did. */
 export type MaterializeOutcome = 'materialized' | 'store-full' | 'share-full';
 
@@ -136,6 +130,12 @@ export interface MaterializeShare {
   maxKeys: number;
 }
 
+/**
+ * What domain code asks of the event store. Every engine difference (deduplication, upserts,
+ * asynchronous deletes) lives in the adapters; callers never ask which engine runs.
+ * Deleting data goes through one private helper per adapter (a condition over the data tables),
+ * so further scopes (one person's ids) are one more method of the same shape.
+ */
 export interface EventStore {
   readonly dialect: EventDialect;
   /** Event property keys stored in columns of their own (schema.ts materializedProperties): reads use the column. */
