@@ -19,7 +19,7 @@ export function FunnelChart(props: {
   const { steps, groups } = props.view;
   const [hidden, setHidden] = useState<Set<number>>(new Set());
   const [tip, setTip] = useState<{ step: number; group: number } | null>(null);
-  useEffect(() => setHidden(new Set()), [props.view]);
+  useEffect(() => setHidden((h) => (h.size ? new Set() : h)), [props.view]);
   const shown = groups.map((_, g) => g).filter((g) => !hidden.has(g));
   const n = steps.length;
   const H = props.height;

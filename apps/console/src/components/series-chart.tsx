@@ -36,7 +36,8 @@ export function SeriesChart(props: {
     window.addEventListener('tally-theme', l);
     return () => window.removeEventListener('tally-theme', l);
   }, []);
-  useEffect(() => setHidden(new Set()), [props.view]);
+  // A new view shows every series; the same set kept when none is hidden, so mounting does not build the chart twice.
+  useEffect(() => setHidden((h) => (h.size ? new Set() : h)), [props.view]);
 
   const { view } = props;
   // A formula beside metrics has its own scale (e.g. a percentage next to counts).
@@ -138,7 +139,11 @@ export function SeriesChart(props: {
       props.onPoint(nearest(chart, order, idx, chart.cursor.top ?? 0), idx);
     };
     chart.over.addEventListener('click', onClick);
-    const ro = new ResizeObserver(() => chart.setSize({ width: Math.max(120, el.clientWidth), height: props.height }));
+    // The observer's first call comes at once with the width the chart was built at: setSize redraws, so only on a change.
+    const ro = new ResizeObserver(() => {
+      const width = Math.max(120, el.clientWidth);
+      if (width !== chart.width) chart.setSize({ width, height: props.height });
+    });
     ro.observe(el);
     return () => {
       ro.disconnect();
