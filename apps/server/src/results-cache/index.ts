@@ -4,6 +4,7 @@ import { SizedLru, type Entry } from './lru.js';
 import { DataVersions, dayOf } from './versions.js';
 import { dayStart, keptParts, runWithPartials, type PartialPlan } from './partials.js';
 import { SharedEntries } from './shared-store.js';
+import { LayeredEntries } from './layered.js';
 import { readsIdentities } from './identities.js';
 import type { Db } from '../ports/metadata/knex.js';
 import type { Logger } from '../http/errors.js';
@@ -104,6 +105,8 @@ export const sha = (s: string) => createHash('sha256').update(s).digest('base64u
  */
 export class ResultsCache implements ResultsCachePort {
   private lru: SizedLru<object>;
+  /** Memory in front of the shared table (layered.ts): answers and closed days' parts alike. */
+  private entries: LayeredEntries;
   private inflight = new Map<string, Promise<Entry<object>>>();
   private metaOf = new Map<string, Promise<string>>();
   hits = 0;
@@ -119,9 +122,10 @@ export class ResultsCache implements ResultsCachePort {
     readonly config: ResultsCacheConfig,
     private metadataOf: (projectId: number) => Promise<unknown>,
     readonly shared?: SharedEntries,
-    private onSharedError: (err: unknown) => void = () => {},
+    onSharedError: (err: unknown) => void = () => {},
   ) {
     this.lru = new SizedLru<object>(config.maxBytes);
+    this.entries = new LayeredEntries(this.lru, shared, onSharedError);
   }
 
   get bytes(): number {
@@ -142,17 +146,11 @@ export class ResultsCache implements ResultsCachePort {
     ]);
     const signature = `${data}:${meta}`;
     const servable = (e: Entry<object> | undefined): e is Entry<object> => !opts.refresh && !!e && e.signature === signature && (!e.live || started - e.at < (opts.freshMs ?? this.config.freshMs));
-    const e = this.lru.get(id);
-    if (servable(e)) {
+    const found = await this.entries.get(id, key.projectId, servable);
+    if (found) {
       this.hits++;
-      return { ...(e.value as V), cached_at: e.at };
-    }
-    const s = this.shared && await this.shared.get(id, key.projectId).catch((err) => { this.onSharedError(err); return undefined; });
-    if (servable(s)) {
-      this.hits++;
-      this.sharedHits++;
-      this.lru.set(id, s);
-      return { ...(s.value as V), cached_at: s.at };
+      if (found.from === 'shared') this.sharedHits++;
+      return { ...(found.entry.value as V), cached_at: found.entry.at };
     }
     this.misses++;
     // Identical runs at once (one report on two cards, two people opening a board) compute once.
@@ -163,9 +161,8 @@ export class ResultsCache implements ResultsCachePort {
       const work = plan ? () => this.withPartials(key, plan, meta, !!opts.refresh, started) : compute;
       pending = work().then(async (value) => {
         const entry: Entry<object> = { value, signature, at: started, live, bytes: 2 * (JSON.stringify(value)?.length ?? 0) + id.length };
-        this.lru.set(id, entry);
         // Written before answering, so the next request on any process finds it.
-        await this.shared?.set(id, key.projectId, entry).catch(this.onSharedError);
+        await this.entries.set(id, key.projectId, entry);
         return entry;
       });
       this.inflight.set(flight, pending);
@@ -191,7 +188,7 @@ export class ResultsCache implements ResultsCachePort {
     const persons = readsIdentities(key.parts);
     const versions = async () => (await this.versions.rows(key.projectId, dayOf(plan.range.fromMs), dayOf(Math.min(plan.range.toEndMs, todayMs) - 1)))
       .filter((r) => persons || r.last_day >= 0);
-    const kept = keptParts(this.lru, this.shared, key.projectId, this.onSharedError);
+    const kept = keptParts(this.entries, key.projectId);
     const out = await runWithPartials(kept, idOf, plan, todayMs, versions, meta, refresh, started);
     this.partialsReused += out.reused;
     this.partialsComputed += out.computed.length;

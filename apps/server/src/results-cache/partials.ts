@@ -1,7 +1,7 @@
 import { bucketStart, nextBucket, type DateRange } from '../query/engine/range.js';
 import { DAY_MS } from '../query/dialects/index.js';
-import type { Entry, SizedLru } from './lru.js';
-import type { SharedEntries } from './shared-store.js';
+import type { Entry } from './lru.js';
+import type { LayeredEntries } from './layered.js';
 import { dayOf } from './versions.js';
 
 /** One row of `results_versions` (versions.ts): a span of days of a project, or its identity changes (days before 0), and its change number. */
@@ -86,32 +86,18 @@ export interface KeptParts {
 }
 
 /**
- * A project's parts in this process's memory (under the answers' budget) and, with the shared
- * table (RESULTS_CACHE=shared, shared-store.ts), there too, so a day one API process or the worker
- * warming boards computed is not computed again by another: a read takes what memory holds under
- * the asked signature and the rest from the table in one statement; a write goes to both before
- * the answer is given. A failure of the table costs only its parts.
+ * A project's parts where its answers are kept (layered.ts: this process's memory under the
+ * answers' budget and, with RESULTS_CACHE=shared, the table every process shares), so a day one API
+ * process or the worker warming boards computed is not computed again by another: a read takes
+ * what memory holds under the asked signature and the rest from the table in one statement.
  */
-export function keptParts(lru: SizedLru<object>, shared: SharedEntries | undefined, projectId: number, onError: (err: unknown) => void): KeptParts {
-  const partOf = (e: Entry<object> | undefined, signature: string) => (e && e.signature === signature ? (e.value as { p: unknown }).p : undefined);
+export function keptParts(entries: LayeredEntries, projectId: number): KeptParts {
   return {
     async read(wanted) {
-      const out = wanted.map((w) => partOf(lru.get(w.id), w.signature));
-      const rest = wanted.filter((_, i) => out[i] === undefined).map((w) => w.id);
-      if (!shared || !rest.length) return out;
-      const stored = await shared.getMany(rest, projectId).catch((err) => { onError(err); return new Map<string, Entry<object>>(); });
-      return wanted.map((w, i) => {
-        if (out[i] !== undefined) return out[i];
-        const e = stored.get(w.id);
-        const part = partOf(e, w.signature);
-        if (part !== undefined) lru.set(w.id, e!);
-        return part;
-      });
+      const found = await entries.getMany(wanted.map((w) => w.id), projectId, (e, i) => !!e && e.signature === wanted[i].signature);
+      return found.map((e) => (e ? (e.value as { p: unknown }).p : undefined));
     },
-    async write(entries) {
-      for (const [id, e] of entries) lru.set(id, e);
-      await shared?.setMany(entries, projectId).catch(onError);
-    },
+    write: (written) => entries.setMany(written, projectId),
   };
 }
 
