@@ -20,9 +20,10 @@
  *   12 cards from the cache one request each (GET …/run?cardId=, how the board page asked before
  *   it streamed), one after the other; `apiCachedStreamMs`: the streamed run (Accept:
  *   application/x-ndjson) from the cache, until its last line;
- * - `shellMs`: of each view, the part until the board's cards are laid out, before any answer
- *   (the console's files, the account and projects reads, and the board: the streamed run's
- *   first line, its request started as the script loads); `cachedCardRequestMs`: the median
+ * - `shellMs`: of each view, the part until the board's cards are laid out (the console's files,
+ *   the account and projects reads, and the board: the streamed run's first line, its request
+ *   started as the script loads; on a cached view the cards' charts are drawn in the same frame,
+ *   so this includes them); `cachedCardRequestMs`: the median
  *   duration of the page's board run request in the cached views (one request for all 12 cards),
  *   as the browser's resource timing saw it;
  * - `firstCardViewMs`: of the first view (results cache empty), until the first card shows its

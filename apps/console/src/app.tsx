@@ -41,6 +41,25 @@ function NotFound() {
   );
 }
 
+/**
+ * A signed-in page opened directly (a visit, a reload) reads the account and projects as the
+ * script loads, beside the board's early run, rather than after the first paint; taken by the
+ * shell's first load if the session is still the one they were read with.
+ */
+let early: { session: ReturnType<typeof session>; reads: Promise<[Account, Project[]]> } | null = (() => {
+  const found = match(ROUTES, location.pathname);
+  const s = session();
+  if (!s || !found || found.route.public) return null;
+  const reads = Promise.all([api.account(), api.projects()]);
+  reads.catch(() => {}); // answered by the shell's load, which shows the error
+  return { session: s, reads };
+})();
+const takeEarly = () => {
+  const e = early;
+  early = null;
+  return e && e.session === session() ? e.reads : null;
+};
+
 /** Loads the account and projects once per session (and again when the organisation changes). */
 function SignedIn(props: { pathname: string; page: preact.JSX.Element; projectId?: string }) {
   const [account, setAccount] = useState<Account | null>(null);
@@ -49,7 +68,7 @@ function SignedIn(props: { pathname: string; page: preact.JSX.Element; projectId
 
   const reload = async () => {
     try {
-      const [a, p] = await Promise.all([api.account(), api.projects()]);
+      const [a, p] = await (takeEarly() ?? Promise.all([api.account(), api.projects()]));
       setAccount(a);
       setProjects(p);
       setError(null);

@@ -25,14 +25,23 @@ const DASHES: Array<number[] | undefined> = [undefined, [8, 3], [2, 3], [8, 3, 2
 /** The k-th series' colour variable and dash pattern: 12 colours, then the same colours dashed. */
 export const seriesStyle = (k: number) => ({ color: `var(--series-${(k % SERIES_COLOURS) + 1})`, dash: DASHES[Math.floor(k / SERIES_COLOURS) % DASHES.length] });
 
-/** Chart colours from the stylesheet, so canvases follow the theme too. */
-export function palette(): { series: string[]; text: string; grid: string; accent: string } {
+type Palette = { series: string[]; text: string; grid: string; accent: string };
+let palette_: Palette | null = null;
+// Every theme change (a choice, the system's scheme) goes through applyTheme's event; this listener is added before any chart's.
+window.addEventListener('tally-theme', () => (palette_ = null));
+
+/**
+ * Chart colours from the stylesheet, so canvases follow the theme too. Read once per theme: each
+ * read of the computed style after a chart was added restyles the page, once per chart on a board.
+ */
+export function palette(): Palette {
+  if (palette_) return palette_;
   const css = getComputedStyle(document.documentElement);
   const v = (n: string) => css.getPropertyValue(n).trim();
-  return {
+  return (palette_ = {
     series: Array.from({ length: SERIES_COLOURS }, (_, i) => v(`--series-${i + 1}`)),
     text: v('--muted'),
     grid: v('--grid'),
     accent: v('--accent'),
-  };
+  });
 }

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { palette, seriesStyle, SERIES_COLOURS } from '../theme.js';
 import { exact, Legend, toggled } from './legend.js';
@@ -44,7 +44,8 @@ export function SeriesChart(props: {
   const isFormula = (k: number) => view.series[k].metricId === 'formula';
   const twoAxes = view.series.some((_, k) => isFormula(k)) && view.series.some((_, k) => !isFormula(k));
 
-  useEffect(() => {
+  // Built in a layout effect: the chart is drawn in the frame that shows its card, not in the one after.
+  useLayoutEffect(() => {
     const el = box.current;
     if (!el) return;
     const { kind } = props;
