@@ -113,7 +113,6 @@ forEachBackend('boards: the properties of viewed boards materialised at runtime'
   });
 
   it("one organisation's experiments on made-up properties take its share of runtime keys, not the store's: another's board still gets its key", async function () {
-    if (!embedded()) this.skip();
     this.timeout(120_000);
     const owner = attacker.owner;
     const flag = await owner.post('/api/flags', {
@@ -131,6 +130,11 @@ forEachBackend('boards: the properties of viewed boards materialised at runtime'
     // The experiments' requests run in the background: asked once more, this waits for them to be decided.
     await t.svc.services.properties.request(attacker.org.id, madeUp, 'experiment');
     const hoarded = madeUp.filter((k) => t.svc.deps.events.materialized.has(k));
+    if (!embedded()) {
+      // ClickHouse is not altered at runtime: twenty experiments materialise nothing, for anyone.
+      assert.deepEqual(materialized(), []);
+      return;
+    }
     assert.equal(hoarded.length, SHARE, `the attacker's share: ${hoarded.join(', ')}`);
 
     // The victim's board gets a card on a new key; viewed and warmed, that key gets its column.
