@@ -51,6 +51,8 @@
  *   npm run bench:console -- --engine clickhouse            # ClickHouse at CLICKHOUSE_URL or TEST_CLICKHOUSE_URL (database bench_console)
  *   npm run bench:console -- --json                         # also one final JSON line of figures
  *   npm run bench:console -- --materialize p1,p2            # p1 and p2 in columns of their own (MATERIALIZED_PROPERTIES, seed and service)
+ *   npm run bench:console -- --engine clickhouse --reuse    # keep the events an earlier run seeded, if as many
+ *   npm run bench:console -- --trace /tmp/cached.json       # also one cached view as a Chrome trace, and its main thread's time by kind
  */
 import path from 'node:path';
 import fs from 'node:fs';
@@ -70,9 +72,16 @@ import { materializedProperties } from '../apps/server/src/ports/events/schema.j
 
 const N = Number(arg('events', '10000000'));
 const RUNS = Number(arg('runs', '3'));
+/** Waits grow with the events past 10M: at 100M a cold card takes about ten times as long. */
+const SCALE = Math.max(1, N / 10_000_000);
+const WAIT_MS = 120_000 * SCALE;
 const ENGINE = arg('engine', 'duckdb') as 'duckdb' | 'clickhouse';
 const JSON_OUT = process.argv.includes('--json');
 /** Event properties stored in columns of their own (MATERIALIZED_PROPERTIES) in the seeded store and the service. */
+/** Where to write a Chrome trace of one more cached view (open it in the browser's Performance panel). */
+const TRACE = arg('trace', '');
+/** ClickHouse: keep the events of an earlier run when it seeded as many (the range is the same 30 days up to today). */
+const REUSE = process.argv.includes('--reuse');
 const MATERIALIZE = arg('materialize', '').split(',').map((k) => k.trim()).filter(Boolean);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DAY = 86_400_000;
@@ -122,10 +131,20 @@ async function seed(dataDir: string): Promise<Record<string, string>> {
     const url = process.env.CLICKHOUSE_URL ?? process.env.TEST_CLICKHOUSE_URL;
     if (!url) throw new Error('--engine clickhouse needs CLICKHOUSE_URL or TEST_CLICKHOUSE_URL');
     const database = process.env.BENCH_CLICKHOUSE_DATABASE ?? 'bench_console';
-    store = new ClickHouseEventStore({ url, database }, undefined, materialized);
+    // The seeding's merges and fold rewrite whole months: at 100M events one statement takes minutes.
+    store = new ClickHouseEventStore({ url, database, writeTimeoutMs: 3_600_000 }, undefined, materialized);
     env = { ...env, CLICKHOUSE_URL: url, CLICKHOUSE_DATABASE: database };
   }
   await store.migrate();
+  // --reuse: a ClickHouse database seeded by an earlier run with the same number of events is kept (100M take minutes to load and fold).
+  if (REUSE && ENGINE === 'clickhouse') {
+    const [{ n }] = await store.query<{ n: number }>(`SELECT count() AS n FROM events WHERE project_id = ${PROJECT}`);
+    if (Number(n) === N) {
+      console.log(`${ENGINE}: the ${N} events seeded earlier are reused`);
+      await store.close();
+      return env;
+    }
+  }
   const s = await seedDataset(store, N, shape);
   console.log(`${ENGINE}: ${N} events over ${from}..${to} loaded in ${(s.loadMs / 1000).toFixed(1)} s, ${s.folded} links folded in ${(s.foldMs / 1000).toFixed(1)} s`);
   await store.close();
@@ -152,7 +171,49 @@ async function boardDrawn(page: Page, count: number): Promise<void> {
   await page.waitForFunction((n: number) => {
     const figs = [...document.querySelectorAll('[role="figure"]')];
     return figs.length === n && figs.every((f) => !f.querySelector('[role="status"]') && f.querySelector('svg, canvas, [role="alert"]'));
-  }, { polling: 'raf', timeout: 120_000 }, count);
+  }, { polling: 'raf', timeout: WAIT_MS }, count);
+}
+
+/**
+ * One cached view under Chrome's tracing, written to `file`; prints the renderer main thread's
+ * time inside the view by event kind (script, style, layout, paint...), top-level events only.
+ */
+async function traceCachedView(page: Page, file: string, view: () => Promise<number>): Promise<void> {
+  await page.tracing.start({ path: file, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink.user_timing'] });
+  const ms = await view();
+  await page.tracing.stop();
+  type TraceEvent = { name: string; ph: string; ts: number; dur?: number; pid: number; tid: number; args?: { name?: string } };
+  const events = (JSON.parse(fs.readFileSync(file, 'utf8')) as { traceEvents: TraceEvent[] }).traceEvents;
+  // The page's renderer: of the threads named CrRendererMain, the busiest.
+  const mains = new Set(events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+  const perThread = new Map<string, TraceEvent[]>();
+  for (const e of events) {
+    const key = `${e.pid}:${e.tid}`;
+    if (e.ph !== 'X' || !e.dur || !mains.has(key)) continue;
+    if (!perThread.has(key)) perThread.set(key, []);
+    perThread.get(key)!.push(e);
+  }
+  const onMain = [...perThread.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+  onMain.sort((a, b) => a.ts - b.ts || b.dur! - a.dur!);
+  // The tasks (top-level events), and by name the events directly inside them.
+  const byKind = new Map<string, number>();
+  let busy = 0;
+  for (let i = 0; i < onMain.length; ) {
+    const task = onMain[i];
+    const end = task.ts + task.dur!;
+    busy += task.dur! / 1000;
+    let inner = 0;
+    let j = i + 1;
+    for (; j < onMain.length && onMain[j].ts < end; j++) {
+      const e = onMain[j];
+      if (e.ts < inner) continue;
+      inner = e.ts + e.dur!;
+      byKind.set(e.name, (byKind.get(e.name) ?? 0) + e.dur! / 1000);
+    }
+    i = j;
+  }
+  const rows = [...byKind].sort((a, b) => b[1] - a[1]).slice(0, 10);
+  console.log(`cached view under tracing: ${Math.round(ms)} ms, the page's main thread busy ${Math.round(busy)} ms, by kind (ms): ${rows.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
 }
 
 async function main() {
@@ -160,7 +221,9 @@ async function main() {
   const env = await seed(dataDir);
   // The board's range reaches today: on a loaded machine a cold view can outlast the default 60 s
   // fresh bound, and the cached view right after would recompute instead of reading the cache.
-  const serviceEnv = { ...env, QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000', RESULTS_CACHE_FRESH_MS: '600000' };
+  // Past 10M events the statements' bounds grow with them, as an operator at that size would set them.
+  const bounds: Record<string, string> = SCALE > 1 ? { QUERY_TIMEOUT_MS: String(30_000 * SCALE), QUERY_MAX_MEMORY_MB: String(Math.min(8192, 2048 * SCALE)) } : {};
+  const serviceEnv = { ...env, ...bounds, QUERY_RATE_PER_SECOND: '100000', QUERY_RATE_BURST: '100000', RESULTS_CACHE_FRESH_MS: String(600_000 * SCALE) };
   let svc = await startBenchService({ name: 'bench-console', dataDir, env: { ...serviceEnv, BOARD_WARM_INTERVAL_MS: '0' } });
   const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   try {
@@ -210,10 +273,10 @@ async function main() {
       const started = performance.now();
       await page.goto(address);
       // The page's own part: the console loaded, the board read, its cards laid out (no answer yet needed).
-      await page.waitForFunction((n: number) => document.querySelectorAll('[role="figure"]').length === n, { polling: 'raf', timeout: 120_000 }, list.length);
+      await page.waitForFunction((n: number) => document.querySelectorAll('[role="figure"]').length === n, { polling: 'raf', timeout: WAIT_MS }, list.length);
       shell.push(performance.now() - started);
       if (firstCards) {
-        await page.waitForFunction(() => [...document.querySelectorAll('[role="figure"]')].some((f) => f.querySelector('svg, canvas, [role="alert"]')), { polling: 'raf', timeout: 120_000 });
+        await page.waitForFunction(() => [...document.querySelectorAll('[role="figure"]')].some((f) => f.querySelector('svg, canvas, [role="alert"]')), { polling: 'raf', timeout: WAIT_MS });
         firstCards.push(performance.now() - started);
       }
       await boardDrawn(page, list.length);
@@ -289,6 +352,8 @@ async function main() {
       if (errors.length) throw new Error(`cards failed: ${errors.join('; ')}`);
     }
 
+    if (TRACE) await traceCachedView(page, TRACE, () => view());
+
     // Warmed first views: the same stores, the service again with the worker's warming every second.
     const shellMs = Math.round(median(shell));
     await page.deleteCookie(...(await page.cookies()));
@@ -316,11 +381,11 @@ async function main() {
     for (let r = 0; r < RUNS; r++) {
       const before = await warmClock();
       await benchApi(svc.url, 'POST', `/api/annotations?projectId=${PROJECT}`, { date: from, description: `warm ${r}` });
-      const deadline = performance.now() + 300_000;
+      const deadline = performance.now() + 300_000 * SCALE;
       let now = before;
       // The pass that computes the 12 cards, then the end of a pass after it was seen (the pass itself or the next).
       while ((now = await warmClock()).computed - before.computed < list.length) {
-        if (performance.now() > deadline) throw new Error(`no warming pass computed the cards in 5 min (${now.computed - before.computed} computed)`);
+        if (performance.now() > deadline) throw new Error(`no warming pass computed the cards in ${5 * SCALE} min (${now.computed - before.computed} computed)`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const seen = now.passes;

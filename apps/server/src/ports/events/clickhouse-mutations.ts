@@ -8,6 +8,8 @@ export interface ClickHouseTarget {
   cluster?: ClickHouseCluster;
   username?: string;
   password?: string;
+  /** How long a write, merge or mutation may take (default: the request 120 s, the mutations' wait 10 min). */
+  writeTimeoutMs?: number;
 }
 /** A read under the store's bounds (ClickHouseEventStore.query). */
 export type Read = <T>(sql: string) => Promise<T[]>;
@@ -19,7 +21,7 @@ export const FOLD_SQL_BYTES = 4 * 1024 * 1024;
 
 /** Until system.mutations shows none of this database's mutations on `tables` unfinished (18.16 has `is_done`). */
 export async function waitForMutations(target: ClickHouseTarget, read: Read, tables: readonly string[]): Promise<void> {
-  const deadline = Date.now() + MUTATION_TIMEOUT_MS;
+  const deadline = Date.now() + (target.writeTimeoutMs ?? MUTATION_TIMEOUT_MS);
   const mutations = target.cluster ? `cluster(${sqlString('clickhouse', target.cluster.name)}, system.mutations)` : 'system.mutations';
   for (;;) {
     const rows = await read<{ n: number }>(

@@ -32,7 +32,7 @@ export class ClickHouseEventStore implements EventStore {
   readonly materialized: MaterializedProperties;
 
   constructor(
-    private opts: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster },
+    private opts: { url: string; database: string; username?: string; password?: string; cluster?: ClickHouseCluster; writeTimeoutMs?: number },
     private limits: QueryLimits = DEFAULT_QUERY_LIMITS,
     materialized: MaterializedProperties = NO_MATERIALIZED,
   ) {
@@ -46,7 +46,7 @@ export class ClickHouseEventStore implements EventStore {
       database,
       username: this.opts.username,
       password: this.opts.password,
-      request_timeout: 120_000,
+      request_timeout: this.opts.writeTimeoutMs ?? 120_000,
       // ClickHouse closes idle keep-alive sockets after 3 s (18.16's keep_alive_timeout). Under load a
       // late timer let the client reuse one the server had closed ("socket hang up", /health 503):
       // drop idle sockets well before, and check their age when taking one, not only by timer.
