@@ -179,6 +179,30 @@ forEachBackend('foundation', (backend) => {
       assert.equal(listed.event_count, 2);
     });
 
+    it('counts a project\'s events again only after a write changed its data', async () => {
+      // The store's own count (the class's method under the service's version-tracking wrapper), counted.
+      const proto = Object.getPrototypeOf(t.svc.deps.events);
+      const original = proto.countEvents;
+      let counted = 0;
+      proto.countEvents = function (this: unknown, ids: number[]) {
+        counted++;
+        return original.call(this, ids);
+      };
+      try {
+        const count = async () => (await globex.owner.get('/api/projects')).body.find((p: any) => p.id === globex.project.id).event_count;
+        const before = await count();
+        const calls = counted;
+        assert.equal(await count(), before);
+        assert.equal(counted, calls, 'the second list reads the count kept');
+        assert.equal((await ingest(t, globex.project.token).post('/track', ev('Login', 'u3', { $insert_id: 'kept-count' }))).status, 200);
+        await drained(t);
+        assert.equal(await count(), before + 1, 'a write is counted');
+        assert.equal(counted, calls + 1);
+      } finally {
+        proto.countEvents = original;
+      }
+    });
+
     it('shows the superadmin every project', async () => {
       const ids = (await t.admin.get('/api/projects')).body.map((p: any) => p.id);
       assert.ok(ids.includes(acme.project.id) && ids.includes(globex.project.id));

@@ -79,6 +79,21 @@ export class DataVersions {
   }
 
   /**
+   * Of each project, the sum of every change number of its events and identities (and of every
+   * project's), in one read: what a whole-project answer (its event count) was computed at.
+   */
+  async wholeSignatures(projectIds: number[]): Promise<Map<number, number>> {
+    const rows: Array<{ project_id: number | string; s: number | string | null }> = await this.db('results_versions')
+      .whereIn('project_id', [...projectIds, EVERY_PROJECT])
+      .groupBy('project_id')
+      .select('project_id')
+      .sum({ s: 'version' });
+    const sums = new Map(rows.map((r) => [Number(r.project_id), Number(r.s ?? 0)]));
+    const every = sums.get(EVERY_PROJECT) ?? 0;
+    return new Map(projectIds.map((id) => [id, (sums.get(id) ?? 0) + every]));
+  }
+
+  /**
    * The rows `signature` sums over `firstDay..lastDay` (with the identity changes, rows before day
    * 0), read once so each bucket of a range sums its own (partials.ts).
    */
