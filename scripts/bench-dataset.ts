@@ -55,14 +55,17 @@ const LOAD_CHUNK = 1_000_000;
  * load ends), so it is repeated once those merges are done.
  */
 async function mergedMonths(store: EventStore): Promise<void> {
-  for (let round = 0; ; round++) {
+  for (let optimized = 0; ; ) {
     const months = await store.query<{ partition: string }>(
       `SELECT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active GROUP BY partition HAVING count() > 1`);
     if (!months.length) return;
-    if (round === 20) throw new Error(`months ${months.map((m) => m.partition).join(', ')} still have several parts`);
     const merging = await store.query<{ n: number }>(`SELECT count() AS n FROM system.merges WHERE database = currentDatabase() AND table = 'events'`);
-    if (Number(merging[0]?.n) > 0) await new Promise((resolve) => setTimeout(resolve, 5_000));
-    else for (const m of months) await store.command(`OPTIMIZE TABLE events PARTITION ${m.partition} FINAL`);
+    if (Number(merging[0]?.n) > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      continue;
+    }
+    if (optimized++ === 5) throw new Error(`months ${months.map((m) => m.partition).join(', ')} still have several parts`);
+    for (const m of months) await store.command(`OPTIMIZE TABLE events PARTITION ${m.partition} FINAL`);
   }
 }
 
