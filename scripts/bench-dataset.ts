@@ -50,22 +50,19 @@ export function datasetSql(dialect: 'duckdb' | 'clickhouse', start: number, coun
 const LOAD_CHUNK = 1_000_000;
 
 /**
- * Until every month of the events is one part: an OPTIMIZE … FINAL of a month whose parts a
- * background merge holds does nothing (at 100M events the inserts' own merges still run when the
- * load ends), so it is repeated once those merges are done.
+ * Each month merged, as the compaction leaves a quiet month (ClickHouse; DuckDB has nothing to
+ * merge). An OPTIMIZE … FINAL of a month whose parts a background merge holds does nothing (at
+ * 100M events the inserts' own merges still run when the load ends), so the compaction's merge is
+ * repeated, once those merges are done, until it finds no month left to merge.
  */
-async function mergedMonths(store: EventStore): Promise<void> {
-  for (let optimized = 0; ; ) {
-    const months = await store.query<{ partition: string }>(
-      `SELECT partition FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active GROUP BY partition HAVING count() > 1`);
-    if (!months.length) return;
-    const merging = await store.query<{ n: number }>(`SELECT count() AS n FROM system.merges WHERE database = currentDatabase() AND table = 'events'`);
-    if (Number(merging[0]?.n) > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 5_000));
-      continue;
-    }
-    if (optimized++ === 5) throw new Error(`months ${months.map((m) => m.partition).join(', ')} still have several parts`);
-    for (const m of months) await store.command(`OPTIMIZE TABLE events PARTITION ${m.partition} FINAL`);
+async function mergeMonths(store: EventStore): Promise<void> {
+  const merging = async () => store.dialect === 'clickhouse'
+    && Number((await store.query<{ n: number }>(`SELECT count() AS n FROM system.merges WHERE database = currentDatabase() AND table = 'events'`))[0]?.n) > 0;
+  for (let rounds = 0; ; rounds++) {
+    while (await merging()) await new Promise((resolve) => setTimeout(resolve, 5_000));
+    const months = await store.mergeQuietPartitions(0, 1000);
+    if (months === 0) return;
+    if (rounds === 5) throw new Error(`${months} months of events still unmerged after ${rounds} rounds`);
   }
 }
 
@@ -87,8 +84,7 @@ export async function seedDataset(store: EventStore, n: number, shape: DatasetSh
     ? `SELECT ${shape.project}, concat('a', toString(number)), concat('u', toString(number)), 0, 1 FROM numbers(${shape.ids})`
     : `SELECT ${shape.project}, 'a' || i, 'u' || i, 0, 1 FROM range(${shape.ids}) t(i)`;
   await store.command(`INSERT INTO identity_links (project_id, distinct_id, canonical_id, from_time, created_at) ${links}`);
-  await store.mergeQuietPartitions(0, 1000); // ClickHouse: each month merged, as the compaction leaves a quiet month
-  if (store.dialect === 'clickhouse') await mergedMonths(store);
+  await mergeMonths(store);
   // ClickHouse's event_ids fill from the inserts (a materialised view); DuckDB's at the events write,
   // which the generator's INSERT bypasses: filled as migrate fills a new store's.
   if (store.dialect === 'duckdb') await store.command(FILL_EVENT_IDS);
